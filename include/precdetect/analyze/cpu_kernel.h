@@ -1,0 +1,16 @@
+#pragma once
+/// The CPU statistics kernel: one fused pass over a tensor's raw little-endian bytes.
+
+#include <cstdint>
+
+#include "precdetect/analyze/tensor_stats.h"
+#include "precdetect/core/dtype.h"
+
+namespace precdetect {
+
+/// Statistics of `numel` values of floating dtype `dtype` at `data` (aligned to the element size).
+/// Throws std::invalid_argument for a non-floating dtype. Large tensors are split across threads. Squares are exact in float64 for every dtype narrower than F64
+/// and summed per block, so the norm matches a float64 reference to ~1e-12 relative.
+TensorStats cpu_tensor_stats(const void* data, DType dtype, uint64_t numel);
+
+}  // namespace precdetect

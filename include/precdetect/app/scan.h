@@ -1,0 +1,19 @@
+#pragma once
+/// The scan command: discover -> load -> analyze -> classify for each input, then report.
+
+#include "precdetect/analyze/device.h"
+#include "precdetect/app/options.h"
+#include "precdetect/classify/rules.h"
+#include "precdetect/report/report.h"
+
+namespace precdetect {
+
+/// Scans one input. Never throws precdetect::Error: a model that cannot be scanned comes back with `error` set.
+ModelReport scan_model(const std::string& input, const ScanOptions& options, const RuleSet& rules,
+                       const ComputeDevice& device);
+
+/// Runs the whole command: scans every input, prints the table or JSON, writes --output, and returns the exit
+/// code. Throws Error for problems that concern the whole run (bad --rules, unavailable --device).
+ExitCode run_scan(const ScanOptions& options);
+
+}  // namespace precdetect

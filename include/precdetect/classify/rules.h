@@ -1,0 +1,41 @@
+#pragma once
+/// Classification rules: threshold conditions on model statistics, read from a documented JSON file
+/// (docs/rules.md). The built-in default is src/classify/default_rules.json, embedded at build time.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace precdetect {
+
+struct Condition {
+  std::string stat;  ///< a ModelSummary statistic: abs_min, abs_max, norm_min, norm_max, nans, infs, parameters
+  std::string op;    ///< one of > >= < <=
+  double value = 0.0;
+};
+
+struct Rule {
+  std::string id;
+  std::vector<Condition> when;  ///< all must hold for the rule to fire
+  std::string label;            ///< fp16 | bf16 | fp32 | unknown
+  double confidence = 0.0;      ///< in [0, 1]
+  bool fp16_risk = false;
+  std::string says;             ///< what a firing means, in a sentence
+  std::string source;           ///< where the threshold comes from
+};
+
+struct RuleSet {
+  std::string name;
+  std::vector<Rule> rules;
+};
+
+/// The text of the built-in rules file.
+const std::string& default_rules_json();
+/// The built-in rules.
+const RuleSet& default_rules();
+/// Reads a rules file (`--rules`). Throws Error(kInvalidRules) naming the file and the offending rule.
+RuleSet load_rules(const std::filesystem::path& path);
+/// Parses rules text; `origin` names it in errors.
+RuleSet parse_rules(const std::string& text, const std::filesystem::path& origin);
+
+}  // namespace precdetect

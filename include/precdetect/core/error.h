@@ -1,0 +1,58 @@
+#pragma once
+/// The one error type of precdetect: thrown deep in the pipeline, caught per model (the batch goes on) and in main.
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace precdetect {
+
+/// Stable machine names for every failure, written to JSON as models[].error.code (docs/errors.md lists them).
+enum class ErrorCode {
+  kUsage,
+  kNotFound,
+  kIo,
+  kUnknownFormat,
+  kUnsupportedFormat,
+  kNoWeights,
+  kHeaderTooSmall,
+  kHeaderTooLarge,
+  kInvalidHeaderLength,
+  kInvalidUtf8,
+  kInvalidJson,
+  kInvalidHeader,
+  kDuplicateKey,
+  kUnknownDtype,
+  kInvalidOffset,
+  kValidationOverflow,
+  kMisalignedSlice,
+  kSizeMismatch,
+  kOffsetPastEnd,
+  kTrailingBytes,
+  kInvalidIndex,
+  kMissingShard,
+  kMissingTensor,
+  kHfCacheMiss,
+  kInvalidRules,
+  kDevice,
+  kInternal,
+};
+
+/// snake_case name of a code, e.g. "header_too_small".
+std::string_view to_string(ErrorCode code);
+
+/// An error whose message always names the file (and the tensor, where one is involved).
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  ErrorCode code() const { return code_; }
+
+ private:
+  ErrorCode code_;
+};
+
+/// Throws Error(code, "<path>: <detail>").
+[[noreturn]] void fail(ErrorCode code, const std::filesystem::path& path, std::string_view detail);
+
+}  // namespace precdetect

@@ -1,0 +1,24 @@
+#pragma once
+/// Stage 1: turn what the user typed (folder, file, shard index, hub id) into a list of weight files.
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace precdetect {
+
+struct ModelSource {
+  std::string input;                             ///< as the user typed it
+  std::filesystem::path path;                    ///< the resolved model folder or file
+  std::vector<std::filesystem::path> files;      ///< weight files, in scan order
+  std::map<std::string, std::string> weight_map; ///< from a shard index: tensor -> shard name; else empty
+  std::optional<std::filesystem::path> config;   ///< config.json beside the weights, when present
+};
+
+/// Resolves `input`. Throws Error: kNotFound (no such path, not a hub id), kHfCacheMiss, kInvalidIndex,
+/// kMissingShard (an indexed shard is absent), kUnsupportedFormat (PyTorch files only), kNoWeights.
+ModelSource discover(const std::string& input, const std::filesystem::path& hf_cache);
+
+}  // namespace precdetect

@@ -1,0 +1,20 @@
+#pragma once
+/// Shard indexes (model.safetensors.index.json): which file of a sharded checkpoint holds each tensor.
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace precdetect {
+
+struct ShardIndex {
+  std::map<std::string, std::string> weight_map;  ///< tensor name -> shard file name (relative to the index)
+  std::vector<std::string> shards;                ///< distinct shard names, sorted
+};
+
+/// Reads and validates an index: JSON object with a string->string "weight_map"; every shard name is a plain
+/// relative path that stays inside the index's folder. Throws Error(kInvalidIndex) naming the index.
+ShardIndex read_shard_index(const std::filesystem::path& index_path);
+
+}  // namespace precdetect

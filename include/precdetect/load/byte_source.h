@@ -1,0 +1,29 @@
+#pragma once
+/// Where a parser's bytes come from: a memory-mapped file in production, a byte string in tests and fuzzers.
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace precdetect {
+
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  /// The file these bytes belong to, named in every error.
+  virtual const std::filesystem::path& path() const = 0;
+  virtual uint64_t size() const = 0;
+  /// Bytes [offset, offset+length). Throws Error(kOffsetPastEnd) when the range is not inside the source.
+  virtual std::span<const std::byte> view(uint64_t offset, uint64_t length) const = 0;
+};
+
+/// Maps `path` read-only. Throws Error(kNotFound / kIo) naming the path. The mapping lives as long as the object.
+std::unique_ptr<ByteSource> map_file(const std::filesystem::path& path);
+
+/// Owns a copy of `bytes`, reported as coming from `path`.
+std::unique_ptr<ByteSource> memory_source(std::string bytes, std::filesystem::path path = "<memory>");
+
+}  // namespace precdetect

@@ -1,0 +1,25 @@
+#pragma once
+/// Stage 2: open a model's weight files, whatever their format, as one list of tensor records.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "precdetect/discover/discover.h"
+#include "precdetect/load/byte_source.h"
+#include "precdetect/load/tensor_record.h"
+
+namespace precdetect {
+
+struct Checkpoint {
+  std::string format;                               ///< "safetensors"
+  std::vector<std::unique_ptr<ByteSource>> files;   ///< TensorRecord::file indexes this
+  std::vector<TensorRecord> tensors;                ///< file by file, in data order
+  std::vector<std::string> warnings;                ///< full sentences, for the report
+};
+
+/// Maps every file and reads its header; with a shard index, checks that each indexed tensor is in its shard.
+/// Throws Error: kUnknownFormat, kUnsupportedFormat (PyTorch files), kMissingTensor, or the format's own codes.
+Checkpoint open_checkpoint(const ModelSource& source);
+
+}  // namespace precdetect

@@ -1,0 +1,37 @@
+#include "precdetect/analyze/torch_stats.h"
+
+#include <ATen/ATen.h>
+#include <limits>
+
+namespace precdetect {
+
+TensorStats torch_tensor_stats(const at::Tensor& values) {
+  TensorStats stats{.numel = static_cast<uint64_t>(values.numel())};
+  if (stats.numel == 0) return stats;
+  // float64 throughout: exact squares for every narrower dtype, and a float64 sum (PyTorch's float32 norm
+  // drifts by ~1% on 100M-element tensors).
+  at::Tensor magnitudes = values.reshape(-1).to(at::kDouble).abs();
+  at::Tensor nan = magnitudes.isnan();
+  at::Tensor finite_or_inf = magnitudes.masked_fill(nan, 0.0);
+  at::Tensor summary = at::stack({
+      nan.sum().to(at::kDouble),
+      magnitudes.isinf().sum().to(at::kDouble),
+      magnitudes.eq(0.0).sum().to(at::kDouble),
+      finite_or_inf.square().sum(),
+      finite_or_inf.max(),
+      magnitudes.masked_fill(nan, std::numeric_limits<double>::infinity()).min(),
+  });
+  summary = summary.cpu();  // one device-to-host transfer per tensor
+  const double* result = summary.data_ptr<double>();
+  stats.nans = static_cast<uint64_t>(result[0]);
+  stats.infs = static_cast<uint64_t>(result[1]);
+  stats.zeros = static_cast<uint64_t>(result[2]);
+  stats.sum_squares = result[3];
+  if (stats.has_values()) {
+    stats.abs_max = result[4];
+    stats.abs_min = result[5];
+  }
+  return stats;
+}
+
+}  // namespace precdetect

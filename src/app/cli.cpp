@@ -1,0 +1,83 @@
+#include "precdetect/app/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <sstream>
+
+#include "precdetect/analyze/device.h"
+#include "precdetect/classify/rules.h"
+
+namespace precdetect {
+namespace {
+
+constexpr const char* kFooter = R"(Exit status:
+  0  every model was scanned
+  1  a gate failed
+  2  a usage error, or at least one model could not be scanned (the others are still reported)
+
+PATH is a model folder (sharded or not), one .safetensors file, a *.index.json, or a Hugging Face id
+org/name[@revision] found in the local cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub).
+precdetect never downloads anything. Docs: docs/using.md)";
+
+std::optional<std::regex> compile_regex(const std::string& pattern, const char* flag) {
+  if (pattern.empty()) return std::nullopt;
+  try {
+    return std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    throw CLI::ValidationError(flag, fmt::format("invalid regular expression `{}`: {}", pattern, e.what()));
+  }
+}
+
+/// The scan options live on the top-level command; `scan` is an alias that hands its arguments back up.
+void add_scan_options(CLI::App& app, ScanOptions& options, std::string& include, std::string& exclude,
+                      std::string& rules) {
+  app.add_option("paths", options.inputs, "model folders, checkpoint files, index files or HF ids");
+  app.add_flag("--json", options.json, "print the JSON document (docs/json-schema.md) instead of the table");
+  app.add_option("-o,--output", options.output, "also write the JSON document to FILE (atomically)");
+  app.add_flag("-v,--verbose", options.verbose, "add per-tensor rows to the table");
+  app.add_option("--device", options.device, "cpu, cuda, cuda:N or auto (CUDA when available)")
+      ->check([](const std::string& spec) {
+        return is_device_spec(spec) ? std::string() : "must be cpu, cuda, cuda:N or auto, not `" + spec + "`";
+      });
+  app.add_option("--include", include, "analyze only tensors whose name matches REGEX");
+  app.add_option("--exclude", exclude, "skip tensors whose name matches REGEX");
+  app.add_option("--rules", rules, "classification rules file replacing the built-in ones (docs/rules.md)")
+      ->check(CLI::ExistingFile);
+}
+
+}  // namespace
+
+CommandLine parse_command_line(int argc, const char* const* argv) {
+  ScanOptions options;
+  std::string include, exclude, rules;
+  bool print_rules = false;
+  CLI::App app("precdetect: was this checkpoint pretrained in fp16, bf16 or fp32, and is it safe in fp16?",
+               "precdetect");
+  app.footer(kFooter);
+  app.set_version_flag("--version", std::string("precdetect ") + PRECDETECT_VERSION);
+  add_scan_options(app, options, include, exclude, rules);
+  app.add_flag("--print-rules", print_rules, "print the built-in rules file (a starting point for --rules)");
+  CLI::App* scan = app.add_subcommand("scan", "scan models (the default command)");
+  scan->fallthrough();
+  scan->add_option("paths", options.inputs, "model folders, checkpoint files, index files or HF ids");
+
+  CommandLine result;
+  std::ostringstream out, err;
+  try {
+    app.parse(argc, argv);
+    if (print_rules) return {.exit_code = 0, .out = default_rules_json()};
+    if (options.inputs.empty()) throw CLI::RequiredError("PATH (at least one model)");
+    options.filter = {compile_regex(include, "--include"), compile_regex(exclude, "--exclude")};
+    if (!rules.empty()) options.rules = rules;
+    result.scan = std::move(options);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e, out, err);
+    // CLI11 returns 0 for --help/--version; every real parse error maps to our documented usage code 2.
+    result.exit_code = code == 0 ? 0 : static_cast<int>(ExitCode::kError);
+  }
+  result.out = out.str();
+  result.err = err.str();
+  return result;
+}
+
+}  // namespace precdetect

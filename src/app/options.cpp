@@ -1,0 +1,10 @@
+#include "precdetect/app/options.h"
+
+namespace precdetect {
+
+bool TensorFilter::selects(const std::string& name) const {
+  if (include && !std::regex_search(name, *include)) return false;
+  return !(exclude && std::regex_search(name, *exclude));
+}
+
+}  // namespace precdetect

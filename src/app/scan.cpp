@@ -1,0 +1,106 @@
+#include "precdetect/app/scan.h"
+
+#include <cstdio>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "precdetect/analyze/analyzer.h"
+#include "precdetect/app/atomic_file.h"
+#include "precdetect/core/error.h"
+#include "precdetect/discover/discover.h"
+#include "precdetect/discover/hf_cache.h"
+#include "precdetect/load/checkpoint.h"
+#include "precdetect/report/json_report.h"
+#include "precdetect/report/table_report.h"
+
+namespace precdetect {
+namespace {
+
+void analyze_checkpoint(ModelReport& report, const Checkpoint& checkpoint, const TensorFilter& filter,
+                        const ComputeDevice& device) {
+  std::vector<std::string> skipped;
+  for (const TensorRecord& record : checkpoint.tensors) {
+    if (!filter.selects(record.name)) continue;
+    report.summary.add_stored(record);
+    TensorReport tensor{.name = record.name, .dtype = record.dtype, .shape = record.shape, .numel = record.numel, .stats = std::nullopt};
+    if (dtype_kind(record.dtype) == DTypeKind::kFloat) {
+      tensor.stats = analyze_tensor(checkpoint, record, device);
+      report.summary.add_stats(*tensor.stats);
+    } else if (dtype_kind(record.dtype) == DTypeKind::kSkipped) {
+      skipped.push_back(fmt::format("{} ({})", record.name, dtype_name(record.dtype)));
+    }
+    report.tensors.push_back(std::move(tensor));
+  }
+  if (!skipped.empty())
+    report.warnings.push_back(fmt::format("{} tensor(s) of dtypes precdetect cannot analyze were counted but not "
+                                          "analyzed: {}", skipped.size(), fmt::join(skipped, ", ")));
+  if (report.summary.tensors == 0)
+    report.warnings.push_back("no tensor matches --include/--exclude; nothing to classify (widen the filter)");
+  else if (report.summary.analyzed_tensors == 0)
+    report.warnings.push_back("the model has no floating-point tensors; nothing to classify");
+  if (report.summary.nans + report.summary.infs > 0)
+    report.warnings.push_back(fmt::format("the weights hold {} NaN and {} Inf values: the checkpoint is damaged or "
+                                          "overflowed during training", report.summary.nans, report.summary.infs));
+}
+
+Hints storage_hints(const ModelSummary& summary, const ModelSource& source) {
+  Hints hints;
+  for (const auto& [dtype, count] : summary.dtypes) hints.stored_dtypes.push_back(dtype);
+  if (source.config) hints.config_dtype = read_config_dtype(*source.config);
+  return hints;
+}
+
+/// Writes to stdout; a closed pipe (`precdetect ... | head`) is not an error.
+void print_stdout(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+ModelReport scan_model(const std::string& input, const ScanOptions& options, const RuleSet& rules,
+                       const ComputeDevice& device) {
+  ModelReport report;
+  report.input = report.path = input;
+  try {
+    ModelSource source = discover(input, hf_hub_cache());
+    report.path = source.path.string();
+    for (const auto& file : source.files) report.files.push_back(file.string());
+    Checkpoint checkpoint = open_checkpoint(source);
+    report.format = checkpoint.format;
+    report.warnings = checkpoint.warnings;
+    analyze_checkpoint(report, checkpoint, options.filter, device);
+    report.verdict = classify(report.summary, rules, storage_hints(report.summary, source));
+  } catch (const Error& e) {
+    report.error = ModelError{std::string(to_string(e.code())), e.what()};
+  } catch (const std::exception& e) {
+    // Not ours (libtorch, the standard library): still one model's failure, never the batch's.
+    report.error = ModelError{std::string(to_string(ErrorCode::kInternal)), fmt::format("{}: {}", input, e.what())};
+  }
+  if (report.error) {  // a failed model reports no partial statistics
+    report.summary = {};
+    report.tensors.clear();
+    report.verdict = {};
+  }
+  return report;
+}
+
+ExitCode run_scan(const ScanOptions& options) {
+  RuleSet rules = options.rules ? load_rules(*options.rules) : default_rules();
+  ComputeDevice device = resolve_device(options.device);
+  ScanReport report;
+  bool any_failed = false;
+  for (const std::string& input : options.inputs) {
+    report.models.push_back(scan_model(input, options, rules, device));
+    if (const auto& error = report.models.back().error) {
+      fmt::print(stderr, "precdetect: {}\n", error->message);
+      any_failed = true;
+    }
+  }
+  std::string document = to_json(report).dump(2) + "\n";
+  if (options.output) write_file_atomically(*options.output, document);
+  print_stdout(options.json ? document : render_table(report, options.verbose));
+  return any_failed ? ExitCode::kError : ExitCode::kSuccess;
+}
+
+}  // namespace precdetect

@@ -1,0 +1,73 @@
+#include "precdetect/classify/classifier.h"
+
+#include <nlohmann/json.hpp>
+
+#include "precdetect/core/text_file.h"
+
+namespace precdetect {
+namespace {
+
+std::optional<double> summary_stat(const ModelSummary& summary, const std::string& stat) {
+  if (stat == "abs_min") return summary.has_values ? std::optional(summary.abs_min) : std::nullopt;
+  if (stat == "abs_max") return summary.has_values ? std::optional(summary.abs_max) : std::nullopt;
+  if (stat == "norm_min") return summary.has_nonzero_norm ? std::optional(summary.norm_min) : std::nullopt;
+  if (stat == "norm_max") return summary.has_nonzero_norm ? std::optional(summary.norm_max) : std::nullopt;
+  if (stat == "nans") return static_cast<double>(summary.nans);
+  if (stat == "infs") return static_cast<double>(summary.infs);
+  if (stat == "parameters") return static_cast<double>(summary.parameters);
+  return std::nullopt;  // parse_rules admits no other names
+}
+
+bool compare(double observed, const std::string& op, double threshold) {
+  if (op == ">") return observed > threshold;
+  if (op == ">=") return observed >= threshold;
+  if (op == "<") return observed < threshold;
+  return observed <= threshold;
+}
+
+Evidence evaluate(const Rule& rule, const ModelSummary& summary) {
+  Evidence evidence{.rule = rule.id, .fired = true, .label = rule.label, .confidence = rule.confidence,
+                    .fp16_risk = rule.fp16_risk, .says = rule.says, .source = rule.source};
+  for (const Condition& condition : rule.when) {
+    Observation observation{.stat = condition.stat, .op = condition.op, .threshold = condition.value,
+                            .observed = summary_stat(summary, condition.stat)};
+    observation.holds = observation.observed && compare(*observation.observed, condition.op, condition.value);
+    evidence.fired = evidence.fired && observation.holds;
+    evidence.observations.push_back(observation);
+  }
+  return evidence;
+}
+
+}  // namespace
+
+Verdict classify(const ModelSummary& summary, const RuleSet& rules, Hints hints) {
+  Verdict verdict{.hints = std::move(hints)};
+  const Evidence* winner = nullptr;
+  for (const Rule& rule : rules.rules) verdict.evidence.push_back(evaluate(rule, summary));
+  for (const Evidence& evidence : verdict.evidence) {
+    if (!evidence.fired) continue;
+    verdict.fp16_risk = verdict.fp16_risk || evidence.fp16_risk;
+    if (winner == nullptr || evidence.confidence > winner->confidence) winner = &evidence;
+  }
+  if (winner != nullptr) {
+    verdict.label = winner->label;
+    verdict.confidence = winner->confidence;
+  }
+  return verdict;
+}
+
+std::optional<std::string> read_config_dtype(const std::filesystem::path& config_json) {
+  try {
+    auto config = nlohmann::json::parse(read_text_file(config_json, "config.json"));
+    for (const auto* scope : {&config, config.contains("text_config") ? &config["text_config"] : nullptr}) {
+      if (scope == nullptr || !scope->is_object()) continue;
+      for (const char* key : {"dtype", "torch_dtype"})
+        if (scope->contains(key) && (*scope)[key].is_string()) return (*scope)[key].get<std::string>();
+    }
+  } catch (const std::exception&) {
+    // Unreadable or malformed config.json: no hint, and the scan goes on.
+  }
+  return std::nullopt;
+}
+
+}  // namespace precdetect

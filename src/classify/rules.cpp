@@ -1,0 +1,80 @@
+#include "precdetect/classify/rules.h"
+
+#include <algorithm>
+#include <array>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "precdetect/core/error.h"
+#include "precdetect/core/text_file.h"
+
+namespace precdetect {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::string_view, 7> kStats = {"abs_min", "abs_max", "norm_min", "norm_max",
+                                                    "nans",    "infs",    "parameters"};
+constexpr std::array<std::string_view, 4> kOps = {">", ">=", "<", "<="};
+constexpr std::array<std::string_view, 4> kLabels = {"fp16", "bf16", "fp32", "unknown"};
+
+template <size_t N>
+bool one_of(const std::array<std::string_view, N>& allowed, const std::string& value) {
+  return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
+}
+
+Condition parse_condition(const json& item, const std::string& rule_id, const std::filesystem::path& origin) {
+  Condition condition{item.at("stat").get<std::string>(), item.at("op").get<std::string>(),
+                      item.at("value").get<double>()};
+  if (!one_of(kStats, condition.stat))
+    fail(ErrorCode::kInvalidRules, origin, fmt::format("rule `{}`: unknown stat `{}`", rule_id, condition.stat));
+  if (!one_of(kOps, condition.op))
+    fail(ErrorCode::kInvalidRules, origin, fmt::format("rule `{}`: unknown op `{}`", rule_id, condition.op));
+  return condition;
+}
+
+Rule parse_rule(const json& item, const std::filesystem::path& origin) {
+  Rule rule{.id = item.at("id").get<std::string>()};
+  for (const json& condition : item.at("when")) rule.when.push_back(parse_condition(condition, rule.id, origin));
+  rule.label = item.at("label").get<std::string>();
+  rule.confidence = item.at("confidence").get<double>();
+  rule.fp16_risk = item.at("fp16_risk").get<bool>();
+  rule.says = item.value("says", "");
+  rule.source = item.value("source", "");
+  if (rule.when.empty()) fail(ErrorCode::kInvalidRules, origin, fmt::format("rule `{}` has no conditions", rule.id));
+  if (!one_of(kLabels, rule.label))
+    fail(ErrorCode::kInvalidRules, origin, fmt::format("rule `{}`: label must be fp16, bf16, fp32 or unknown", rule.id));
+  if (!(rule.confidence >= 0.0 && rule.confidence <= 1.0))
+    fail(ErrorCode::kInvalidRules, origin, fmt::format("rule `{}`: confidence must lie in [0, 1]", rule.id));
+  return rule;
+}
+
+}  // namespace
+
+const std::string& default_rules_json() {
+  static const std::string text =
+#include "default_rules.inc"
+      ;
+  return text;
+}
+
+const RuleSet& default_rules() {
+  static const RuleSet rules = parse_rules(default_rules_json(), "<built-in rules>");
+  return rules;
+}
+
+RuleSet parse_rules(const std::string& text, const std::filesystem::path& origin) {
+  try {
+    json document = json::parse(text);
+    RuleSet set{.name = document.value("name", origin.filename().string())};
+    for (const json& item : document.at("rules")) set.rules.push_back(parse_rule(item, origin));
+    if (set.rules.empty()) fail(ErrorCode::kInvalidRules, origin, "the rules file holds no rules");
+    return set;
+  } catch (const json::exception& e) {
+    fail(ErrorCode::kInvalidRules, origin, fmt::format("invalid rules file: {}", e.what()));
+  }
+}
+
+RuleSet load_rules(const std::filesystem::path& path) { return parse_rules(read_text_file(path, "rules file"), path); }
+
+}  // namespace precdetect

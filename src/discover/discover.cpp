@@ -1,0 +1,86 @@
+#include "precdetect/discover/discover.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "precdetect/core/error.h"
+#include "precdetect/discover/hf_cache.h"
+#include "precdetect/discover/shard_index.h"
+
+namespace precdetect {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr std::string_view kSafetensorsIndex = "model.safetensors.index.json";
+
+bool has_extension(const fs::path& path, std::initializer_list<std::string_view> extensions) {
+  std::string ext = path.extension().string();
+  return std::find(extensions.begin(), extensions.end(), ext) != extensions.end();
+}
+
+std::vector<fs::path> files_with_extension(const fs::path& folder, std::initializer_list<std::string_view> exts) {
+  std::vector<fs::path> found;
+  for (const auto& entry : fs::directory_iterator(folder))
+    if (entry.is_regular_file() && has_extension(entry.path(), exts)) found.push_back(entry.path());
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+void add_sharded(ModelSource& source, const fs::path& index_path) {
+  ShardIndex index = read_shard_index(index_path);
+  fs::path folder = index_path.parent_path();
+  std::vector<std::string> missing;
+  for (const std::string& shard : index.shards) {
+    if (fs::is_regular_file(folder / shard))
+      source.files.push_back(folder / shard);
+    else
+      missing.push_back(shard);
+  }
+  if (!missing.empty())
+    fail(ErrorCode::kMissingShard, index_path,
+         fmt::format("{} of {} shards named in the index are missing, first `{}`", missing.size(),
+                     index.shards.size(), missing.front()));
+  source.weight_map = std::move(index.weight_map);
+}
+
+void add_folder(ModelSource& source, const fs::path& folder) {
+  if (fs::is_regular_file(folder / kSafetensorsIndex)) return add_sharded(source, folder / kSafetensorsIndex);
+  source.files = files_with_extension(folder, {".safetensors"});
+  if (!source.files.empty()) return;
+  if (!files_with_extension(folder, {".bin", ".pt", ".pth", ".ckpt"}).empty())
+    fail(ErrorCode::kUnsupportedFormat, folder,
+         "holds PyTorch checkpoint files only; this version of precdetect reads safetensors");
+  fail(ErrorCode::kNoWeights, folder, "no weight files (*.safetensors) in this folder");
+}
+
+fs::path resolve_path(const std::string& input, const fs::path& hf_cache) {
+  fs::path path(input);
+  std::error_code ec;
+  if (fs::exists(path, ec)) return path;
+  if (looks_like_hf_id(input)) return resolve_hf_id(input, hf_cache);
+  fail(ErrorCode::kNotFound, path, "no such file or folder");
+}
+
+}  // namespace
+
+ModelSource discover(const std::string& input, const fs::path& hf_cache) {
+  ModelSource source{.input = input, .path = resolve_path(input, hf_cache)};
+  fs::path folder = source.path;
+  try {
+    if (fs::is_directory(source.path)) {
+      add_folder(source, source.path);
+    } else if (source.path.filename().string().ends_with(".index.json")) {
+      add_sharded(source, source.path);
+      folder = source.path.parent_path();
+    } else {
+      source.files = {source.path};
+      folder = source.path.parent_path();
+    }
+  } catch (const fs::filesystem_error& e) {
+    fail(ErrorCode::kIo, source.path, e.code().message());
+  }
+  if (fs::is_regular_file(folder / "config.json")) source.config = folder / "config.json";
+  return source;
+}
+
+}  // namespace precdetect

@@ -1,0 +1,72 @@
+#include "precdetect/discover/hf_cache.h"
+
+#include <cstdlib>
+#include <fmt/format.h>
+#include <fstream>
+#include <regex>
+
+#include "precdetect/core/error.h"
+
+namespace precdetect {
+namespace fs = std::filesystem;
+namespace {
+
+std::optional<fs::path> env_path(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return fs::path(value);
+}
+
+bool is_commit_hash(std::string_view revision) {
+  return revision.size() == 40 && revision.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
+/// "org/name" -> "models--org--name", as huggingface_hub's repo_folder_name() spells it.
+std::string repo_folder_name(std::string_view repo) {
+  std::string folder = "models--";
+  for (char c : repo) folder += c == '/' ? std::string("--") : std::string(1, c);
+  return folder;
+}
+
+std::string read_ref(const fs::path& ref_file) {
+  std::ifstream in(ref_file);
+  std::string commit;
+  in >> commit;
+  return commit;
+}
+
+}  // namespace
+
+fs::path hf_hub_cache() {
+  if (auto path = env_path("HF_HUB_CACHE")) return *path;
+  if (auto path = env_path("HUGGINGFACE_HUB_CACHE")) return *path;
+  if (auto path = env_path("HF_HOME")) return *path / "hub";
+  if (auto path = env_path("XDG_CACHE_HOME")) return *path / "huggingface" / "hub";
+  return env_path("HOME").value_or(fs::path("/")) / ".cache" / "huggingface" / "hub";
+}
+
+bool looks_like_hf_id(std::string_view input) {
+  static const std::regex kHubId(R"(^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?(@[\w./-]+)?$)");
+  return std::regex_match(input.begin(), input.end(), kHubId);
+}
+
+fs::path resolve_hf_id(std::string_view id, const fs::path& cache) {
+  std::string_view repo = id.substr(0, id.find('@'));
+  std::string revision = id.find('@') == std::string_view::npos ? "main" : std::string(id.substr(id.find('@') + 1));
+  fs::path repo_dir = cache / repo_folder_name(repo);
+  if (!fs::is_directory(repo_dir))
+    fail(ErrorCode::kHfCacheMiss, repo_dir,
+         fmt::format("`{}` is neither a path nor a model in the local Hugging Face cache (looked in {}; "
+                     "precdetect never downloads: fetch it with `huggingface-cli download {}` first)",
+                     id, cache.string(), repo));
+  std::string commit = is_commit_hash(revision) ? revision : read_ref(repo_dir / "refs" / revision);
+  if (commit.empty())
+    fail(ErrorCode::kHfCacheMiss, repo_dir / "refs" / revision,
+         fmt::format("revision `{}` of `{}` is not in the local cache", revision, repo));
+  fs::path snapshot = repo_dir / "snapshots" / commit;
+  if (!fs::is_directory(snapshot))
+    fail(ErrorCode::kHfCacheMiss, snapshot, fmt::format("snapshot {} of `{}` is not in the local cache", commit, repo));
+  return snapshot;
+}
+
+}  // namespace precdetect

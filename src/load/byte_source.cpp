@@ -1,0 +1,91 @@
+#include "precdetect/load/byte_source.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fmt/format.h>
+
+#include "precdetect/core/bytes.h"
+#include "precdetect/core/error.h"
+
+namespace precdetect {
+namespace {
+
+/// Shared range check: every view is validated against the source's size before a byte is touched.
+std::span<const std::byte> checked_view(const ByteSource& source, const std::byte* base, uint64_t offset,
+                                        uint64_t length) {
+  auto end = checked_add(offset, length);
+  if (!end || *end > source.size())
+    fail(ErrorCode::kOffsetPastEnd, source.path(),
+         fmt::format("bytes [{}, +{}) lie past the end of the file ({} bytes)", offset, length, source.size()));
+  return {base + offset, static_cast<size_t>(length)};
+}
+
+class MappedFile final : public ByteSource {
+ public:
+  explicit MappedFile(std::filesystem::path path) : path_(std::move(path)) {
+    int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, path_, std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      fail(ErrorCode::kIo, path_, "not a regular file");
+    }
+    size_ = static_cast<uint64_t>(st.st_size);
+    // mmap of length 0 is invalid; an empty file simply has no bytes to view.
+    if (size_ > 0) {
+      void* mapped = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (mapped == MAP_FAILED) {
+        int err = errno;
+        ::close(fd);
+        fail(ErrorCode::kIo, path_, fmt::format("mmap failed: {}", std::strerror(err)));
+      }
+      data_ = static_cast<const std::byte*>(mapped);
+    }
+    ::close(fd);  // the mapping keeps the file open
+  }
+  ~MappedFile() override {
+    if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const std::filesystem::path& path() const override { return path_; }
+  uint64_t size() const override { return size_; }
+  std::span<const std::byte> view(uint64_t offset, uint64_t length) const override {
+    return checked_view(*this, data_, offset, length);
+  }
+
+ private:
+  std::filesystem::path path_;
+  const std::byte* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+class MemorySource final : public ByteSource {
+ public:
+  MemorySource(std::string bytes, std::filesystem::path path) : bytes_(std::move(bytes)), path_(std::move(path)) {}
+  const std::filesystem::path& path() const override { return path_; }
+  uint64_t size() const override { return bytes_.size(); }
+  std::span<const std::byte> view(uint64_t offset, uint64_t length) const override {
+    return checked_view(*this, reinterpret_cast<const std::byte*>(bytes_.data()), offset, length);
+  }
+
+ private:
+  std::string bytes_;
+  std::filesystem::path path_;
+};
+
+}  // namespace
+
+std::unique_ptr<ByteSource> map_file(const std::filesystem::path& path) { return std::make_unique<MappedFile>(path); }
+
+std::unique_ptr<ByteSource> memory_source(std::string bytes, std::filesystem::path path) {
+  return std::make_unique<MemorySource>(std::move(bytes), std::move(path));
+}
+
+}  // namespace precdetect

@@ -1,0 +1,22 @@
+// precdetect: parse the command line, run the scan, map the outcome to a documented exit code.
+#include <csignal>
+#include <fmt/format.h>
+
+#include "precdetect/app/cli.h"
+#include "precdetect/app/scan.h"
+#include "precdetect/core/error.h"
+
+int main(int argc, char** argv) {
+  // A reader that closes the pipe early (`precdetect ... | head`) should not kill us mid-write.
+  std::signal(SIGPIPE, SIG_IGN);
+  precdetect::CommandLine command = precdetect::parse_command_line(argc, argv);
+  fmt::print("{}", command.out);
+  fmt::print(stderr, "{}", command.err);
+  if (!command.scan) return command.exit_code;
+  try {
+    return static_cast<int>(precdetect::run_scan(*command.scan));
+  } catch (const precdetect::Error& e) {
+    fmt::print(stderr, "precdetect: {}\n", e.what());
+    return static_cast<int>(precdetect::ExitCode::kError);
+  }
+}

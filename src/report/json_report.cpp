@@ -1,0 +1,94 @@
+#include "precdetect/report/json_report.h"
+
+#include <cmath>
+
+namespace precdetect {
+namespace {
+
+using nlohmann::ordered_json;
+
+/// JSON has no infinity: an infinite magnitude or norm is written as the string "inf" (docs/json-schema.md).
+ordered_json number(double value) { return std::isinf(value) ? ordered_json("inf") : ordered_json(value); }
+ordered_json number_if(bool present, double value) { return present ? number(value) : ordered_json(nullptr); }
+
+ordered_json summary_json(const ModelSummary& summary) {
+  return {{"abs_min", number_if(summary.has_values, summary.abs_min)},
+          {"abs_max", number_if(summary.has_values, summary.abs_max)},
+          {"norm_min", number_if(summary.has_nonzero_norm, summary.norm_min)},
+          {"norm_max", number_if(summary.has_nonzero_norm, summary.norm_max)},
+          {"tensors", summary.tensors},
+          {"parameters", summary.parameters},
+          {"bytes", summary.bytes},
+          {"dtypes", summary.dtypes},
+          {"analyzed_tensors", summary.analyzed_tensors},
+          {"nans", summary.nans},
+          {"infs", summary.infs}};
+}
+
+ordered_json evidence_json(const Evidence& evidence) {
+  ordered_json observations = ordered_json::array();
+  for (const Observation& o : evidence.observations)
+    observations.push_back({{"stat", o.stat}, {"op", o.op}, {"threshold", o.threshold},
+                            {"observed", o.observed ? number(*o.observed) : ordered_json(nullptr)},
+                            {"holds", o.holds}});
+  return {{"rule", evidence.rule},     {"fired", evidence.fired},         {"label", evidence.label},
+          {"confidence", evidence.confidence}, {"fp16_risk", evidence.fp16_risk},
+          {"observations", observations}, {"says", evidence.says},      {"source", evidence.source}};
+}
+
+ordered_json verdict_json(const Verdict& verdict) {
+  ordered_json evidence = ordered_json::array();
+  for (const Evidence& item : verdict.evidence) evidence.push_back(evidence_json(item));
+  return {{"label", verdict.label},
+          {"confidence", verdict.confidence},
+          {"fp16_risk", verdict.fp16_risk},
+          {"evidence", evidence},
+          {"hints",
+           {{"stored_dtypes", verdict.hints.stored_dtypes},
+            {"config_dtype", verdict.hints.config_dtype ? ordered_json(*verdict.hints.config_dtype) : nullptr}}}};
+}
+
+ordered_json tensor_json(const TensorReport& tensor) {
+  ordered_json item = {{"name", tensor.name},
+                       {"dtype", dtype_name(tensor.dtype)},
+                       {"shape", tensor.shape},
+                       {"numel", tensor.numel},
+                       {"analyzed", tensor.stats.has_value()}};
+  const TensorStats* s = tensor.stats ? &*tensor.stats : nullptr;
+  bool values = s != nullptr && s->has_values();
+  item["abs_min"] = values ? number(s->abs_min) : ordered_json(nullptr);
+  item["abs_max"] = values ? number(s->abs_max) : ordered_json(nullptr);
+  item["norm"] = s ? number(s->norm()) : ordered_json(nullptr);
+  item["zeros"] = s ? ordered_json(s->zeros) : ordered_json(nullptr);
+  item["nans"] = s ? ordered_json(s->nans) : ordered_json(nullptr);
+  item["infs"] = s ? ordered_json(s->infs) : ordered_json(nullptr);
+  return item;
+}
+
+ordered_json model_json(const ModelReport& model) {
+  ordered_json tensors = ordered_json::array();
+  for (const TensorReport& tensor : model.tensors) tensors.push_back(tensor_json(tensor));
+  ordered_json error = nullptr;
+  if (model.error) error = {{"code", model.error->code}, {"message", model.error->message}};
+  return {{"input", model.input},
+          {"path", model.path},
+          {"format", model.format.empty() ? ordered_json(nullptr) : ordered_json(model.format)},
+          {"files", model.files},
+          {"summary", summary_json(model.summary)},
+          {"verdict", verdict_json(model.verdict)},
+          {"tensors", tensors},
+          {"warnings", model.warnings},
+          {"error", error}};
+}
+
+}  // namespace
+
+ordered_json to_json(const ScanReport& report) {
+  ordered_json models = ordered_json::array();
+  for (const ModelReport& model : report.models) models.push_back(model_json(model));
+  return {{"schema_version", kSchemaVersion},
+          {"tool", {{"name", "precdetect"}, {"version", PRECDETECT_VERSION}}},
+          {"models", models}};
+}
+
+}  // namespace precdetect

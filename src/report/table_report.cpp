@@ -1,0 +1,83 @@
+#include "precdetect/report/table_report.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace precdetect {
+namespace {
+
+constexpr size_t kMaxNameWidth = 60;
+
+/// Long names are elided in the middle, where they are least informative (org/…/model-7b).
+std::string elide_middle(const std::string& text, size_t width) {
+  if (text.size() <= width) return text;
+  size_t keep = width - 3;
+  return text.substr(0, keep / 2) + "..." + text.substr(text.size() - (keep - keep / 2));
+}
+
+std::string human_count(uint64_t count) {
+  static constexpr std::array<const char*, 5> kUnits = {"", "K", "M", "B", "T"};
+  double value = static_cast<double>(count);
+  size_t unit = 0;
+  while (value >= 1000.0 && unit + 1 < kUnits.size()) value /= 1000.0, ++unit;
+  return unit == 0 ? fmt::format("{}", count) : fmt::format("{:.1f}{}", value, kUnits[unit]);
+}
+
+std::string dtype_census(const ModelSummary& summary) {
+  std::string text;
+  for (const auto& [dtype, count] : summary.dtypes) text += fmt::format("{}{}:{}", text.empty() ? "" : ",", dtype, count);
+  return text.empty() ? "-" : text;
+}
+
+std::string verdict_cell(const ModelReport& model) {
+  if (model.error) return "error: " + model.error->code;
+  const Verdict& v = model.verdict;
+  return fmt::format("{} ({:.2f}){}", v.label, v.confidence, v.fp16_risk ? " fp16-risk" : "");
+}
+
+void append_tensor_rows(std::string& out, const ModelReport& model) {
+  size_t width = 6;
+  for (const auto& t : model.tensors) width = std::max(width, std::min(t.name.size(), kMaxNameWidth));
+  out += fmt::format("  {:<{}} | {:<7} | {:^9} | {:^9} | {:^9} | {:>7} | {:>5} | {:>5}\n", "tensor", width, "dtype",
+                     "abs min", "abs max", "norm", "zeros", "nans", "infs");
+  for (const auto& t : model.tensors) {
+    const auto& s = t.stats;
+    bool values = s && s->has_values();
+    out += fmt::format("  {:<{}} | {:<7} | {:>9} | {:>9} | {:>9} | {:>7} | {:>5} | {:>5}\n",
+                       elide_middle(t.name, width), width, dtype_name(t.dtype),
+                       format_stat(values, values ? s->abs_min : 0), format_stat(values, values ? s->abs_max : 0),
+                       format_stat(s.has_value(), s ? s->norm() : 0), s ? fmt::format("{}", s->zeros) : "-",
+                       s ? fmt::format("{}", s->nans) : "-", s ? fmt::format("{}", s->infs) : "-");
+  }
+}
+
+}  // namespace
+
+std::string format_stat(bool present, double value) {
+  if (!present) return "-";
+  if (std::isinf(value)) return "inf";
+  return fmt::format("{:.3e}", value);
+}
+
+std::string render_table(const ScanReport& report, bool per_tensor) {
+  size_t width = 4;
+  for (const auto& model : report.models) width = std::max(width, std::min(model.input.size(), kMaxNameWidth));
+  std::string out = fmt::format("{:<{}} | {:^9} | {:^9} | {:^9} | {:^9} | {:>7} | {:<12} | {}\n", "name", width,
+                                "abs min", "abs max", "norm min", "norm max", "params", "dtypes", "verdict");
+  out += fmt::format("{:-<{}}-|-{:-<9}-|-{:-<9}-|-{:-<9}-|-{:-<9}-|-{:-<7}-|-{:-<12}-|-{:-<20}\n", "", width, "", "",
+                     "", "", "", "", "");
+  for (const auto& model : report.models) {
+    const ModelSummary& s = model.summary;
+    out += fmt::format("{:<{}} | {:>9} | {:>9} | {:>9} | {:>9} | {:>7} | {:<12} | {}\n",
+                       elide_middle(model.input, width), width, format_stat(s.has_values, s.abs_min),
+                       format_stat(s.has_values, s.abs_max), format_stat(s.has_nonzero_norm, s.norm_min),
+                       format_stat(s.has_nonzero_norm, s.norm_max), human_count(s.parameters), dtype_census(s),
+                       verdict_cell(model));
+    if (per_tensor && !model.error) append_tensor_rows(out, model);
+  }
+  return out;
+}
+
+}  // namespace precdetect
