@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs everything precdetect needs to build and test, skipping what is already there (safe to re-run):
+# Debian packages (apt-get only when one is missing) and a virtual environment in .venv with the pinned
+# torch wheel (its libtorch is what we link), safetensors and numpy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(cmake ninja-build g++ python3-venv libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libgmock-dev)
+missing=()
+for package in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "setup: warning: no CUDA toolkit found; the CUDA build of libtorch needs one (13.0) at configure time" >&2
+fi
+
+venv_ready() {
+  .venv/bin/python - <<'PY' 2>/dev/null
+import torch, safetensors, numpy
+assert torch.__version__.startswith("2.11."), torch.__version__
+PY
+}
+if ! venv_ready; then
+  echo "setup: creating .venv with $(grep -v '^#' requirements.txt | xargs)"
+  python3 -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -r requirements.txt
+fi

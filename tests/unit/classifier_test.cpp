@@ -1,0 +1,152 @@
+// The built-in rules on seed 000's table, and the rules file's validation.
+#include "precdetect/classify/classifier.h"
+
+#include <gtest/gtest.h>
+
+#include "precdetect/core/error.h"
+
+namespace precdetect {
+namespace {
+
+struct SeedRow {
+  const char* model;
+  const char* group;  // the training precision seed 000 lists the model under
+  double abs_min, abs_max, norm_min, norm_max;
+};
+
+// The 23 rows of seed 000's results table (../shared/seeds/000), as printed there.
+constexpr SeedRow kSeedTable[] = {
+    {"allenai/longformer-base-4096", "fp16", 0.000e+00, 1.510e+00, 2.272e-02, 7.993e+02},
+    {"allenai/longformer-large-4096", "fp16", 0.000e+00, 1.146e+00, 9.087e-02, 9.428e+02},
+    {"allenai/led-base-16384", "fp16", 0.000e+00, 1.600e+01, 1.611e-02, 4.147e+02},
+    {"allenai/led-large-16384", "fp16", 0.000e+00, 2.320e+01, 4.799e-02, 6.362e+02},
+    {"lvwerra/codeparrot", "fp16", 1.245e-11, 1.832e+00, 1.185e-01, 2.112e+02},
+    {"facebook/m2m100_418M", "fp16", 0.000e+00, 1.000e+00, 4.792e-01, 4.829e+02},
+    {"facebook/m2m100_1.2B", "fp16", 0.000e+00, 1.000e+00, 4.835e-01, 4.925e+02},
+    {"facebook/opt-1.3b", "fp16", 0.000e+00, 1.000e+00, 4.852e-02, 3.619e+02},
+    {"facebook/opt-13b", "fp16", 0.000e+00, 1.000e+00, 7.830e-02, 3.136e+02},
+    {"t5-small", "bf16", 5.442e-09, 7.920e+02, 1.780e+00, 9.403e+04},
+    {"t5-base", "bf16", 1.273e-10, 5.600e+02, 1.647e+00, 9.332e+04},
+    {"t5-large", "bf16", 3.638e-11, 5.200e+02, 3.797e+00, 8.237e+04},
+    {"google/mt5-small", "bf16", 3.201e-09, 1.140e+02, 2.662e+00, 1.610e+05},
+    {"google/mt5-base", "bf16", 1.848e-09, 1.135e+02, 3.445e+00, 1.639e+05},
+    {"google/mt5-large", "bf16", 1.892e-10, 1.750e+02, 4.472e+00, 2.029e+05},
+    {"google/bigbird-pegasus-large-arxiv", "bf16", 0.000e+00, 2.424e+02, 4.955e-01, 3.183e+03},
+    {"google/pegasus-cnn_dailymail", "bf16", 0.000e+00, 2.416e+02, 4.926e-01, 4.423e+03},
+    {"google/pegasus-large", "bf16", 0.000e+00, 2.417e+02, 4.912e-01, 4.745e+03},
+    {"gsarti/it5-small", "fp32", 6.114e-08, 4.693e+02, 8.411e-02, 6.881e+04},
+    {"gsarti/it5-base", "fp32", 1.068e-08, 1.598e+03, 3.596e-01, 8.997e+04},
+    {"gsarti/it5-base-oscar", "fp32", 3.638e-12, 2.092e+01, 3.637e+00, 5.758e+03},
+    {"gsarti/it5-large", "fp32", 2.094e-09, 4.388e+04, 7.982e-02, 1.105e+06},
+    {"EleutherAI/gpt-neo-2.7B", "fp32", 2.319e-11, 3.563e+00, 1.322e+00, 9.850e+02},
+};
+
+ModelSummary summary_of(const SeedRow& row) {
+  ModelSummary summary;
+  summary.abs_min = row.abs_min;
+  summary.abs_max = row.abs_max;
+  summary.norm_min = row.norm_min;
+  summary.norm_max = row.norm_max;
+  summary.has_values = summary.has_nonzero_norm = true;
+  return summary;
+}
+
+TEST(Classifier, SeedTableHasItsTwentyThreeRows) { EXPECT_EQ(std::size(kSeedTable), 23u); }
+
+TEST(Classifier, Fp16GroupIsFp16AndSafe) {
+  for (const SeedRow& row : kSeedTable) {
+    if (std::string(row.group) != "fp16") continue;
+    Verdict verdict = classify(summary_of(row), default_rules(), {});
+    EXPECT_EQ(verdict.label, "fp16") << row.model;
+    EXPECT_FALSE(verdict.fp16_risk) << row.model;
+    EXPECT_GT(verdict.confidence, 0.5) << row.model;
+  }
+}
+
+TEST(Classifier, Bf16GroupCarriesFp16Risk) {
+  for (const SeedRow& row : kSeedTable) {
+    if (std::string(row.group) != "bf16") continue;
+    Verdict verdict = classify(summary_of(row), default_rules(), {});
+    EXPECT_TRUE(verdict.fp16_risk) << row.model;
+    EXPECT_EQ(verdict.label, "bf16") << row.model;
+  }
+}
+
+// fp32 pretraining is not separable by range (seed 000): it5 looks like bf16, gpt-neo-2.7B like fp16.
+TEST(Classifier, Fp32GroupFollowsItsRange) {
+  for (const SeedRow& row : kSeedTable) {
+    if (std::string(row.group) != "fp32") continue;
+    Verdict verdict = classify(summary_of(row), default_rules(), {});
+    bool large = row.abs_max > 100 || row.norm_max > 1000;
+    EXPECT_EQ(verdict.fp16_risk, large) << row.model;
+  }
+}
+
+TEST(Classifier, EvidenceListsEveryRuleWithObservedValues) {
+  Verdict verdict = classify(summary_of(kSeedTable[9]), default_rules(), {});  // t5-small
+  ASSERT_EQ(verdict.evidence.size(), default_rules().rules.size());
+  const Evidence& abs_max_rule = verdict.evidence[1];
+  EXPECT_EQ(abs_max_rule.rule, "abs-max-above-1e2");
+  EXPECT_TRUE(abs_max_rule.fired);
+  ASSERT_EQ(abs_max_rule.observations.size(), 1u);
+  EXPECT_EQ(abs_max_rule.observations[0].observed, 792.0);
+  EXPECT_EQ(abs_max_rule.observations[0].threshold, 100.0);
+  EXPECT_FALSE(verdict.evidence[0].fired);  // 792 < 65504
+  EXPECT_FALSE(verdict.evidence[3].fired);  // the fp16-sized rule
+  EXPECT_EQ(verdict.label, "bf16");
+  EXPECT_DOUBLE_EQ(verdict.confidence, 0.85);
+}
+
+TEST(Classifier, ValuesBeyondFp16MaxAreCertain) {
+  SeedRow row{"huge", "bf16", 0, 7e4, 1, 1e6};
+  Verdict verdict = classify(summary_of(row), default_rules(), {});
+  EXPECT_EQ(verdict.label, "bf16");
+  EXPECT_DOUBLE_EQ(verdict.confidence, 0.99);
+}
+
+TEST(Classifier, NoFloatingValuesIsUnknown) {
+  Verdict verdict = classify(ModelSummary{}, default_rules(), {.stored_dtypes = {"I64"}});
+  EXPECT_EQ(verdict.label, "unknown");
+  EXPECT_FALSE(verdict.fp16_risk);
+  EXPECT_EQ(verdict.confidence, 0.0);
+  EXPECT_EQ(verdict.hints.stored_dtypes, std::vector<std::string>{"I64"});
+  EXPECT_FALSE(verdict.evidence[1].observations[0].observed.has_value());
+}
+
+TEST(Rules, CustomRulesReplaceTheDefault) {
+  RuleSet rules = parse_rules(R"({"rules":[{"id":"tiny","when":[{"stat":"abs_max","op":"<","value":1}],)"
+                              R"("label":"fp32","confidence":0.4,"fp16_risk":false}]})",
+                              "custom.json");
+  Verdict verdict = classify(summary_of({"m", "?", 0, 0.5, 1, 2}), rules, {});
+  EXPECT_EQ(verdict.label, "fp32");
+  EXPECT_DOUBLE_EQ(verdict.confidence, 0.4);
+}
+
+void expect_invalid(const std::string& text, const std::string& detail) {
+  try {
+    parse_rules(text, "bad.json");
+    FAIL() << "accepted: " << text;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidRules);
+    EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find(detail), std::string::npos) << e.what();
+  }
+}
+
+TEST(Rules, InvalidRulesAreNamed) {
+  const std::string head = R"({"rules":[{"id":"r","when":[{"stat":")";
+  expect_invalid(head + R"(weight","op":">","value":1}],"label":"bf16","confidence":1,"fp16_risk":true}]})",
+                 "unknown stat");
+  expect_invalid(head + R"(abs_max","op":"=","value":1}],"label":"bf16","confidence":1,"fp16_risk":true}]})",
+                 "unknown op");
+  expect_invalid(head + R"(abs_max","op":">","value":1}],"label":"tf32","confidence":1,"fp16_risk":true}]})",
+                 "label");
+  expect_invalid(head + R"(abs_max","op":">","value":1}],"label":"bf16","confidence":2,"fp16_risk":true}]})",
+                 "confidence");
+  expect_invalid(R"({"rules":[]})", "no rules");
+  expect_invalid(R"({"rules":[{"id":"r"}]})", "invalid rules file");
+  expect_invalid("not json", "invalid rules file");
+}
+
+}  // namespace
+}  // namespace precdetect

@@ -1,0 +1,127 @@
+// The CPU kernel against independent references: libtorch's dtype conversions and long-double sums.
+#include "precdetect/analyze/cpu_kernel.h"
+
+#include <gtest/gtest.h>
+
+#include "stats_reference.h"
+
+namespace precdetect {
+namespace {
+
+using testing::random_tensor_bytes;
+using testing::reference_stats;
+using testing::torch_decoded;
+
+void expect_same_stats(const TensorStats& actual, const TensorStats& expected, double norm_tolerance) {
+  EXPECT_EQ(actual.numel, expected.numel);
+  EXPECT_EQ(actual.zeros, expected.zeros);
+  EXPECT_EQ(actual.nans, expected.nans);
+  EXPECT_EQ(actual.infs, expected.infs);
+  ASSERT_EQ(actual.has_values(), expected.has_values());
+  if (expected.has_values()) {
+    EXPECT_EQ(actual.abs_min, expected.abs_min);
+    EXPECT_EQ(actual.abs_max, expected.abs_max);
+  }
+  if (std::isinf(expected.sum_squares))
+    EXPECT_TRUE(std::isinf(actual.sum_squares));
+  else
+    EXPECT_NEAR(actual.norm(), expected.norm(), norm_tolerance * expected.norm());
+}
+
+/// Every bit pattern of a 16- or 8-bit dtype, decoded by us vs by libtorch, one element at a time.
+void expect_every_pattern_decodes_like_torch(DType dtype) {
+  size_t width = static_cast<size_t>(dtype_bits(dtype) / 8);
+  size_t patterns = size_t{1} << (8 * width);
+  std::string bytes(patterns * width, '\0');
+  for (size_t code = 0; code < patterns; ++code) std::memcpy(bytes.data() + code * width, &code, width);
+  std::vector<double> expected = torch_decoded(bytes, dtype);
+  for (size_t code = 0; code < patterns; ++code) {
+    TensorStats one = cpu_tensor_stats(bytes.data() + code * width, dtype, 1);
+    if (std::isnan(expected[code])) {
+      EXPECT_EQ(one.nans, 1u) << dtype_name(dtype) << " code " << code;
+    } else {
+      EXPECT_EQ(one.abs_max, std::fabs(expected[code])) << dtype_name(dtype) << " code " << code;
+    }
+  }
+}
+
+TEST(CpuKernel, Bf16DecodesEveryPatternLikeTorch) { expect_every_pattern_decodes_like_torch(DType::BF16); }
+TEST(CpuKernel, F16DecodesEveryPatternLikeTorch) { expect_every_pattern_decodes_like_torch(DType::F16); }
+TEST(CpuKernel, F8E4M3DecodesEveryPatternLikeTorch) { expect_every_pattern_decodes_like_torch(DType::F8_E4M3); }
+TEST(CpuKernel, F8E5M2DecodesEveryPatternLikeTorch) { expect_every_pattern_decodes_like_torch(DType::F8_E5M2); }
+
+double magnitude_of(uint32_t code, DType dtype) {
+  TensorStats one = cpu_tensor_stats(&code, dtype, 1);  // little-endian: the low bytes hold the code
+  return one.nans ? NAN : one.abs_max;
+}
+
+TEST(CpuKernel, FormatBoundariesFromTheirDefinitions) {
+  EXPECT_EQ(magnitude_of(0x7BFF, DType::F16), 65504.0);             // fp16 max
+  EXPECT_EQ(magnitude_of(0x0400, DType::F16), std::ldexp(1.0, -14)); // smallest normal
+  EXPECT_EQ(magnitude_of(0x0001, DType::F16), std::ldexp(1.0, -24)); // smallest subnormal
+  EXPECT_EQ(magnitude_of(0x03FF, DType::F16), 1023 * std::ldexp(1.0, -24));
+  EXPECT_EQ(magnitude_of(0xFC00, DType::F16), INFINITY);
+  EXPECT_TRUE(std::isnan(magnitude_of(0x7E00, DType::F16)));
+  EXPECT_EQ(magnitude_of(0x7F7F, DType::BF16), 0x1.FEp127);          // bf16 max 3.3895e38
+  EXPECT_EQ(magnitude_of(0x0001, DType::BF16), std::ldexp(1.0, -133));
+  EXPECT_EQ(magnitude_of(0xC2C8, DType::BF16), 100.0);
+  EXPECT_EQ(magnitude_of(0x7E, DType::F8_E4M3), 448.0);              // S.1111.110
+  EXPECT_TRUE(std::isnan(magnitude_of(0x7F, DType::F8_E4M3)));       // S.1111.111, no Inf in E4M3
+  EXPECT_EQ(magnitude_of(0x78, DType::F8_E4M3), 256.0);              // exponent 15 is a normal binade
+  EXPECT_EQ(magnitude_of(0x01, DType::F8_E4M3), std::ldexp(1.0, -9));
+  EXPECT_EQ(magnitude_of(0x7B, DType::F8_E5M2), 57344.0);
+  EXPECT_EQ(magnitude_of(0xFC, DType::F8_E5M2), INFINITY);
+  EXPECT_TRUE(std::isnan(magnitude_of(0x7D, DType::F8_E5M2)));
+  EXPECT_EQ(magnitude_of(0x01, DType::F8_E5M2), std::ldexp(1.0, -16));
+}
+
+class CpuKernelRandom : public ::testing::TestWithParam<std::tuple<DType, size_t>> {};
+
+TEST_P(CpuKernelRandom, MatchesLongDoubleReference) {
+  auto [dtype, numel] = GetParam();
+  std::string bytes = random_tensor_bytes(dtype, numel, static_cast<uint32_t>(numel) * 31 + static_cast<uint32_t>(dtype));
+  TensorStats expected = reference_stats(torch_decoded(bytes, dtype));
+  expect_same_stats(cpu_tensor_stats(bytes.data(), dtype, numel), expected, 1e-12);
+}
+
+// Sizes: empty, one value, a partial lane, across a block boundary, and large enough to split across threads.
+INSTANTIATE_TEST_SUITE_P(AllDtypes, CpuKernelRandom,
+                         ::testing::Combine(::testing::Values(DType::F64, DType::F32, DType::F16, DType::BF16,
+                                                              DType::F8_E4M3, DType::F8_E5M2),
+                                            ::testing::Values(0, 1, 17, 16385, 3'000'001)),
+                         [](const auto& info) {
+                           return std::string(dtype_name(std::get<0>(info.param))) + "_" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
+
+TEST(CpuKernel, AllNanTensorHasNoValues) {
+  std::vector<float> values(100, NAN);
+  TensorStats stats = cpu_tensor_stats(values.data(), DType::F32, values.size());
+  EXPECT_FALSE(stats.has_values());
+  EXPECT_EQ(stats.nans, 100u);
+  EXPECT_EQ(stats.norm(), 0.0);
+}
+
+// PyTorch's float32 CPU norm drifts by ~1.6% on 131M elements; ours must hold 1e-9 relative at scale.
+TEST(CpuKernel, NormOfLargeTensorMatchesFloat64ToOneInABillion) {
+  constexpr size_t kNumel = size_t{1} << 25;
+  std::vector<float> values(kNumel);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uniform(0.5f, 1.5f);
+  long double squares = 0;
+  for (float& v : values) {
+    v = uniform(rng);
+    squares += static_cast<long double>(v) * v;
+  }
+  double expected = std::sqrt(static_cast<double>(squares));
+  double actual = cpu_tensor_stats(values.data(), DType::F32, kNumel).norm();
+  EXPECT_NEAR(actual, expected, 1e-9 * expected);
+}
+
+TEST(CpuKernel, RejectsNonFloatingDtypes) {
+  int32_t value = 1;
+  EXPECT_THROW(cpu_tensor_stats(&value, DType::I32, 1), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace precdetect

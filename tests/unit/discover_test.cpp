@@ -1,0 +1,129 @@
+// Discovery: hub ids in the local cache, shard indexes, and what a folder must hold.
+#include "precdetect/discover/discover.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+
+#include "precdetect/core/error.h"
+#include "precdetect/discover/hf_cache.h"
+
+namespace precdetect {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("precdetect-test-" + std::to_string(std::random_device{}()));
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  void write(const fs::path& relative, const std::string& text) {
+    fs::create_directories((root_ / relative).parent_path());
+    std::ofstream(root_ / relative) << text;
+  }
+  fs::path root_;
+};
+
+void expect_error(const std::function<void()>& action, ErrorCode code, const std::string& detail) {
+  try {
+    action();
+    FAIL() << "expected " << to_string(code);
+  } catch (const Error& e) {
+    EXPECT_EQ(to_string(e.code()), to_string(code)) << e.what();
+    EXPECT_NE(std::string(e.what()).find(detail), std::string::npos) << e.what();
+  }
+}
+
+TEST(HfCache, RecognisesHubIds) {
+  EXPECT_TRUE(looks_like_hf_id("t5-small"));
+  EXPECT_TRUE(looks_like_hf_id("google/mt5-small"));
+  EXPECT_TRUE(looks_like_hf_id("google/mt5-small@main"));
+  EXPECT_TRUE(looks_like_hf_id("org/name@refs/pr/1"));
+  EXPECT_FALSE(looks_like_hf_id("/abs/path"));
+  EXPECT_FALSE(looks_like_hf_id("./rel"));
+  EXPECT_FALSE(looks_like_hf_id("a/b/c"));
+  EXPECT_FALSE(looks_like_hf_id("../x"));
+}
+
+using HfCacheLayout = TempDir;
+
+TEST_F(HfCacheLayout, ResolvesRefsCommitsAndTags) {
+  const std::string commit(40, 'a'), tagged(40, 'b');
+  write("models--org--name/refs/main", commit);
+  write("models--org--name/refs/v1", tagged + "\n");
+  write("models--org--name/snapshots/" + commit + "/model.safetensors", "");
+  write("models--org--name/snapshots/" + tagged + "/model.safetensors", "");
+  EXPECT_EQ(resolve_hf_id("org/name", root_), root_ / "models--org--name/snapshots" / commit);
+  EXPECT_EQ(resolve_hf_id("org/name@v1", root_), root_ / "models--org--name/snapshots" / tagged);
+  EXPECT_EQ(resolve_hf_id("org/name@" + tagged, root_), root_ / "models--org--name/snapshots" / tagged);
+  expect_error([&] { resolve_hf_id("org/other", root_); }, ErrorCode::kHfCacheMiss, "org/other");
+  expect_error([&] { resolve_hf_id("org/name@v2", root_); }, ErrorCode::kHfCacheMiss, "revision `v2`");
+  expect_error([&] { resolve_hf_id("org/name@" + std::string(40, 'c'), root_); }, ErrorCode::kHfCacheMiss,
+               "snapshot");
+}
+
+using Discovery = TempDir;
+
+TEST_F(Discovery, FolderListsSafetensorsAndFindsConfig) {
+  write("m/b.safetensors", "");
+  write("m/a.safetensors", "");
+  write("m/config.json", "{}");
+  ModelSource source = discover((root_ / "m").string(), root_);
+  ASSERT_EQ(source.files.size(), 2u);
+  EXPECT_EQ(source.files[0].filename(), "a.safetensors");
+  EXPECT_EQ(source.config, root_ / "m/config.json");
+}
+
+TEST_F(Discovery, ShardIndexTakesPrecedence) {
+  write("m/model.safetensors.index.json",
+        R"({"metadata":{"total_size":8},"weight_map":{"a":"s1.safetensors","b":"s2.safetensors","c":"s1.safetensors"}})");
+  write("m/s1.safetensors", "");
+  write("m/s2.safetensors", "");
+  write("m/stray.safetensors", "");
+  ModelSource source = discover((root_ / "m").string(), root_);
+  ASSERT_EQ(source.files.size(), 2u);
+  EXPECT_EQ(source.weight_map.size(), 3u);
+  EXPECT_EQ(source.weight_map.at("b"), "s2.safetensors");
+}
+
+TEST_F(Discovery, MissingShardIsNamed) {
+  write("m/model.safetensors.index.json", R"({"weight_map":{"a":"s1.safetensors","b":"s2.safetensors"}})");
+  write("m/s1.safetensors", "");
+  expect_error([&] { discover((root_ / "m").string(), root_); }, ErrorCode::kMissingShard, "`s2.safetensors`");
+}
+
+TEST_F(Discovery, IndexMayNotPointOutsideTheFolder) {
+  write("m/model.safetensors.index.json", R"({"weight_map":{"a":"../../etc/passwd"}})");
+  expect_error([&] { discover((root_ / "m").string(), root_); }, ErrorCode::kInvalidIndex, "outside");
+  write("n/model.safetensors.index.json", R"({"weight_map":{"a":"/etc/passwd"}})");
+  expect_error([&] { discover((root_ / "n").string(), root_); }, ErrorCode::kInvalidIndex, "outside");
+  write("o/model.safetensors.index.json", R"({"weights":{}})");
+  expect_error([&] { discover((root_ / "o").string(), root_); }, ErrorCode::kInvalidIndex, "weight_map");
+  write("p/model.safetensors.index.json", R"({"weight_map":)");
+  expect_error([&] { discover((root_ / "p").string(), root_); }, ErrorCode::kInvalidIndex, "invalid JSON");
+}
+
+TEST_F(Discovery, FoldersWithoutSafetensors) {
+  write("torch/pytorch_model.bin", "PK");
+  expect_error([&] { discover((root_ / "torch").string(), root_); }, ErrorCode::kUnsupportedFormat, "PyTorch");
+  fs::create_directories(root_ / "empty");
+  expect_error([&] { discover((root_ / "empty").string(), root_); }, ErrorCode::kNoWeights, "no weight files");
+  expect_error([&] { discover((root_ / "nope/x.safetensors").string(), root_); }, ErrorCode::kNotFound,
+               "no such file");
+}
+
+TEST_F(Discovery, HubIdResolvesThroughTheCache) {
+  const std::string commit(40, 'd');
+  write("models--org--m/refs/main", commit);
+  write("models--org--m/snapshots/" + commit + "/model.safetensors", "");
+  ModelSource source = discover("org/m", root_);
+  EXPECT_EQ(source.path, root_ / "models--org--m/snapshots" / commit);
+  ASSERT_EQ(source.files.size(), 1u);
+}
+
+}  // namespace
+}  // namespace precdetect

@@ -1,0 +1,78 @@
+#pragma once
+// Independent references for the statistics kernels: values decoded by libtorch (not by our decoders) and
+// reduced in long double.
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "precdetect/analyze/tensor_stats.h"
+#include "precdetect/core/dtype.h"
+#include "precdetect/load/tensor_loader.h"
+
+namespace precdetect::testing {
+
+/// Stored bytes of `numel` elements of `dtype`: random bit patterns for dtypes up to 16 bits (every
+/// subnormal, Inf and NaN encoding occurs), and for F32/F64 normal values with planted zeros, NaN, Inf and
+/// subnormals.
+inline std::string random_tensor_bytes(DType dtype, size_t numel, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  size_t width = static_cast<size_t>(dtype_bits(dtype) / 8);
+  std::string bytes(numel * width, '\0');
+  if (width <= 2) {
+    for (char& b : bytes) b = static_cast<char>(rng() & 0xFF);
+    return bytes;
+  }
+  std::normal_distribution<double> normal(0.0, 3.0);
+  for (size_t i = 0; i < numel; ++i) {
+    double value = normal(rng);
+    switch (rng() % 16) {
+      case 0: value = 0.0; break;
+      case 1: value = NAN; break;
+      case 2: value = (rng() & 1) ? INFINITY : -INFINITY; break;
+      case 3: value = dtype == DType::F32 ? 3e-42 * (1 + rng() % 100) : 4e-320 * (1 + rng() % 100); break;
+      case 4: value *= 1e30; break;
+      default: break;
+    }
+    if (dtype == DType::F32) {
+      float narrow = static_cast<float>(value);
+      std::memcpy(bytes.data() + i * 4, &narrow, 4);
+    } else {
+      std::memcpy(bytes.data() + i * 8, &value, 8);
+    }
+  }
+  return bytes;
+}
+
+/// The values decoded by libtorch, as float64.
+inline std::vector<double> torch_decoded(const std::string& bytes, DType dtype) {
+  int64_t numel = static_cast<int64_t>(bytes.size() / static_cast<size_t>(dtype_bits(dtype) / 8));
+  auto options = at::TensorOptions().dtype(torch_scalar_type(dtype));
+  at::Tensor wide = at::from_blob(const_cast<char*>(bytes.data()), {numel}, options).to(at::kDouble).contiguous();
+  return {wide.data_ptr<double>(), wide.data_ptr<double>() + numel};
+}
+
+/// The statistics as defined (NaN ignored by min, max and norm), summed in long double.
+inline TensorStats reference_stats(const std::vector<double>& values) {
+  TensorStats stats{.numel = values.size()};
+  long double squares = 0;
+  for (double value : values) {
+    double magnitude = std::fabs(value);
+    if (std::isnan(magnitude)) {
+      ++stats.nans;
+      continue;
+    }
+    stats.zeros += magnitude == 0;
+    stats.infs += std::isinf(magnitude);
+    stats.abs_min = std::min(stats.abs_min, magnitude);
+    stats.abs_max = std::max(stats.abs_max, magnitude);
+    squares += static_cast<long double>(magnitude) * magnitude;
+  }
+  stats.sum_squares = static_cast<double>(squares);
+  return stats;
+}
+
+}  // namespace precdetect::testing

@@ -1,0 +1,27 @@
+#pragma once
+// Shared fixtures: a tiny safetensors writer, so parser tests are byte strings, not files on disk.
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace precdetect::testing {
+
+/// The 8-byte little-endian length prefix followed by `header`, then `data`.
+inline std::string safetensors_bytes(const std::string& header, const std::string& data = "") {
+  std::string bytes(8, '\0');
+  uint64_t length = header.size();
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((length >> (8 * i)) & 0xFF);
+  return bytes + header + data;
+}
+
+/// Raw little-endian bytes of a vector of trivially copyable values.
+template <typename T>
+std::string raw_bytes(const std::vector<T>& values) {
+  std::string bytes(values.size() * sizeof(T), '\0');
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+}  // namespace precdetect::testing
