@@ -47,7 +47,7 @@ void add_folder(ModelSource& source, const fs::path& folder) {
   if (fs::is_regular_file(folder / kSafetensorsIndex)) return add_sharded(source, folder / kSafetensorsIndex);
   source.files = files_with_extension(folder, {".safetensors"});
   if (!source.files.empty()) return;
-  if (!files_with_extension(folder, {".bin", ".pt", ".pth", ".ckpt"}).empty())
+  if (!files_with_extension(folder, {".bin", ".pt", ".pth", ".ckpt", ".jit"}).empty())
     fail(ErrorCode::kUnsupportedFormat, folder,
          "holds PyTorch checkpoint files only; this version of precdetect reads safetensors");
   fail(ErrorCode::kNoWeights, folder, "no weight files (*.safetensors) in this folder");

@@ -1,0 +1,120 @@
+"""Shared helpers for the end-to-end tests: run the built binary, compute float64 references with torch."""
+
+import json
+import math
+import os
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+BINARY = os.environ.get("PRECDETECT_BIN", str(REPO / "build" / "precdetect"))
+CORPUS = REPO.parent / "shared" / "corpus"
+
+# safetensors dtype names of the torch dtypes we write
+DTYPE_NAMES = {
+    torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
+    torch.float8_e4m3fn: "F8_E4M3", torch.float8_e5m2: "F8_E5M2", torch.int64: "I64", torch.int32: "I32",
+    torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8", torch.bool: "BOOL", torch.uint16: "U16",
+    torch.uint32: "U32", torch.uint64: "U64",
+}
+FLOAT_DTYPES = {torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2}
+
+
+def run(*args, env=None, check_json=False):
+    """Runs precdetect; returns the CompletedProcess (stdout/stderr as text)."""
+    full_env = dict(os.environ, **(env or {}))
+    result = subprocess.run([BINARY, *map(str, args)], capture_output=True, text=True, env=full_env, timeout=300)
+    if check_json:
+        result.document = json.loads(result.stdout)
+    return result
+
+
+def scan(*args, env=None):
+    """Runs `precdetect --json ARGS`; returns (exit code, parsed document, stderr)."""
+    result = run("--json", *args, env=env, check_json=True)
+    return result.returncode, result.document, result.stderr
+
+
+def as_json_number(value):
+    """How precdetect writes a magnitude: a number, or the string "inf"."""
+    return "inf" if math.isinf(value) else value
+
+
+def reference_tensor_stats(tensor):
+    """The statistics as precdetect defines them, computed by torch in float64 (NaN ignored)."""
+    values = tensor.detach().to(torch.float64).reshape(-1).abs()
+    nan = torch.isnan(values)
+    kept = values[~nan]
+    stats = {
+        "numel": values.numel(),
+        "zeros": int((values == 0).sum()),
+        "nans": int(nan.sum()),
+        "infs": int(torch.isinf(values).sum()),
+        "norm": math.sqrt(float((kept * kept).sum())) if kept.numel() else 0.0,
+        "abs_min": float(kept.min()) if kept.numel() else None,
+        "abs_max": float(kept.max()) if kept.numel() else None,
+    }
+    return stats
+
+
+def reference_summary(tensors):
+    """Seed 000's model summary over the floating tensors of a {name: tensor} dict."""
+    float_stats = [reference_tensor_stats(t) for t in tensors.values() if t.dtype in FLOAT_DTYPES]
+    valued = [s for s in float_stats if s["abs_min"] is not None]
+    norms = [s["norm"] for s in float_stats if s["norm"] > 0]
+    census = {}
+    for t in tensors.values():
+        census[DTYPE_NAMES[t.dtype]] = census.get(DTYPE_NAMES[t.dtype], 0) + 1
+    return {
+        "abs_min": min(s["abs_min"] for s in valued) if valued else None,
+        "abs_max": max(s["abs_max"] for s in valued) if valued else None,
+        "norm_min": min(norms) if norms else None,
+        "norm_max": max(norms) if norms else None,
+        "tensors": len(tensors),
+        "parameters": sum(t.numel() for t in tensors.values()),
+        "bytes": sum(t.numel() * t.element_size() for t in tensors.values()),
+        "dtypes": census,
+    }
+
+
+class ScanTestCase(unittest.TestCase):
+    """A test case with a scratch folder and comparisons against the float64 references."""
+
+    def setUp(self):
+        self._scratch = tempfile.TemporaryDirectory(prefix="precdetect-e2e-")
+        self.tmp = Path(self._scratch.name)
+
+    def tearDown(self):
+        self._scratch.cleanup()
+
+    def assertMagnitude(self, actual, expected, msg=None):
+        """Exact: magnitudes are stored values, which float64 and JSON both carry exactly."""
+        self.assertEqual(actual, None if expected is None else as_json_number(expected), msg)
+
+    def assertNorm(self, actual, expected, msg=None):
+        if expected is None or math.isinf(expected):
+            self.assertEqual(actual, None if expected is None else "inf", msg)
+        else:
+            self.assertAlmostEqual(actual, expected, delta=1e-9 * abs(expected), msg=msg)
+
+    def assertTensorStats(self, reported, tensor, msg=None):
+        expected = reference_tensor_stats(tensor)
+        self.assertTrue(reported["analyzed"], msg)
+        for key in ("numel", "zeros", "nans", "infs"):
+            self.assertEqual(reported[key], expected[key], f"{msg}: {key}")
+        self.assertMagnitude(reported["abs_min"], expected["abs_min"], f"{msg}: abs_min")
+        self.assertMagnitude(reported["abs_max"], expected["abs_max"], f"{msg}: abs_max")
+        self.assertNorm(reported["norm"], expected["norm"], f"{msg}: norm")
+
+    def assertSummary(self, reported, tensors):
+        expected = reference_summary(tensors)
+        for key in ("abs_min", "abs_max"):
+            self.assertMagnitude(reported[key], expected[key], key)
+        for key in ("norm_min", "norm_max"):
+            self.assertNorm(reported[key], expected[key], key)
+        for key in ("tensors", "parameters", "bytes", "dtypes"):
+            self.assertEqual(reported[key], expected[key], key)

@@ -1,0 +1,126 @@
+"""The command-line contract: exit codes, output files, batches with failures, rules, devices, the table."""
+
+import json
+import re
+import unittest
+
+import torch
+from safetensors.torch import save_file
+
+from helpers import REPO, ScanTestCase, run, scan
+
+
+class ExitCodes(ScanTestCase):
+    def test_help_and_version_exit_zero(self):
+        help_ = run("--help")
+        self.assertEqual(help_.returncode, 0)
+        self.assertIn("Exit status", help_.stdout)
+        version = run("--version")
+        self.assertEqual(version.returncode, 0)
+        self.assertRegex(version.stdout, r"^precdetect \d+\.\d+\.\d+")
+
+    def test_usage_errors_exit_two_and_name_the_flag(self):
+        save_file({"w": torch.ones(2)}, self.tmp / "m.safetensors")
+        for args, flag in [(["--no-such-flag", self.tmp], "--no-such-flag"), ([], "PATH"),
+                           (["--device", "tpu", self.tmp], "--device"), (["--include", "(", self.tmp], "--include"),
+                           (["--rules", self.tmp / "absent.json", self.tmp], "--rules")]:
+            result = run(*args)
+            self.assertEqual(result.returncode, 2, args)
+            self.assertIn(flag, result.stderr, args)
+            self.assertEqual(result.stdout, "", args)
+
+    def test_a_batch_with_failures_scans_the_rest_and_exits_two(self):
+        save_file({"w": torch.full((3,), 0.5)}, self.tmp / "good.safetensors")
+        (self.tmp / "truncated.safetensors").write_bytes((self.tmp / "good.safetensors").read_bytes()[:-4])
+        (self.tmp / "text.safetensors").write_text("not a checkpoint at all")
+        code, document, stderr = scan(self.tmp / "truncated.safetensors", self.tmp / "good.safetensors",
+                                      self.tmp / "text.safetensors", self.tmp / "absent")
+        self.assertEqual(code, 2)
+        truncated, good, text, absent = document["models"]
+        self.assertEqual(truncated["error"]["code"], "offset_past_end")
+        self.assertIn(str(self.tmp / "truncated.safetensors"), truncated["error"]["message"])
+        self.assertIsNone(good["error"])
+        self.assertEqual(good["summary"]["abs_max"], 0.5)
+        self.assertEqual(text["error"]["code"], "header_too_large")
+        self.assertEqual(absent["error"]["code"], "not_found")
+        self.assertEqual(stderr.count("precdetect: "), 3)
+        self.assertEqual(truncated["tensors"], [])
+
+    def test_cuda_without_a_gpu_is_a_named_error(self):
+        if torch.cuda.is_available():
+            self.skipTest("a GPU is present")
+        save_file({"w": torch.ones(2)}, self.tmp / "m.safetensors")
+        result = run("--device", "cuda", self.tmp)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("no CUDA device", result.stderr)
+        auto = run("--device", "auto", "--json", self.tmp, check_json=True)
+        self.assertEqual(auto.returncode, 0)  # auto falls back to the CPU
+
+
+class Output(ScanTestCase):
+    def test_output_file_holds_the_same_document_and_no_temporary_is_left(self):
+        save_file({"w": torch.randn(10, 10)}, self.tmp / "m.safetensors")
+        out = self.tmp / "out" / "report.json"
+        out.parent.mkdir()
+        code, document, _ = scan(self.tmp / "m.safetensors", "-o", out)
+        self.assertEqual(code, 0)
+        self.assertEqual(json.loads(out.read_text()), document)
+        self.assertEqual([p.name for p in out.parent.iterdir()], ["report.json"])
+        table = run(self.tmp / "m.safetensors", "--output", out)  # the table on stdout, JSON in the file
+        self.assertIn("abs min", table.stdout)
+        self.assertEqual(json.loads(out.read_text())["models"][0]["summary"], document["models"][0]["summary"])
+
+    def test_unwritable_output_is_an_error(self):
+        save_file({"w": torch.ones(2)}, self.tmp / "m.safetensors")
+        result = run(self.tmp, "-o", self.tmp / "no" / "such" / "dir" / "r.json")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("r.json", result.stderr)
+
+    def test_table_rows_use_the_seed_format(self):
+        save_file({"a": torch.tensor([0.0, 1.5e-11, -792.0]), "b": torch.ones(4) * 3}, self.tmp / "t5ish.safetensors")
+        result = run(self.tmp / "t5ish.safetensors")
+        self.assertEqual(result.returncode, 0)
+        header, rule, row = result.stdout.splitlines()[:3]
+        self.assertTrue(header.startswith("name"))
+        cells = [c.strip() for c in row.split("|")]
+        self.assertEqual(cells[1:5], ["0.000e+00", "7.920e+02", "6.000e+00", "7.920e+02"])
+        self.assertIn("bf16", cells[7])
+        self.assertIn("fp16-risk", cells[7])
+        verbose = run("-v", self.tmp / "t5ish.safetensors").stdout
+        self.assertRegex(verbose, re.compile(r"^\s+a\s+\| F32\s+\| 0\.000e\+00 \| 7\.920e\+02", re.M))
+
+    def test_scan_subcommand_is_the_default_command(self):
+        save_file({"w": torch.randn(5)}, self.tmp / "m.safetensors")
+        plain = run("--json", self.tmp / "m.safetensors", check_json=True).document
+        explicit = run("scan", "--json", self.tmp / "m.safetensors", check_json=True).document
+        self.assertEqual(plain, explicit)
+
+
+class Rules(ScanTestCase):
+    def test_print_rules_is_the_documented_default(self):
+        printed = json.loads(run("--print-rules").stdout)
+        shipped = json.loads((REPO / "src" / "classify" / "default_rules.json").read_text())
+        self.assertEqual(printed, shipped)
+
+    def test_custom_rules_replace_the_default(self):
+        save_file({"w": torch.ones(3) * 5}, self.tmp / "m.safetensors")
+        rules = {"rules": [{"id": "five", "when": [{"stat": "abs_max", "op": ">=", "value": 5}], "label": "fp32",
+                            "confidence": 0.42, "fp16_risk": True, "says": "test rule"}]}
+        (self.tmp / "rules.json").write_text(json.dumps(rules))
+        code, document, _ = scan(self.tmp / "m.safetensors", "--rules", self.tmp / "rules.json")
+        self.assertEqual(code, 0)
+        verdict = document["models"][0]["verdict"]
+        self.assertEqual((verdict["label"], verdict["confidence"], verdict["fp16_risk"]), ("fp32", 0.42, True))
+        self.assertEqual([e["rule"] for e in verdict["evidence"]], ["five"])
+
+    def test_invalid_rules_stop_the_run_with_the_file_named(self):
+        save_file({"w": torch.ones(3)}, self.tmp / "m.safetensors")
+        (self.tmp / "rules.json").write_text('{"rules": [{"id": "x", "when": []}]}')
+        result = run(self.tmp / "m.safetensors", "--rules", self.tmp / "rules.json")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("rules.json", result.stderr)
+        self.assertEqual(result.stdout, "")
+
+
+if __name__ == "__main__":
+    unittest.main()
