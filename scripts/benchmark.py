@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Times precdetect against the seed-style Python loop and a plain read() of the same checkpoint.
+
+Generates 7B-shaped synthetic checkpoints (Llama-style tensor shapes, as many layers as fit --size-gb) in each
+dtype, warms the page cache, then measures, side by side in one run:
+  read      read() of the whole file into a reused 64 MiB buffer (the page-cache ceiling for a reader)
+  seed      safetensors.torch.load_file, then abs().min(), abs().max(), linalg.norm per tensor (seed 000)
+  precdetect  build/precdetect --json --device DEVICE FILE
+and prints a Markdown table of GB/s, ratios and precdetect's peak RSS. Timing lives here, never in tests.
+
+  .venv/bin/python scripts/benchmark.py --size-gb 1 --threads 2
+"""
+
+import argparse
+import os
+import platform
+import resource
+import subprocess
+import time
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+REPO = Path(__file__).resolve().parents[1]
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+HIDDEN, FFN, VOCAB = 4096, 11008, 32000
+
+
+def llama_shapes(budget_elements):
+    """Tensor shapes of a Llama-7B, embedding first, layer by layer until the budget is spent."""
+    shapes = {"model.embed_tokens.weight": (VOCAB, HIDDEN)}
+    layer = 0
+    while sum(a * b for a, b in shapes.values()) < budget_elements:
+        p = f"model.layers.{layer}."
+        for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+            shapes[p + f"self_attn.{name}.weight"] = (HIDDEN, HIDDEN)
+        shapes[p + "mlp.gate_proj.weight"] = (FFN, HIDDEN)
+        shapes[p + "mlp.up_proj.weight"] = (FFN, HIDDEN)
+        shapes[p + "mlp.down_proj.weight"] = (HIDDEN, FFN)
+        shapes[p + "input_layernorm.weight"] = (HIDDEN, 1)
+        layer += 1
+    return shapes
+
+
+def make_checkpoint(path, dtype, size_gb):
+    if path.exists():
+        return
+    budget = int(size_gb * 1e9 / torch.tensor([], dtype=dtype).element_size())
+    generator = torch.Generator().manual_seed(0)
+    tensors = {name: (torch.randn(shape, generator=generator) * 0.02).to(dtype)
+               for name, shape in llama_shapes(budget).items()}
+    save_file(tensors, path)
+
+
+def timed(action, repeat):
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        action()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def plain_read(path):
+    buffer = bytearray(64 << 20)
+    with open(path, "rb", buffering=0) as f:
+        while f.readinto(buffer):
+            pass
+
+
+def seed_loop(path):
+    abs_min, abs_max, norm_min, norm_max = 1e10, 0, 1e10, 0
+    for p in load_file(path).values():
+        p_abs = p.abs()
+        abs_min, abs_max = min(abs_min, p_abs.min().item()), max(abs_max, p_abs.max().item())
+        norm = torch.linalg.norm(p).item()
+        if norm > 0:
+            norm_min, norm_max = min(norm_min, norm), max(norm_max, norm)
+    return abs_min, abs_max, norm_min, norm_max
+
+
+def run_precdetect(path, device):
+    subprocess.run([str(REPO / "build" / "precdetect"), "--json", "--device", device, str(path)],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size-gb", type=float, default=1.0)
+    parser.add_argument("--dtypes", default="bf16,f16,f32")
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/precdetect-bench"))
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    print(f"machine: {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
+          f"torch {torch.__version__}, {args.threads} torch threads; device {args.device}; best of {args.repeat}\n")
+    print("| dtype | file GB | read GB/s | seed loop GB/s | precdetect GB/s | vs read | vs seed | peak RSS MiB |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in args.dtypes.split(","):
+        path = args.workdir / f"llama-{name}-{args.size_gb:g}gb.safetensors"
+        make_checkpoint(path, DTYPES[name], args.size_gb)
+        gb = path.stat().st_size / 1e9
+        plain_read(path)  # warm the page cache
+        read_s = timed(lambda: plain_read(path), args.repeat)
+        seed_s = timed(lambda: seed_loop(path), args.repeat)
+        ours_s = timed(lambda: run_precdetect(path, args.device), args.repeat)
+        rss_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        print(f"| {name} | {gb:.2f} | {gb / read_s:.2f} | {gb / seed_s:.2f} | {gb / ours_s:.2f} | "
+              f"{read_s / ours_s:.2f}x | {seed_s / ours_s:.1f}x | {rss_mib:.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
