@@ -1,6 +1,7 @@
 // precdetect: parse the command line, run the scan, map the outcome to a documented exit code.
-#include <csignal>
 #include <fmt/format.h>
+
+#include <csignal>
 
 #include "precdetect/app/cli.h"
 #include "precdetect/app/scan.h"
@@ -15,7 +16,7 @@ int main(int argc, char** argv) {
   if (!command.scan) return command.exit_code;
   try {
     return static_cast<int>(precdetect::run_scan(*command.scan));
-  } catch (const precdetect::Error& e) {
+  } catch (const std::exception& e) {  // precdetect::Error, or a library failure outside any one model
     fmt::print(stderr, "precdetect: {}\n", e.what());
     return static_cast<int>(precdetect::ExitCode::kError);
   }

@@ -19,7 +19,8 @@ TensorStats analyze_on_cuda(const at::Tensor& host, const ComputeDevice& device,
     at::Tensor on_device = raw.to(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device.index)));
     return torch_tensor_stats(on_device.view(host.scalar_type()));
   } catch (const c10::Error& e) {
-    throw Error(ErrorCode::kDevice, fmt::format("tensor `{}` on {}: {}", record.name, device.name(), e.what_without_backtrace()));
+    throw Error(ErrorCode::kDevice,
+                fmt::format("tensor `{}` on {}: {}", record.name, device.name(), e.what_without_backtrace()));
   }
 }
 

@@ -121,9 +121,7 @@ Words load_words(const uint32_t* data) {
   return raw;
 }
 
-Floats bf16_magnitudes(const uint16_t* data) {
-  return std::bit_cast<Floats>((load_words(data) & 0x7FFF) << 16);
-}
+Floats bf16_magnitudes(const uint16_t* data) { return std::bit_cast<Floats>((load_words(data) & 0x7FFF) << 16); }
 
 Floats f16_magnitudes(const uint16_t* data) {  // the vector form of f16_magnitude()
   Words raw = load_words(data);
@@ -133,9 +131,7 @@ Floats f16_magnitudes(const uint16_t* data) {  // the vector form of f16_magnitu
   return (raw & 0x7C00) == 0x7C00 ? special : finite;
 }
 
-Floats f32_magnitudes(const uint32_t* data) {
-  return std::bit_cast<Floats>(load_words(data) & 0x7FFFFFFFu);
-}
+Floats f32_magnitudes(const uint32_t* data) { return std::bit_cast<Floats>(load_words(data) & 0x7FFFFFFFu); }
 
 auto fp8_magnitudes(const Fp8Table& table) {
   return [&table](const uint8_t* data) {
@@ -182,8 +178,7 @@ constexpr size_t kBlock = 1 << 14;  // flush interval: bounds float64 summation 
 /// One pass over [begin, end) for float-valued dtypes: `decode_vector` turns kWidth stored values into magnitudes;
 /// the scalar `decode` finishes the tail.
 template <typename Raw, typename DecodeVector, typename Decode>
-TensorStats reduce_range_vector(const Raw* data, size_t begin, size_t end, DecodeVector decode_vector,
-                                Decode decode) {
+TensorStats reduce_range_vector(const Raw* data, size_t begin, size_t end, DecodeVector decode_vector, Decode decode) {
   TensorStats total;
   total.numel = end - begin;
   size_t i = begin;
@@ -223,8 +218,8 @@ TensorStats reduce_range(const Raw* data, size_t begin, size_t end, Decode decod
 template <typename Range>
 TensorStats split_across_threads(uint64_t numel, Range range) {
   constexpr uint64_t kMinElementsPerThread = 1 << 20;
-  uint64_t threads = std::min<uint64_t>(std::max(1u, std::thread::hardware_concurrency()),
-                                        numel / kMinElementsPerThread);
+  uint64_t threads =
+      std::min<uint64_t>(std::max(1u, std::thread::hardware_concurrency()), numel / kMinElementsPerThread);
   if (threads <= 1) return range(0, numel);
   std::vector<std::future<TensorStats>> parts;
   uint64_t chunk = (numel + threads - 1) / threads;
@@ -255,19 +250,23 @@ TensorStats cpu_tensor_stats(const void* data, DType dtype, uint64_t numel) {
     }
     // Lambdas, not function pointers: each instantiation then inlines its decoder into the loop.
     case DType::F32:
-      return reduce_floats<uint32_t>(data, numel, [](const uint32_t* p) { return f32_magnitudes(p); },
-                                     [](uint32_t raw) { return f32_magnitude(raw); });
+      return reduce_floats<uint32_t>(
+          data, numel, [](const uint32_t* p) { return f32_magnitudes(p); },
+          [](uint32_t raw) { return f32_magnitude(raw); });
     case DType::F16:
-      return reduce_floats<uint16_t>(data, numel, [](const uint16_t* p) { return f16_magnitudes(p); },
-                                     [](uint16_t raw) { return f16_magnitude(raw); });
+      return reduce_floats<uint16_t>(
+          data, numel, [](const uint16_t* p) { return f16_magnitudes(p); },
+          [](uint16_t raw) { return f16_magnitude(raw); });
     case DType::BF16:
-      return reduce_floats<uint16_t>(data, numel, [](const uint16_t* p) { return bf16_magnitudes(p); },
-                                     [](uint16_t raw) { return bf16_magnitude(raw); });
+      return reduce_floats<uint16_t>(
+          data, numel, [](const uint16_t* p) { return bf16_magnitudes(p); },
+          [](uint16_t raw) { return bf16_magnitude(raw); });
     case DType::F8_E4M3:
       return reduce_floats<uint8_t>(data, numel, fp8_magnitudes(e4m3_table()), fp8_decoder(e4m3_table()));
     case DType::F8_E5M2:
       return reduce_floats<uint8_t>(data, numel, fp8_magnitudes(e5m2_table()), fp8_decoder(e5m2_table()));
-    default: throw std::invalid_argument("cpu_tensor_stats: not a floating dtype");
+    default:
+      throw std::invalid_argument("cpu_tensor_stats: not a floating dtype");
   }
 }
 

@@ -1,7 +1,8 @@
 #include "precdetect/analyze/device.h"
 
-#include <torch/cuda.h>
 #include <fmt/format.h>
+#include <torch/cuda.h>
+
 #include <regex>
 
 #include "precdetect/core/error.h"

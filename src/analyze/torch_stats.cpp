@@ -1,6 +1,7 @@
 #include "precdetect/analyze/torch_stats.h"
 
 #include <ATen/ATen.h>
+
 #include <limits>
 
 namespace precdetect {

@@ -1,11 +1,11 @@
 #include "precdetect/app/atomic_file.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fmt/format.h>
 
 #include "precdetect/core/error.h"
 

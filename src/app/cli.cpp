@@ -1,7 +1,8 @@
 #include "precdetect/app/cli.h"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <sstream>
 
 #include "precdetect/analyze/device.h"

@@ -1,8 +1,9 @@
 #include "precdetect/app/scan.h"
 
-#include <cstdio>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <cstdio>
 
 #include "precdetect/analyze/analyzer.h"
 #include "precdetect/app/atomic_file.h"
@@ -22,25 +23,34 @@ void analyze_checkpoint(ModelReport& report, const Checkpoint& checkpoint, const
   for (const TensorRecord& record : checkpoint.tensors) {
     if (!filter.selects(record.name)) continue;
     report.summary.add_stored(record);
-    TensorReport tensor{.name = record.name, .dtype = record.dtype, .shape = record.shape, .numel = record.numel, .stats = std::nullopt};
+    TensorReport tensor{.name = record.name,
+                        .dtype = record.dtype,
+                        .shape = record.shape,
+                        .numel = record.numel,
+                        .stats = std::nullopt};
     if (dtype_kind(record.dtype) == DTypeKind::kFloat) {
       tensor.stats = analyze_tensor(checkpoint, record, device);
       report.summary.add_stats(*tensor.stats);
+      checkpoint.files[record.file]->release(record.offset, record.nbytes);
     } else if (dtype_kind(record.dtype) == DTypeKind::kSkipped) {
       skipped.push_back(fmt::format("{} ({})", record.name, dtype_name(record.dtype)));
     }
     report.tensors.push_back(std::move(tensor));
   }
   if (!skipped.empty())
-    report.warnings.push_back(fmt::format("{} tensor(s) of dtypes precdetect cannot analyze were counted but not "
-                                          "analyzed: {}", skipped.size(), fmt::join(skipped, ", ")));
+    report.warnings.push_back(
+        fmt::format("{} tensor(s) of dtypes precdetect cannot analyze were counted but not "
+                    "analyzed: {}",
+                    skipped.size(), fmt::join(skipped, ", ")));
   if (report.summary.tensors == 0)
     report.warnings.push_back("no tensor matches --include/--exclude; nothing to classify (widen the filter)");
   else if (report.summary.analyzed_tensors == 0)
     report.warnings.push_back("the model has no floating-point tensors; nothing to classify");
   if (report.summary.nans + report.summary.infs > 0)
-    report.warnings.push_back(fmt::format("the weights hold {} NaN and {} Inf values: the checkpoint is damaged or "
-                                          "overflowed during training", report.summary.nans, report.summary.infs));
+    report.warnings.push_back(
+        fmt::format("the weights hold {} NaN and {} Inf values: the checkpoint is damaged or "
+                    "overflowed during training",
+                    report.summary.nans, report.summary.infs));
 }
 
 Hints storage_hints(const ModelSummary& summary, const ModelSource& source) {
@@ -97,7 +107,8 @@ ExitCode run_scan(const ScanOptions& options) {
       any_failed = true;
     }
   }
-  std::string document = to_json(report).dump(2) + "\n";
+  // Paths and library messages need not be UTF-8; invalid bytes become U+FFFD rather than aborting the dump.
+  std::string document = to_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (options.output) write_file_atomically(*options.output, document);
   print_stdout(options.json ? document : render_table(report, options.verbose));
   return any_failed ? ExitCode::kError : ExitCode::kSuccess;

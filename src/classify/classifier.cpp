@@ -26,10 +26,17 @@ bool compare(double observed, const std::string& op, double threshold) {
 }
 
 Evidence evaluate(const Rule& rule, const ModelSummary& summary) {
-  Evidence evidence{.rule = rule.id, .fired = true, .label = rule.label, .confidence = rule.confidence,
-                    .fp16_risk = rule.fp16_risk, .says = rule.says, .source = rule.source};
+  Evidence evidence{.rule = rule.id,
+                    .fired = true,
+                    .label = rule.label,
+                    .confidence = rule.confidence,
+                    .fp16_risk = rule.fp16_risk,
+                    .says = rule.says,
+                    .source = rule.source};
   for (const Condition& condition : rule.when) {
-    Observation observation{.stat = condition.stat, .op = condition.op, .threshold = condition.value,
+    Observation observation{.stat = condition.stat,
+                            .op = condition.op,
+                            .threshold = condition.value,
                             .observed = summary_stat(summary, condition.stat)};
     observation.holds = observation.observed && compare(*observation.observed, condition.op, condition.value);
     evidence.fired = evidence.fired && observation.holds;

@@ -1,8 +1,9 @@
 #include "precdetect/classify/rules.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "precdetect/core/error.h"
@@ -13,7 +14,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 7> kStats = {"abs_min", "abs_max", "norm_min", "norm_max",
+constexpr std::array<std::string_view, 7> kStats = {"abs_min", "abs_max", "norm_min",  "norm_max",
                                                     "nans",    "infs",    "parameters"};
 constexpr std::array<std::string_view, 4> kOps = {">", ">=", "<", "<="};
 constexpr std::array<std::string_view, 4> kLabels = {"fp16", "bf16", "fp32", "unknown"};
@@ -43,7 +44,8 @@ Rule parse_rule(const json& item, const std::filesystem::path& origin) {
   rule.source = item.value("source", "");
   if (rule.when.empty()) fail(ErrorCode::kInvalidRules, origin, fmt::format("rule `{}` has no conditions", rule.id));
   if (!one_of(kLabels, rule.label))
-    fail(ErrorCode::kInvalidRules, origin, fmt::format("rule `{}`: label must be fp16, bf16, fp32 or unknown", rule.id));
+    fail(ErrorCode::kInvalidRules, origin,
+         fmt::format("rule `{}`: label must be fp16, bf16, fp32 or unknown", rule.id));
   if (!(rule.confidence >= 0.0 && rule.confidence <= 1.0))
     fail(ErrorCode::kInvalidRules, origin, fmt::format("rule `{}`: confidence must lie in [0, 1]", rule.id));
   return rule;

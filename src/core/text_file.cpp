@@ -1,6 +1,7 @@
 #include "precdetect/core/text_file.h"
 
 #include <fmt/format.h>
+
 #include <fstream>
 #include <sstream>
 

@@ -1,7 +1,8 @@
 #include "precdetect/discover/discover.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "precdetect/core/error.h"
 #include "precdetect/discover/hf_cache.h"
@@ -38,8 +39,8 @@ void add_sharded(ModelSource& source, const fs::path& index_path) {
   }
   if (!missing.empty())
     fail(ErrorCode::kMissingShard, index_path,
-         fmt::format("{} of {} shards named in the index are missing, first `{}`", missing.size(),
-                     index.shards.size(), missing.front()));
+         fmt::format("{} of {} shards named in the index are missing, first `{}`", missing.size(), index.shards.size(),
+                     missing.front()));
   source.weight_map = std::move(index.weight_map);
 }
 

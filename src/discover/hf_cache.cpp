@@ -1,7 +1,8 @@
 #include "precdetect/discover/hf_cache.h"
 
-#include <cstdlib>
 #include <fmt/format.h>
+
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 

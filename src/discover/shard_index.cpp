@@ -1,6 +1,7 @@
 #include "precdetect/discover/shard_index.h"
 
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 #include <set>
 

@@ -1,13 +1,14 @@
 #include "precdetect/load/byte_source.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fmt/format.h>
 
 #include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
@@ -58,6 +59,14 @@ class MappedFile final : public ByteSource {
   uint64_t size() const override { return size_; }
   std::span<const std::byte> view(uint64_t offset, uint64_t length) const override {
     return checked_view(*this, data_, offset, length);
+  }
+  void release(uint64_t offset, uint64_t length) const override {
+    // Whole pages inside the range only: the neighbours' bytes may still be needed. On a read-only private
+    // mapping MADV_DONTNEED just unmaps the pages; the page cache keeps them and a later read faults them back.
+    static const uint64_t kPage = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    uint64_t first = (offset + kPage - 1) / kPage * kPage;
+    uint64_t last = std::min(offset + length, size_) / kPage * kPage;
+    if (data_ && first < last) ::madvise(const_cast<std::byte*>(data_) + first, last - first, MADV_DONTNEED);
   }
 
  private:

@@ -1,7 +1,8 @@
 #include "precdetect/load/checkpoint.h"
 
-#include <cstring>
 #include <fmt/format.h>
+
+#include <cstring>
 #include <set>
 
 #include "precdetect/core/error.h"

@@ -1,7 +1,8 @@
 #include "precdetect/load/safetensors.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -76,10 +77,12 @@ Entry parse_entry(const std::string& name, const json& info, const std::filesyst
   const json& dtype = info["dtype"];
   const json& shape = info["shape"];
   const json& offsets = info["data_offsets"];
-  if (!dtype.is_string()) fail(ErrorCode::kInvalidHeader, path, fmt::format("tensor `{}`: dtype is not a string", name));
+  if (!dtype.is_string())
+    fail(ErrorCode::kInvalidHeader, path, fmt::format("tensor `{}`: dtype is not a string", name));
   auto parsed = parse_dtype(dtype.get<std::string>());
   if (!parsed)
-    fail(ErrorCode::kUnknownDtype, path, fmt::format("tensor `{}`: unknown dtype `{}`", name, dtype.get<std::string>()));
+    fail(ErrorCode::kUnknownDtype, path,
+         fmt::format("tensor `{}`: unknown dtype `{}`", name, dtype.get<std::string>()));
   if (!shape.is_array()) fail(ErrorCode::kInvalidHeader, path, fmt::format("tensor `{}`: shape is not an array", name));
   if (!offsets.is_array() || offsets.size() != 2)
     fail(ErrorCode::kInvalidHeader, path, fmt::format("tensor `{}`: data_offsets must be [begin, end]", name));
@@ -123,8 +126,8 @@ void check_layout(std::vector<Entry>& entries, uint64_t buffer_size, const std::
     const std::string& name = entry.record.name;
     if (entry.begin != expected_begin || entry.end < entry.begin)
       fail(ErrorCode::kInvalidOffset, path,
-           fmt::format("invalid offset for tensor `{}`: [{}, {}) where the data should begin at {}", name,
-                       entry.begin, entry.end, expected_begin));
+           fmt::format("invalid offset for tensor `{}`: [{}, {}) where the data should begin at {}", name, entry.begin,
+                       entry.end, expected_begin));
     auto bits = checked_mul(entry.record.numel, static_cast<uint64_t>(dtype_bits(entry.record.dtype)));
     if (!bits) fail(ErrorCode::kValidationOverflow, path, fmt::format("tensor `{}`: byte size overflows", name));
     if (*bits % 8 != 0)

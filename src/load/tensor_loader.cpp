@@ -1,19 +1,27 @@
 #include "precdetect/load/tensor_loader.h"
 
 #include <ATen/ATen.h>
+
 #include <cstring>
 
 namespace precdetect {
 
 c10::ScalarType torch_scalar_type(DType dtype) {
   switch (dtype) {
-    case DType::F64: return at::kDouble;
-    case DType::F32: return at::kFloat;
-    case DType::F16: return at::kHalf;
-    case DType::BF16: return at::kBFloat16;
-    case DType::F8_E4M3: return at::kFloat8_e4m3fn;
-    case DType::F8_E5M2: return at::kFloat8_e5m2;
-    default: throw std::invalid_argument("torch_scalar_type: not an analyzed floating dtype");
+    case DType::F64:
+      return at::kDouble;
+    case DType::F32:
+      return at::kFloat;
+    case DType::F16:
+      return at::kHalf;
+    case DType::BF16:
+      return at::kBFloat16;
+    case DType::F8_E4M3:
+      return at::kFloat8_e4m3fn;
+    case DType::F8_E5M2:
+      return at::kFloat8_e5m2;
+    default:
+      throw std::invalid_argument("torch_scalar_type: not an analyzed floating dtype");
   }
 }
 

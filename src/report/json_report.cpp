@@ -28,12 +28,15 @@ ordered_json summary_json(const ModelSummary& summary) {
 ordered_json evidence_json(const Evidence& evidence) {
   ordered_json observations = ordered_json::array();
   for (const Observation& o : evidence.observations)
-    observations.push_back({{"stat", o.stat}, {"op", o.op}, {"threshold", o.threshold},
+    observations.push_back({{"stat", o.stat},
+                            {"op", o.op},
+                            {"threshold", o.threshold},
                             {"observed", o.observed ? number(*o.observed) : ordered_json(nullptr)},
                             {"holds", o.holds}});
-  return {{"rule", evidence.rule},     {"fired", evidence.fired},         {"label", evidence.label},
-          {"confidence", evidence.confidence}, {"fp16_risk", evidence.fp16_risk},
-          {"observations", observations}, {"says", evidence.says},      {"source", evidence.source}};
+  return {{"rule", evidence.rule},           {"fired", evidence.fired},
+          {"label", evidence.label},         {"confidence", evidence.confidence},
+          {"fp16_risk", evidence.fp16_risk}, {"observations", observations},
+          {"says", evidence.says},           {"source", evidence.source}};
 }
 
 ordered_json verdict_json(const Verdict& verdict) {

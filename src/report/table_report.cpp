@@ -1,9 +1,10 @@
 #include "precdetect/report/table_report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <fmt/format.h>
 
 namespace precdetect {
 namespace {
@@ -27,7 +28,8 @@ std::string human_count(uint64_t count) {
 
 std::string dtype_census(const ModelSummary& summary) {
   std::string text;
-  for (const auto& [dtype, count] : summary.dtypes) text += fmt::format("{}{}:{}", text.empty() ? "" : ",", dtype, count);
+  for (const auto& [dtype, count] : summary.dtypes)
+    text += fmt::format("{}{}:{}", text.empty() ? "" : ",", dtype, count);
   return text.empty() ? "-" : text;
 }
 
@@ -70,11 +72,11 @@ std::string render_table(const ScanReport& report, bool per_tensor) {
                      "", "", "", "", "");
   for (const auto& model : report.models) {
     const ModelSummary& s = model.summary;
-    out += fmt::format("{:<{}} | {:>9} | {:>9} | {:>9} | {:>9} | {:>7} | {:<12} | {}\n",
-                       elide_middle(model.input, width), width, format_stat(s.has_values, s.abs_min),
-                       format_stat(s.has_values, s.abs_max), format_stat(s.has_nonzero_norm, s.norm_min),
-                       format_stat(s.has_nonzero_norm, s.norm_max), human_count(s.parameters), dtype_census(s),
-                       verdict_cell(model));
+    out +=
+        fmt::format("{:<{}} | {:>9} | {:>9} | {:>9} | {:>9} | {:>7} | {:<12} | {}\n", elide_middle(model.input, width),
+                    width, format_stat(s.has_values, s.abs_min), format_stat(s.has_values, s.abs_max),
+                    format_stat(s.has_nonzero_norm, s.norm_min), format_stat(s.has_nonzero_norm, s.norm_max),
+                    human_count(s.parameters), dtype_census(s), verdict_cell(model));
     if (per_tensor && !model.error) append_tensor_rows(out, model);
   }
   return out;

@@ -1,6 +1,7 @@
 """The command-line contract: exit codes, output files, batches with failures, rules, devices, the table."""
 
 import json
+import os
 import re
 import unittest
 
@@ -75,6 +76,16 @@ class Output(ScanTestCase):
         result = run(self.tmp, "-o", self.tmp / "no" / "such" / "dir" / "r.json")
         self.assertEqual(result.returncode, 2)
         self.assertIn("r.json", result.stderr)
+
+    def test_paths_that_are_not_utf8_still_give_valid_json(self):
+        folder = os.fsdecode(bytes(self.tmp) + b"/model-\xff")
+        os.mkdir(folder)
+        save_file({"w": torch.ones(2)}, os.path.join(folder, "model.safetensors"))
+        code, document, _ = scan(folder, os.fsdecode(bytes(self.tmp) + b"/absent-\xfe"))
+        self.assertEqual(code, 2)
+        self.assertIn("\ufffd", document["models"][0]["input"])
+        self.assertEqual(document["models"][0]["summary"]["abs_max"], 1.0)
+        self.assertEqual(document["models"][1]["error"]["code"], "not_found")
 
     def test_table_rows_use_the_seed_format(self):
         save_file({"a": torch.tensor([0.0, 1.5e-11, -792.0]), "b": torch.ones(4) * 3}, self.tmp / "t5ish.safetensors")

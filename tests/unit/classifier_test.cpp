@@ -139,8 +139,7 @@ TEST(Rules, InvalidRulesAreNamed) {
                  "unknown stat");
   expect_invalid(head + R"(abs_max","op":"=","value":1}],"label":"bf16","confidence":1,"fp16_risk":true}]})",
                  "unknown op");
-  expect_invalid(head + R"(abs_max","op":">","value":1}],"label":"tf32","confidence":1,"fp16_risk":true}]})",
-                 "label");
+  expect_invalid(head + R"(abs_max","op":">","value":1}],"label":"tf32","confidence":1,"fp16_risk":true}]})", "label");
   expect_invalid(head + R"(abs_max","op":">","value":1}],"label":"bf16","confidence":2,"fp16_risk":true}]})",
                  "confidence");
   expect_invalid(R"({"rules":[]})", "no rules");

@@ -8,25 +8,10 @@
 namespace precdetect {
 namespace {
 
+using testing::expect_same_stats;
 using testing::random_tensor_bytes;
 using testing::reference_stats;
 using testing::torch_decoded;
-
-void expect_same_stats(const TensorStats& actual, const TensorStats& expected, double norm_tolerance) {
-  EXPECT_EQ(actual.numel, expected.numel);
-  EXPECT_EQ(actual.zeros, expected.zeros);
-  EXPECT_EQ(actual.nans, expected.nans);
-  EXPECT_EQ(actual.infs, expected.infs);
-  ASSERT_EQ(actual.has_values(), expected.has_values());
-  if (expected.has_values()) {
-    EXPECT_EQ(actual.abs_min, expected.abs_min);
-    EXPECT_EQ(actual.abs_max, expected.abs_max);
-  }
-  if (std::isinf(expected.sum_squares))
-    EXPECT_TRUE(std::isinf(actual.sum_squares));
-  else
-    EXPECT_NEAR(actual.norm(), expected.norm(), norm_tolerance * expected.norm());
-}
 
 /// Every bit pattern of a 16- or 8-bit dtype, decoded by us vs by libtorch, one element at a time.
 void expect_every_pattern_decodes_like_torch(DType dtype) {
@@ -56,18 +41,18 @@ double magnitude_of(uint32_t code, DType dtype) {
 }
 
 TEST(CpuKernel, FormatBoundariesFromTheirDefinitions) {
-  EXPECT_EQ(magnitude_of(0x7BFF, DType::F16), 65504.0);             // fp16 max
-  EXPECT_EQ(magnitude_of(0x0400, DType::F16), std::ldexp(1.0, -14)); // smallest normal
-  EXPECT_EQ(magnitude_of(0x0001, DType::F16), std::ldexp(1.0, -24)); // smallest subnormal
+  EXPECT_EQ(magnitude_of(0x7BFF, DType::F16), 65504.0);               // fp16 max
+  EXPECT_EQ(magnitude_of(0x0400, DType::F16), std::ldexp(1.0, -14));  // smallest normal
+  EXPECT_EQ(magnitude_of(0x0001, DType::F16), std::ldexp(1.0, -24));  // smallest subnormal
   EXPECT_EQ(magnitude_of(0x03FF, DType::F16), 1023 * std::ldexp(1.0, -24));
   EXPECT_EQ(magnitude_of(0xFC00, DType::F16), INFINITY);
   EXPECT_TRUE(std::isnan(magnitude_of(0x7E00, DType::F16)));
-  EXPECT_EQ(magnitude_of(0x7F7F, DType::BF16), 0x1.FEp127);          // bf16 max 3.3895e38
+  EXPECT_EQ(magnitude_of(0x7F7F, DType::BF16), 0x1.FEp127);  // bf16 max 3.3895e38
   EXPECT_EQ(magnitude_of(0x0001, DType::BF16), std::ldexp(1.0, -133));
   EXPECT_EQ(magnitude_of(0xC2C8, DType::BF16), 100.0);
-  EXPECT_EQ(magnitude_of(0x7E, DType::F8_E4M3), 448.0);              // S.1111.110
-  EXPECT_TRUE(std::isnan(magnitude_of(0x7F, DType::F8_E4M3)));       // S.1111.111, no Inf in E4M3
-  EXPECT_EQ(magnitude_of(0x78, DType::F8_E4M3), 256.0);              // exponent 15 is a normal binade
+  EXPECT_EQ(magnitude_of(0x7E, DType::F8_E4M3), 448.0);         // S.1111.110
+  EXPECT_TRUE(std::isnan(magnitude_of(0x7F, DType::F8_E4M3)));  // S.1111.111, no Inf in E4M3
+  EXPECT_EQ(magnitude_of(0x78, DType::F8_E4M3), 256.0);         // exponent 15 is a normal binade
   EXPECT_EQ(magnitude_of(0x01, DType::F8_E4M3), std::ldexp(1.0, -9));
   EXPECT_EQ(magnitude_of(0x7B, DType::F8_E5M2), 57344.0);
   EXPECT_EQ(magnitude_of(0xFC, DType::F8_E5M2), INFINITY);
@@ -79,7 +64,8 @@ class CpuKernelRandom : public ::testing::TestWithParam<std::tuple<DType, size_t
 
 TEST_P(CpuKernelRandom, MatchesLongDoubleReference) {
   auto [dtype, numel] = GetParam();
-  std::string bytes = random_tensor_bytes(dtype, numel, static_cast<uint32_t>(numel) * 31 + static_cast<uint32_t>(dtype));
+  std::string bytes =
+      random_tensor_bytes(dtype, numel, static_cast<uint32_t>(numel) * 31 + static_cast<uint32_t>(dtype));
   TensorStats expected = reference_stats(torch_decoded(bytes, dtype));
   expect_same_stats(cpu_tensor_stats(bytes.data(), dtype, numel), expected, 1e-12);
 }

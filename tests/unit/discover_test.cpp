@@ -62,8 +62,7 @@ TEST_F(HfCacheLayout, ResolvesRefsCommitsAndTags) {
   EXPECT_EQ(resolve_hf_id("org/name@" + tagged, root_), root_ / "models--org--name/snapshots" / tagged);
   expect_error([&] { resolve_hf_id("org/other", root_); }, ErrorCode::kHfCacheMiss, "org/other");
   expect_error([&] { resolve_hf_id("org/name@v2", root_); }, ErrorCode::kHfCacheMiss, "revision `v2`");
-  expect_error([&] { resolve_hf_id("org/name@" + std::string(40, 'c'), root_); }, ErrorCode::kHfCacheMiss,
-               "snapshot");
+  expect_error([&] { resolve_hf_id("org/name@" + std::string(40, 'c'), root_); }, ErrorCode::kHfCacheMiss, "snapshot");
 }
 
 using Discovery = TempDir;
@@ -79,8 +78,9 @@ TEST_F(Discovery, FolderListsSafetensorsAndFindsConfig) {
 }
 
 TEST_F(Discovery, ShardIndexTakesPrecedence) {
-  write("m/model.safetensors.index.json",
-        R"({"metadata":{"total_size":8},"weight_map":{"a":"s1.safetensors","b":"s2.safetensors","c":"s1.safetensors"}})");
+  write(
+      "m/model.safetensors.index.json",
+      R"({"metadata":{"total_size":8},"weight_map":{"a":"s1.safetensors","b":"s2.safetensors","c":"s1.safetensors"}})");
   write("m/s1.safetensors", "");
   write("m/s2.safetensors", "");
   write("m/stray.safetensors", "");
@@ -112,8 +112,7 @@ TEST_F(Discovery, FoldersWithoutSafetensors) {
   expect_error([&] { discover((root_ / "torch").string(), root_); }, ErrorCode::kUnsupportedFormat, "PyTorch");
   fs::create_directories(root_ / "empty");
   expect_error([&] { discover((root_ / "empty").string(), root_); }, ErrorCode::kNoWeights, "no weight files");
-  expect_error([&] { discover((root_ / "nope/x.safetensors").string(), root_); }, ErrorCode::kNotFound,
-               "no such file");
+  expect_error([&] { discover((root_ / "nope/x.safetensors").string(), root_); }, ErrorCode::kNotFound, "no such file");
 }
 
 TEST_F(Discovery, HubIdResolvesThroughTheCache) {

@@ -47,8 +47,11 @@ TEST(Safetensors, ReadsTensorsInDataOrderWithAbsoluteOffsets) {
 }
 
 TEST(Safetensors, AcceptsWhitespacePaddingScalarsAndEmptyTensors) {
-  std::string header = "  \n" R"({"s":{"dtype":"BF16","shape":[],"data_offsets":[0,2]},)"
-                       R"("e":{"dtype":"F32","shape":[0,4],"data_offsets":[2,2]}})" "      ";
+  std::string header =
+      "  \n"
+      R"({"s":{"dtype":"BF16","shape":[],"data_offsets":[0,2]},)"
+      R"("e":{"dtype":"F32","shape":[0,4],"data_offsets":[2,2]}})"
+      "      ";
   auto result = parse(safetensors_bytes(header, "\x01\x02"));
   ASSERT_EQ(result.tensors.size(), 2u);
   EXPECT_EQ(result.tensors[0].name, "s");
@@ -122,7 +125,8 @@ TEST(Safetensors, FirstTensorMustStartAtZero) {
 
 TEST(Safetensors, EndBeforeBegin) {
   expect_error(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                                 R"("b":{"dtype":"U8","shape":[0],"data_offsets":[4,0]}})", std::string(4, '\0')),
+                                 R"("b":{"dtype":"U8","shape":[0],"data_offsets":[4,0]}})",
+                                 std::string(4, '\0')),
                ErrorCode::kInvalidOffset, "`b`");
 }
 

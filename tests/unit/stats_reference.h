@@ -3,6 +3,7 @@
 // reduced in long double.
 
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
@@ -30,12 +31,23 @@ inline std::string random_tensor_bytes(DType dtype, size_t numel, uint32_t seed)
   for (size_t i = 0; i < numel; ++i) {
     double value = normal(rng);
     switch (rng() % 16) {
-      case 0: value = 0.0; break;
-      case 1: value = NAN; break;
-      case 2: value = (rng() & 1) ? INFINITY : -INFINITY; break;
-      case 3: value = dtype == DType::F32 ? 3e-42 * (1 + rng() % 100) : 4e-320 * (1 + rng() % 100); break;
-      case 4: value *= 1e30; break;
-      default: break;
+      case 0:
+        value = 0.0;
+        break;
+      case 1:
+        value = NAN;
+        break;
+      case 2:
+        value = (rng() & 1) ? INFINITY : -INFINITY;
+        break;
+      case 3:
+        value = dtype == DType::F32 ? 3e-42 * (1 + rng() % 100) : 4e-320 * (1 + rng() % 100);
+        break;
+      case 4:
+        value *= 1e30;
+        break;
+      default:
+        break;
     }
     if (dtype == DType::F32) {
       float narrow = static_cast<float>(value);
@@ -73,6 +85,23 @@ inline TensorStats reference_stats(const std::vector<double>& values) {
   }
   stats.sum_squares = static_cast<double>(squares);
   return stats;
+}
+
+/// Counts and magnitudes exactly, the norm to `norm_tolerance` relative (both infinite counts as equal).
+inline void expect_same_stats(const TensorStats& actual, const TensorStats& expected, double norm_tolerance) {
+  EXPECT_EQ(actual.numel, expected.numel);
+  EXPECT_EQ(actual.zeros, expected.zeros);
+  EXPECT_EQ(actual.nans, expected.nans);
+  EXPECT_EQ(actual.infs, expected.infs);
+  ASSERT_EQ(actual.has_values(), expected.has_values());
+  if (expected.has_values()) {
+    EXPECT_EQ(actual.abs_min, expected.abs_min);
+    EXPECT_EQ(actual.abs_max, expected.abs_max);
+  }
+  if (std::isinf(expected.sum_squares))
+    EXPECT_TRUE(std::isinf(actual.sum_squares));
+  else
+    EXPECT_NEAR(actual.norm(), expected.norm(), norm_tolerance * expected.norm());
 }
 
 }  // namespace precdetect::testing

@@ -13,7 +13,7 @@ namespace precdetect {
 
 struct ModelSummary {
   double abs_min = 0.0, abs_max = 0.0, norm_min = 0.0, norm_max = 0.0;
-  bool has_values = false;       ///< false until a floating tensor with a non-NaN value is added
+  bool has_values = false;        ///< false until a floating tensor with a non-NaN value is added
   bool has_nonzero_norm = false;  ///< false until a tensor with a non-zero norm is added
   uint64_t tensors = 0;           ///< every selected tensor, any dtype
   uint64_t parameters = 0;        ///< elements of every selected tensor

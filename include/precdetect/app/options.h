@@ -25,9 +25,9 @@ struct TensorFilter {
 
 struct ScanOptions {
   std::vector<std::string> inputs;
-  bool json = false;                           ///< the JSON document on stdout instead of the table
+  bool json = false;                            ///< the JSON document on stdout instead of the table
   std::optional<std::filesystem::path> output;  ///< also write the JSON document here, atomically
-  bool verbose = false;                        ///< per-tensor rows in the table
+  bool verbose = false;                         ///< per-tensor rows in the table
   std::string device = "auto";
   TensorFilter filter;
   std::optional<std::filesystem::path> rules;

@@ -20,8 +20,8 @@ struct Rule {
   std::string label;            ///< fp16 | bf16 | fp32 | unknown
   double confidence = 0.0;      ///< in [0, 1]
   bool fp16_risk = false;
-  std::string says;             ///< what a firing means, in a sentence
-  std::string source;           ///< where the threshold comes from
+  std::string says;    ///< what a firing means, in a sentence
+  std::string source;  ///< where the threshold comes from
 };
 
 struct RuleSet {

@@ -8,9 +8,28 @@
 namespace precdetect {
 
 enum class DType {
-  F64, F32, F16, BF16, F8_E4M3, F8_E5M2,                   // analyzed: floating point
-  I64, I32, I16, I8, U64, U32, U16, U8, BOOL,              // census only: integers
-  C64, F4, F6_E2M3, F6_E3M2, F8_E8M0, F8_E4M3FNUZ, F8_E5M2FNUZ,  // known, listed as skipped
+  F64,
+  F32,
+  F16,
+  BF16,
+  F8_E4M3,
+  F8_E5M2,  // analyzed: floating point
+  I64,
+  I32,
+  I16,
+  I8,
+  U64,
+  U32,
+  U16,
+  U8,
+  BOOL,  // census only: integers
+  C64,
+  F4,
+  F6_E2M3,
+  F6_E3M2,
+  F8_E8M0,
+  F8_E4M3FNUZ,
+  F8_E5M2FNUZ,  // known, listed as skipped
 };
 
 /// What precdetect does with a dtype's values.

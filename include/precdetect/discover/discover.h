@@ -10,11 +10,11 @@
 namespace precdetect {
 
 struct ModelSource {
-  std::string input;                             ///< as the user typed it
-  std::filesystem::path path;                    ///< the resolved model folder or file
-  std::vector<std::filesystem::path> files;      ///< weight files, in scan order
-  std::map<std::string, std::string> weight_map; ///< from a shard index: tensor -> shard name; else empty
-  std::optional<std::filesystem::path> config;   ///< config.json beside the weights, when present
+  std::string input;                              ///< as the user typed it
+  std::filesystem::path path;                     ///< the resolved model folder or file
+  std::vector<std::filesystem::path> files;       ///< weight files, in scan order
+  std::map<std::string, std::string> weight_map;  ///< from a shard index: tensor -> shard name; else empty
+  std::optional<std::filesystem::path> config;    ///< config.json beside the weights, when present
 };
 
 /// Resolves `input`. Throws Error: kNotFound (no such path, not a hub id), kHfCacheMiss, kInvalidIndex,

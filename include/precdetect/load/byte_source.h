@@ -18,6 +18,9 @@ class ByteSource {
   virtual uint64_t size() const = 0;
   /// Bytes [offset, offset+length). Throws Error(kOffsetPastEnd) when the range is not inside the source.
   virtual std::span<const std::byte> view(uint64_t offset, uint64_t length) const = 0;
+  /// Hint that bytes [offset, offset+length) will not be read again, so resident memory stays bounded by the
+  /// tensor in hand rather than growing with the file. Views of that range stay valid (pages are re-read).
+  virtual void release(uint64_t offset, uint64_t length) const { (void)offset, (void)length; }
 };
 
 /// Maps `path` read-only. Throws Error(kNotFound / kIo) naming the path. The mapping lives as long as the object.

@@ -12,10 +12,10 @@
 namespace precdetect {
 
 struct Checkpoint {
-  std::string format;                               ///< "safetensors"
-  std::vector<std::unique_ptr<ByteSource>> files;   ///< TensorRecord::file indexes this
-  std::vector<TensorRecord> tensors;                ///< file by file, in data order
-  std::vector<std::string> warnings;                ///< full sentences, for the report
+  std::string format;                              ///< "safetensors"
+  std::vector<std::unique_ptr<ByteSource>> files;  ///< TensorRecord::file indexes this
+  std::vector<TensorRecord> tensors;               ///< file by file, in data order
+  std::vector<std::string> warnings;               ///< full sentences, for the report
 };
 
 /// Maps every file and reads its header; with a shard index, checks that each indexed tensor is in its shard.
