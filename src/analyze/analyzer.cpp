@@ -27,7 +27,7 @@ TensorStats analyze_on_cuda(const at::Tensor& host, const ComputeDevice& device,
 }  // namespace
 
 TensorStats analyze_tensor(const Checkpoint& checkpoint, const TensorRecord& record, const ComputeDevice& device) {
-  at::Tensor values = load_tensor(checkpoint, record);
+  at::Tensor values = load_tensor(checkpoint, record).contiguous();  // a copy only for strided views
   if (device.cuda) return analyze_on_cuda(values, device, record);
   return cpu_tensor_stats(values.data_ptr(), record.dtype, record.numel);
 }

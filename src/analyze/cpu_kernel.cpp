@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <future>
 #include <limits>
@@ -65,7 +66,7 @@ auto fp8_decoder(const Fp8Table& table) {
   return [&table](uint8_t raw) { return table[raw & 0x7F]; };
 }
 
-/// Running per-lane accumulators of one block. Independent lanes let the compiler vectorize the loop.
+/// Scalar per-lane accumulators of one block, for F64 tensors and the vector path's tail.
 template <typename Value, size_t kLanes>
 struct Lanes {
   static constexpr Value kInf = std::numeric_limits<Value>::infinity();
@@ -199,7 +200,7 @@ TensorStats reduce_range_vector(const Raw* data, size_t begin, size_t end, Decod
   return total;
 }
 
-/// One pass over [begin, end), scalar (F64 and reference for the vector path).
+/// One pass over [begin, end), scalar: F64 tensors (rare; their squares need no widening).
 template <typename Raw, typename Decode>
 TensorStats reduce_range(const Raw* data, size_t begin, size_t end, Decode decode) {
   using Value = decltype(decode(Raw{}));

@@ -136,7 +136,7 @@ void check_layout(std::vector<Entry>& entries, uint64_t buffer_size, const std::
       fail(ErrorCode::kSizeMismatch, path,
            fmt::format("tensor `{}`: shape and dtype need {} bytes but data_offsets span {}", name, *bits / 8,
                        entry.end - entry.begin));
-    entry.record.nbytes = *bits / 8;
+    entry.record.nbytes = entry.record.storage_nbytes = *bits / 8;
     expected_begin = entry.end;
   }
   if (expected_begin > buffer_size)

@@ -18,6 +18,13 @@ std::string elide_middle(const std::string& text, size_t width) {
   return text.substr(0, keep / 2) + "..." + text.substr(text.size() - (keep - keep / 2));
 }
 
+/// "%.3e" as seed 000 prints, "-" for a value that does not exist, "inf" for an infinite one.
+std::string format_stat(bool present, double value) {
+  if (!present) return "-";
+  if (std::isinf(value)) return "inf";
+  return fmt::format("{:.3e}", value);
+}
+
 std::string human_count(uint64_t count) {
   static constexpr std::array<const char*, 5> kUnits = {"", "K", "M", "B", "T"};
   double value = static_cast<double>(count);
@@ -56,12 +63,6 @@ void append_tensor_rows(std::string& out, const ModelReport& model) {
 }
 
 }  // namespace
-
-std::string format_stat(bool present, double value) {
-  if (!present) return "-";
-  if (std::isinf(value)) return "inf";
-  return fmt::format("{:.3e}", value);
-}
 
 std::string render_table(const ScanReport& report, bool per_tensor) {
   size_t width = 4;

@@ -10,7 +10,6 @@ namespace precdetect {
 
 /// Stable machine names for every failure, written to JSON as models[].error.code (docs/errors.md lists them).
 enum class ErrorCode {
-  kUsage,
   kNotFound,
   kIo,
   kUnknownFormat,
@@ -33,6 +32,12 @@ enum class ErrorCode {
   kInvalidIndex,
   kMissingShard,
   kMissingTensor,
+  kInvalidZip,
+  kCompressedEntry,
+  kInvalidPickle,
+  kMissingRecord,
+  kStorageTooSmall,
+  kInvalidLegacy,
   kHfCacheMiss,
   kInvalidRules,
   kDevice,

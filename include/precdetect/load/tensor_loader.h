@@ -10,10 +10,11 @@ namespace precdetect {
 /// libtorch's scalar type for a floating dtype we analyze (F64, F32, F16, BF16, F8_E4M3, F8_E5M2).
 c10::ScalarType torch_scalar_type(DType dtype);
 
-/// The values of a floating `record` as a CPU tensor. Zero-copy over the mapped file when the data is aligned
-/// to its element size; an aligned copy otherwise (misaligned files are common in the wild, and misaligned
-/// typed access is undefined behaviour). The tensor borrows the mapping: read it only while `checkpoint`
-/// lives, and never write to it (the mapping is read-only).
+/// The values of a floating `record` as a CPU tensor: a view (offset, shape, stride) of its storage. Zero-copy
+/// over the mapped file when the storage is aligned to its element size; an aligned copy otherwise (misaligned
+/// files are common in the wild, and misaligned typed access is undefined behaviour), and a byte-swapped copy
+/// for big-endian storages. The view may be non-contiguous. It borrows the mapping: read it only while
+/// `checkpoint` lives, and never write to it (the mapping is read-only).
 at::Tensor load_tensor(const Checkpoint& checkpoint, const TensorRecord& record);
 
 }  // namespace precdetect

@@ -2,6 +2,7 @@
 /// Where one stored tensor lives: what a format parser yields, before any of the tensor's bytes are read.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,14 +10,26 @@
 
 namespace precdetect {
 
+/// What a tensor is to the model: its weights, or training state saved beside them.
+enum class TensorRole { kModel, kOptimizer };
+
 struct TensorRecord {
   std::string name;
   DType dtype;
   std::vector<int64_t> shape;
+  std::vector<int64_t> stride;  ///< empty: contiguous row-major (always so in safetensors)
   uint64_t numel = 0;
-  uint64_t nbytes = 0;
-  uint64_t offset = 0;  ///< absolute byte offset of the data in its file
-  size_t file = 0;      ///< index into Checkpoint::files
+  uint64_t nbytes = 0;          ///< numel x element size: the tensor's own bytes
+  uint64_t offset = 0;          ///< absolute offset in its file of the storage the tensor views
+  uint64_t storage_nbytes = 0;  ///< bytes of that storage; the view lies inside it (checked by the parser)
+  uint64_t storage_offset = 0;  ///< the view's first element within the storage, in elements of `dtype`
+  size_t file = 0;              ///< index into Checkpoint::files
+  bool big_endian = false;      ///< stored big-endian: bytes are swapped when loaded
+  TensorRole role = TensorRole::kModel;
+  /// The first tensor reported on the same storage (tied weights, views); nullopt when the storage is its own.
+  std::optional<std::string> shares_storage_with;
+  /// False for a second reference to exactly the same view (tied weights): reported, counted once.
+  bool counted = true;
 };
 
 }  // namespace precdetect

@@ -10,7 +10,4 @@ namespace precdetect {
 /// The table text. Failed models get a row that names their error code.
 std::string render_table(const ScanReport& report, bool per_tensor);
 
-/// "%.3e", or "-" for a value that does not exist, "inf" for an infinite one.
-std::string format_stat(bool present, double value);
-
 }  // namespace precdetect
