@@ -20,18 +20,23 @@ namespace {
 void analyze_checkpoint(ModelReport& report, const Checkpoint& checkpoint, const TensorFilter& filter,
                         const ComputeDevice& device) {
   std::vector<std::string> skipped;
+  uint64_t optimizer_tensors = 0;
   for (const TensorRecord& record : checkpoint.tensors) {
     if (!filter.selects(record.name)) continue;
-    report.summary.add_stored(record);
+    // Optimizer state and second references to a tied tensor are reported, but kept out of the model's numbers.
+    bool in_summary = record.role == TensorRole::kModel && record.counted;
+    optimizer_tensors += record.role == TensorRole::kOptimizer;
+    if (in_summary) report.summary.add_stored(record);
     TensorReport tensor{.name = record.name,
                         .dtype = record.dtype,
                         .shape = record.shape,
                         .numel = record.numel,
-                        .stats = std::nullopt};
+                        .role = record.role,
+                        .shares_storage_with = record.shares_storage_with};
     if (dtype_kind(record.dtype) == DTypeKind::kFloat) {
       tensor.stats = analyze_tensor(checkpoint, record, device);
-      report.summary.add_stats(*tensor.stats);
-      checkpoint.files[record.file]->release(record.offset, record.nbytes);
+      if (in_summary) report.summary.add_stats(*tensor.stats);
+      checkpoint.files[record.file]->release(record.offset, record.storage_nbytes);
     } else if (dtype_kind(record.dtype) == DTypeKind::kSkipped) {
       skipped.push_back(fmt::format("{} ({})", record.name, dtype_name(record.dtype)));
     }
@@ -42,7 +47,12 @@ void analyze_checkpoint(ModelReport& report, const Checkpoint& checkpoint, const
         fmt::format("{} tensor(s) of dtypes precdetect cannot analyze were counted but not "
                     "analyzed: {}",
                     skipped.size(), fmt::join(skipped, ", ")));
-  if (report.summary.tensors == 0)
+  if (optimizer_tensors > 0)
+    report.warnings.push_back(
+        fmt::format("{} optimizer-state tensor(s) are reported apart (role \"optimizer\") and "
+                    "kept out of the model statistics",
+                    optimizer_tensors));
+  if (report.summary.tensors == 0 && optimizer_tensors == 0)
     report.warnings.push_back("no tensor matches --include/--exclude; nothing to classify (widen the filter)");
   else if (report.summary.analyzed_tensors == 0)
     report.warnings.push_back("the model has no floating-point tensors; nothing to classify");

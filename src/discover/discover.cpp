@@ -13,6 +13,16 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::string_view kSafetensorsIndex = "model.safetensors.index.json";
+constexpr std::string_view kPytorchIndex = "pytorch_model.bin.index.json";
+const std::initializer_list<std::string_view> kPytorchExtensions = {".bin", ".pt", ".pth", ".ckpt", ".jit"};
+// What the HF Trainer saves beside the weights: training state, not the model.
+constexpr std::string_view kTrainerState[] = {"training_args.bin", "optimizer.pt", "scheduler.pt", "scaler.pt"};
+
+bool is_trainer_state(const fs::path& file) {
+  std::string name = file.filename().string();
+  return name.starts_with("rng_state") ||
+         std::find(std::begin(kTrainerState), std::end(kTrainerState), name) != std::end(kTrainerState);
+}
 
 bool has_extension(const fs::path& path, std::initializer_list<std::string_view> extensions) {
   std::string ext = path.extension().string();
@@ -44,14 +54,17 @@ void add_sharded(ModelSource& source, const fs::path& index_path) {
   source.weight_map = std::move(index.weight_map);
 }
 
+/// A folder is one model: its shard index if it has one, else its safetensors files (hub repos often carry the
+/// same weights as .bin too), else its PyTorch files without the Trainer's state.
 void add_folder(ModelSource& source, const fs::path& folder) {
-  if (fs::is_regular_file(folder / kSafetensorsIndex)) return add_sharded(source, folder / kSafetensorsIndex);
+  for (std::string_view index : {kSafetensorsIndex, kPytorchIndex})
+    if (fs::is_regular_file(folder / index)) return add_sharded(source, folder / index);
   source.files = files_with_extension(folder, {".safetensors"});
   if (!source.files.empty()) return;
-  if (!files_with_extension(folder, {".bin", ".pt", ".pth", ".ckpt", ".jit"}).empty())
-    fail(ErrorCode::kUnsupportedFormat, folder,
-         "holds PyTorch checkpoint files only; this version of precdetect reads safetensors");
-  fail(ErrorCode::kNoWeights, folder, "no weight files (*.safetensors) in this folder");
+  source.files = files_with_extension(folder, kPytorchExtensions);
+  std::erase_if(source.files, is_trainer_state);
+  if (source.files.empty())
+    fail(ErrorCode::kNoWeights, folder, "no weight files (*.safetensors, *.bin, *.pt, *.pth, *.ckpt, *.jit) here");
 }
 
 fs::path resolve_path(const std::string& input, const fs::path& hf_cache) {

@@ -2,41 +2,31 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
 #include <set>
 
 #include "precdetect/core/error.h"
 #include "precdetect/load/safetensors.h"
+#include "precdetect/load/torch_formats.h"
+#include "precdetect/load/zip_reader.h"
 
 namespace precdetect {
 namespace {
 
-bool starts_with(const ByteSource& source, std::string_view magic) {
-  if (source.size() < magic.size()) return false;
-  auto head = source.view(0, magic.size());
-  return std::memcmp(head.data(), magic.data(), magic.size()) == 0;
-}
-
-/// PyTorch writes zip archives ("PK\x03\x04") or, before 1.6, a pickle stream (protocol 2: 0x80 0x02).
-bool looks_like_pytorch(const ByteSource& source) {
-  return starts_with(source, "PK\x03\x04") || starts_with(source, "\x80\x02");
-}
-
-void append_file(Checkpoint& checkpoint, std::unique_ptr<ByteSource> source) {
-  size_t index = checkpoint.files.size();
-  if (looks_like_safetensors(*source)) {
-    auto header = read_safetensors_header(*source, index);
-    checkpoint.format = "safetensors";
-    for (auto& record : header.tensors) checkpoint.tensors.push_back(std::move(record));
-  } else if (looks_like_pytorch(*source)) {
-    fail(ErrorCode::kUnsupportedFormat, source->path(),
-         "a PyTorch checkpoint; this version of precdetect reads safetensors");
-  } else if (source->path().extension() == ".safetensors") {
-    read_safetensors_header(*source, index);  // not plausibly safetensors: say precisely which rule it breaks
-  } else {
-    fail(ErrorCode::kUnknownFormat, source->path(), "unknown checkpoint format");
+/// The format chain: each format sniffs the file's first bytes; the first that claims it reads it.
+std::string read_file(Checkpoint& checkpoint, size_t file) {
+  const ByteSource& source = *checkpoint.files[file];
+  if (looks_like_safetensors(source)) {
+    for (auto& record : read_safetensors_header(source, file).tensors) checkpoint.tensors.push_back(std::move(record));
+    return "safetensors";
   }
-  checkpoint.files.push_back(std::move(source));
+  if (looks_like_zip(source)) return read_torch_zip(checkpoint, file);
+  if (looks_like_torch_legacy(source)) return read_torch_legacy(checkpoint, file);
+  if (looks_like_tar(source))
+    fail(ErrorCode::kUnsupportedFormat, source.path(),
+         "a pre-0.4 torch.save tar archive, which precdetect does not read");
+  if (source.path().extension() == ".safetensors")
+    read_safetensors_header(source, file);  // not plausibly safetensors: say precisely which rule it breaks
+  fail(ErrorCode::kUnknownFormat, source.path(), "unknown checkpoint format");
 }
 
 /// Every tensor the index names must sit in the shard it names; tensors the index omits are reported.
@@ -59,7 +49,13 @@ void check_against_index(Checkpoint& checkpoint, const ModelSource& source) {
 
 Checkpoint open_checkpoint(const ModelSource& source) {
   Checkpoint checkpoint;
-  for (const auto& file : source.files) append_file(checkpoint, map_file(file));
+  for (const auto& file : source.files) {
+    checkpoint.files.push_back(map_file(file));
+    std::string format = read_file(checkpoint, checkpoint.files.size() - 1);
+    if (!checkpoint.format.empty() && checkpoint.format != format)
+      checkpoint.warnings.push_back(fmt::format("files of several formats: {} and {}", checkpoint.format, format));
+    checkpoint.format = format;
+  }
   if (!source.weight_map.empty()) check_against_index(checkpoint, source);
   return checkpoint;
 }

@@ -65,6 +65,8 @@ ordered_json tensor_json(const TensorReport& tensor) {
   item["zeros"] = s ? ordered_json(s->zeros) : ordered_json(nullptr);
   item["nans"] = s ? ordered_json(s->nans) : ordered_json(nullptr);
   item["infs"] = s ? ordered_json(s->infs) : ordered_json(nullptr);
+  item["role"] = tensor.role == TensorRole::kOptimizer ? "optimizer" : "model";
+  item["shares_storage_with"] = tensor.shares_storage_with ? ordered_json(*tensor.shares_storage_with) : nullptr;
   return item;
 }
 

@@ -107,9 +107,28 @@ TEST_F(Discovery, IndexMayNotPointOutsideTheFolder) {
   expect_error([&] { discover((root_ / "p").string(), root_); }, ErrorCode::kInvalidIndex, "invalid JSON");
 }
 
-TEST_F(Discovery, FoldersWithoutSafetensors) {
-  write("torch/pytorch_model.bin", "PK");
-  expect_error([&] { discover((root_ / "torch").string(), root_); }, ErrorCode::kUnsupportedFormat, "PyTorch");
+TEST_F(Discovery, PytorchFoldersLeaveTrainerStateOut) {
+  for (const char* name : {"pytorch_model.bin", "training_args.bin", "optimizer.pt", "scheduler.pt", "rng_state_0.pth"})
+    write(std::string("torch/") + name, "PK");
+  ModelSource source = discover((root_ / "torch").string(), root_);
+  ASSERT_EQ(source.files.size(), 1u);
+  EXPECT_EQ(source.files[0].filename(), "pytorch_model.bin");
+  write("both/model.safetensors", "");
+  write("both/pytorch_model.bin", "");
+  EXPECT_EQ(discover((root_ / "both").string(), root_).files, std::vector<fs::path>{root_ / "both/model.safetensors"});
+}
+
+TEST_F(Discovery, PytorchShardIndex) {
+  write("m/pytorch_model.bin.index.json", R"({"weight_map":{"a":"pytorch_model-00001-of-00002.bin",)"
+                                          R"("b":"pytorch_model-00002-of-00002.bin"}})");
+  write("m/pytorch_model-00001-of-00002.bin", "");
+  write("m/pytorch_model-00002-of-00002.bin", "");
+  EXPECT_EQ(discover((root_ / "m").string(), root_).files.size(), 2u);
+}
+
+TEST_F(Discovery, FoldersWithoutWeights) {
+  write("trainer/training_args.bin", "");
+  expect_error([&] { discover((root_ / "trainer").string(), root_); }, ErrorCode::kNoWeights, "no weight files");
   fs::create_directories(root_ / "empty");
   expect_error([&] { discover((root_ / "empty").string(), root_); }, ErrorCode::kNoWeights, "no weight files");
   expect_error([&] { discover((root_ / "nope/x.safetensors").string(), root_); }, ErrorCode::kNotFound, "no such file");

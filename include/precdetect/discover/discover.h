@@ -18,7 +18,7 @@ struct ModelSource {
 };
 
 /// Resolves `input`. Throws Error: kNotFound (no such path, not a hub id), kHfCacheMiss, kInvalidIndex,
-/// kMissingShard (an indexed shard is absent), kUnsupportedFormat (PyTorch files only), kNoWeights.
+/// kMissingShard (an indexed shard is absent), kNoWeights.
 ModelSource discover(const std::string& input, const std::filesystem::path& hf_cache);
 
 }  // namespace precdetect

@@ -9,6 +9,7 @@
 #include "precdetect/analyze/tensor_stats.h"
 #include "precdetect/classify/classifier.h"
 #include "precdetect/core/dtype.h"
+#include "precdetect/load/tensor_record.h"
 
 namespace precdetect {
 
@@ -18,6 +19,8 @@ struct TensorReport {
   std::vector<int64_t> shape;
   uint64_t numel = 0;
   std::optional<TensorStats> stats;  ///< nullopt for integer and skipped dtypes (census only)
+  TensorRole role = TensorRole::kModel;
+  std::optional<std::string> shares_storage_with;  ///< the first tensor on the same storage
 };
 
 struct ModelError {

@@ -1,0 +1,82 @@
+#pragma once
+/// A restricted pickle machine: it reads the object graph of a torch.save pickle without ever executing code.
+/// Only an allowlist of torch rebuild functions and containers is interpreted; every other global becomes an
+/// inert Opaque object that is recorded and never called.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "precdetect/core/dtype.h"
+
+namespace precdetect::pickle {
+
+struct Value;
+using Ref = std::shared_ptr<Value>;
+
+struct None {};
+struct Bytes {
+  std::string data;
+};
+struct Tuple {
+  std::vector<Ref> items;
+};
+struct List {
+  std::vector<Ref> items;
+};
+struct Dict {
+  std::vector<std::pair<Ref, Ref>> items;  ///< insertion order, as OrderedDict keeps it
+};
+struct Global {
+  std::string module, name;
+  std::string qualified() const { return module + "." + name; }
+};
+/// A persistent id ('storage', type, key, location, numel): one storage record of the checkpoint.
+struct Storage {
+  std::string key;
+  std::string type;    ///< e.g. "FloatStorage", "UntypedStorage"
+  uint64_t numel = 0;  ///< elements of the storage's dtype (bytes for UntypedStorage)
+};
+/// _rebuild_tensor_v2/v3: a view (offset, size, stride) of a storage.
+struct Tensor {
+  Storage storage;
+  std::optional<DType> dtype;  ///< nullopt: a dtype precdetect does not know (quantized, complex128)
+  std::string dtype_name;      ///< the torch name, for messages
+  uint64_t storage_offset = 0;
+  std::vector<int64_t> size, stride;
+};
+/// An object whose class is not on the allowlist: its constructor arguments and BUILD state, never run.
+struct Opaque {
+  Global type;
+  Ref args;
+  Ref state;
+};
+
+struct Value {
+  std::variant<None, bool, int64_t, double, std::string, Bytes, Tuple, List, Dict, Global, Storage, Tensor, Opaque> v;
+};
+
+/// The outcome of one pickle: its root object, where it ended, and the globals that were refused.
+struct Result {
+  Ref root;
+  uint64_t end = 0;                         ///< offset just past the STOP opcode
+  std::set<std::string> not_called;         ///< globals outside the allowlist that the pickle asked to call
+  std::map<std::string, Storage> storages;  ///< every storage the pickle references, by key
+};
+
+/// Runs the pickle that starts at `bytes[0]`; `base` is its offset in `path` (for messages). Throws
+/// Error(kInvalidPickle) with path and offset for unknown opcodes, stack underflow, memo misuse, truncation or
+/// limits exceeded (stack, memo, nesting).
+Result run(std::span<const std::byte> bytes, const std::filesystem::path& path, uint64_t base = 0);
+
+/// The storage dtype a legacy/typed storage class names ("FloatStorage" -> F32); nullopt when unknown.
+std::optional<DType> storage_dtype(std::string_view storage_type);
+
+}  // namespace precdetect::pickle

@@ -1,0 +1,26 @@
+#pragma once
+/// PyTorch's file formats, read without executing their pickles (docs/formats.md).
+
+#include <string>
+
+#include "precdetect/load/checkpoint.h"
+
+namespace precdetect {
+
+/// torch.save >= 1.6 or TorchScript: a zip archive holding data.pkl and one record per storage.
+/// Reads file `file` of `checkpoint` and returns its format, "pytorch-zip" or "torchscript".
+/// Errors: kInvalidZip, kCompressedEntry, kMissingRecord, kInvalidPickle, kStorageTooSmall.
+std::string read_torch_zip(Checkpoint& checkpoint, size_t file);
+
+/// True when the file starts with the legacy torch.save magic number (a pickled 0x1950a86a20f9469cfc6c).
+bool looks_like_torch_legacy(const ByteSource& source);
+
+/// Legacy torch.save (before 1.6, or _use_new_zipfile_serialization=False): a sequence of pickles, then each
+/// storage as an int64 element count and its bytes. Returns "pytorch-legacy". Errors: kInvalidLegacy,
+/// kInvalidPickle, kStorageTooSmall.
+std::string read_torch_legacy(Checkpoint& checkpoint, size_t file);
+
+/// True for a tar archive (the pre-0.4 torch.save layout), which precdetect names but does not read.
+bool looks_like_tar(const ByteSource& source);
+
+}  // namespace precdetect

@@ -1,0 +1,27 @@
+#pragma once
+/// The zip container of torch.save (torch >= 1.6) and TorchScript: central directory, ZIP64, stored entries.
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "precdetect/load/byte_source.h"
+
+namespace precdetect {
+
+struct ZipEntry {
+  std::string name;
+  uint16_t method = 0;       ///< 0 = stored; anything else is compressed
+  uint64_t size = 0;         ///< bytes of the entry's data (compressed size for a compressed entry)
+  uint64_t data_offset = 0;  ///< absolute offset of the data, from the entry's local header
+};
+
+/// True when the source starts with a local file header ("PK\x03\x04"), as torch checks.
+bool looks_like_zip(const ByteSource& source);
+
+/// Reads the end-of-central-directory record (ZIP64 when present) and every central entry, and resolves each
+/// entry's data offset through its local header. Every offset and size is checked against the file before use.
+/// Throws Error(kInvalidZip) naming the file and the offset of the damage.
+std::map<std::string, ZipEntry> read_zip_directory(const ByteSource& source);
+
+}  // namespace precdetect

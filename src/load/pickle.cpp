@@ -1,0 +1,552 @@
+#include "precdetect/load/pickle.h"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <unordered_map>
+
+#include "precdetect/core/error.h"
+
+namespace precdetect::pickle {
+namespace {
+
+// Limits far above any real checkpoint and far below what would exhaust memory.
+constexpr size_t kMaxStack = 1 << 22;
+constexpr size_t kMaxMemo = 1 << 24;
+constexpr size_t kMaxMarks = 1 << 12;
+constexpr int kMaxCallDepth = 64;
+
+template <typename T>
+Ref make(T value) {
+  return std::make_shared<Value>(Value{std::move(value)});
+}
+
+struct TorchDtypeName {
+  std::string_view name;
+  DType dtype;
+};
+// torch dtype globals (torch.float8_e4m3fn) and storage classes (torch.HalfStorage) that map to stored dtypes.
+constexpr TorchDtypeName kTorchDtypes[] = {
+    {"float64", DType::F64},
+    {"double", DType::F64},
+    {"float32", DType::F32},
+    {"float", DType::F32},
+    {"float16", DType::F16},
+    {"half", DType::F16},
+    {"bfloat16", DType::BF16},
+    {"float8_e4m3fn", DType::F8_E4M3},
+    {"float8_e5m2", DType::F8_E5M2},
+    {"float8_e8m0fnu", DType::F8_E8M0},
+    {"float8_e4m3fnuz", DType::F8_E4M3FNUZ},
+    {"float8_e5m2fnuz", DType::F8_E5M2FNUZ},
+    {"int64", DType::I64},
+    {"long", DType::I64},
+    {"int32", DType::I32},
+    {"int", DType::I32},
+    {"int16", DType::I16},
+    {"short", DType::I16},
+    {"int8", DType::I8},
+    {"uint8", DType::U8},
+    {"uint16", DType::U16},
+    {"uint32", DType::U32},
+    {"uint64", DType::U64},
+    {"bool", DType::BOOL},
+    {"complex64", DType::C64},
+    {"cfloat", DType::C64},
+};
+constexpr TorchDtypeName kStorageTypes[] = {
+    {"DoubleStorage", DType::F64},    {"FloatStorage", DType::F32},        {"HalfStorage", DType::F16},
+    {"BFloat16Storage", DType::BF16}, {"LongStorage", DType::I64},         {"IntStorage", DType::I32},
+    {"ShortStorage", DType::I16},     {"CharStorage", DType::I8},          {"ByteStorage", DType::U8},
+    {"BoolStorage", DType::BOOL},     {"ComplexFloatStorage", DType::C64},
+};
+
+std::optional<DType> lookup(std::span<const TorchDtypeName> table, std::string_view name) {
+  for (const auto& entry : table)
+    if (entry.name == name) return entry.dtype;
+  return std::nullopt;
+}
+
+class Machine {
+ public:
+  Machine(std::span<const std::byte> bytes, const std::filesystem::path& path, uint64_t base)
+      : bytes_(bytes), path_(path), base_(base) {}
+
+  Result run() {
+    while (true) {
+      op_start_ = pos_;
+      uint8_t op = byte();
+      if (op == '.') break;  // STOP
+      step(op);
+    }
+    if (stack_.size() != 1 || !marks_.empty()) bad("STOP with an unbalanced stack");
+    return {stack_.back(), base_ + pos_, std::move(not_called_), std::move(storages_)};
+  }
+
+ private:
+  [[noreturn]] void bad(std::string_view what) const {
+    fail(ErrorCode::kInvalidPickle, path_, fmt::format("invalid pickle at offset {}: {}", base_ + op_start_, what));
+  }
+
+  uint8_t byte() { return static_cast<uint8_t>(take(1)[0]); }
+  std::string_view take(uint64_t n) {
+    if (n > bytes_.size() - pos_) bad(fmt::format("truncated: {} more bytes needed", n));
+    std::string_view out(reinterpret_cast<const char*>(bytes_.data() + pos_), n);
+    pos_ += n;
+    return out;
+  }
+  uint64_t le(size_t n) {
+    auto raw = take(n);
+    uint64_t value = 0;
+    for (size_t i = 0; i < n; ++i) value |= static_cast<uint64_t>(static_cast<uint8_t>(raw[i])) << (8 * i);
+    return value;
+  }
+  std::string line() {
+    std::string text;
+    while (true) {
+      char c = static_cast<char>(byte());
+      if (c == '\n') return text;
+      text += c;
+    }
+  }
+
+  void push(Ref value) {
+    if (stack_.size() >= kMaxStack) bad("stack limit exceeded");
+    stack_.push_back(std::move(value));
+  }
+  Ref pop() {
+    if (stack_.size() <= (marks_.empty() ? 0 : marks_.back())) bad("stack underflow");
+    Ref value = std::move(stack_.back());
+    stack_.pop_back();
+    return value;
+  }
+  Ref& top() {
+    if (stack_.size() <= (marks_.empty() ? 0 : marks_.back())) bad("stack underflow");
+    return stack_.back();
+  }
+  std::vector<Ref> pop_mark() {
+    if (marks_.empty()) bad("no MARK to pop to");
+    std::vector<Ref> items(stack_.begin() + static_cast<std::ptrdiff_t>(marks_.back()), stack_.end());
+    stack_.resize(marks_.back());
+    marks_.pop_back();
+    return items;
+  }
+
+  void memo_put(uint64_t index) {
+    if (memo_.size() >= kMaxMemo && !memo_.count(index)) bad("memo limit exceeded");
+    memo_[index] = top();
+  }
+  Ref memo_get(uint64_t index) {
+    auto found = memo_.find(index);
+    if (found == memo_.end()) bad(fmt::format("memo entry {} was never stored", index));
+    return found->second;
+  }
+
+  template <typename T>
+  T& as(const Ref& value, std::string_view what) {
+    auto* typed = std::get_if<T>(&value->v);
+    if (typed == nullptr) bad(fmt::format("{} has the wrong type", what));
+    return *typed;
+  }
+
+  void set_items(Dict& dict, const std::vector<Ref>& flat) {
+    if (flat.size() % 2 != 0) bad("SETITEMS with an odd number of items");
+    for (size_t i = 0; i < flat.size(); i += 2) dict.items.emplace_back(flat[i], flat[i + 1]);
+  }
+
+  void step(uint8_t op);
+  bool step_scalar(uint8_t op);
+  bool step_text(uint8_t op);
+  bool step_container(uint8_t op);
+  bool step_memo(uint8_t op);
+  bool step_object(uint8_t op);
+  Ref construct(const Ref& type, const Ref& args);
+  void build(Ref& target, const Ref& state);
+  Ref call(const Ref& callable, const Ref& args, int depth = 0);
+  Ref rebuild_tensor(const std::vector<Ref>& args, std::optional<std::string> dtype_name);
+  Ref persistent(const Ref& pid);
+
+  std::span<const std::byte> bytes_;
+  const std::filesystem::path& path_;
+  uint64_t base_;
+  size_t pos_ = 0, op_start_ = 0;
+  std::vector<Ref> stack_;
+  std::vector<size_t> marks_;
+  std::unordered_map<uint64_t, Ref> memo_;
+  std::set<std::string> not_called_;
+  std::map<std::string, Storage> storages_;
+};
+
+int64_t signed_le(std::string_view raw) {  // LONG1/LONG4: little-endian two's complement
+  uint64_t value = 0;
+  for (size_t i = 0; i < raw.size(); ++i) value |= static_cast<uint64_t>(static_cast<uint8_t>(raw[i])) << (8 * i);
+  if (!raw.empty() && raw.size() < 8 && (static_cast<uint8_t>(raw.back()) & 0x80)) value |= ~0ull << (8 * raw.size());
+  return static_cast<int64_t>(value);
+}
+
+/// Protocol 0's quoted STRING: 'text' or "text", with Python escapes we only need to keep, not decode.
+std::string unquote(std::string text) {
+  if (text.size() >= 2 && (text.front() == '\'' || text.front() == '"') && text.back() == text.front())
+    return text.substr(1, text.size() - 2);
+  return text;
+}
+
+// Each step_* handles one family of opcodes and returns false for an opcode that is not its own.
+bool Machine::step_scalar(uint8_t op) {
+  switch (op) {
+    case 'N':
+      push(make(None{}));
+      return true;
+    case 0x88:
+      push(make(true));
+      return true;  // NEWTRUE
+    case 0x89:
+      push(make(false));
+      return true;  // NEWFALSE
+    case 'I': {     // INT, text; "01"/"00" are protocol 0 booleans
+      std::string text = line();
+      if (text == "01" || text == "00")
+        push(make(text == "01"));
+      else
+        push(make(static_cast<int64_t>(std::strtoll(text.c_str(), nullptr, 10))));
+      return true;
+    }
+    case 'L':
+      push(make(static_cast<int64_t>(std::strtoll(line().c_str(), nullptr, 10))));
+      return true;  // LONG
+    case 'J':
+      push(make(static_cast<int64_t>(static_cast<int32_t>(le(4)))));
+      return true;  // BININT
+    case 'K':
+      push(make(static_cast<int64_t>(le(1))));
+      return true;  // BININT1
+    case 'M':
+      push(make(static_cast<int64_t>(le(2))));
+      return true;  // BININT2
+    case 0x8a:
+    case 0x8b: {  // LONG1, LONG4
+      auto raw = take(le(op == 0x8a ? 1 : 4));
+      push(raw.size() <= 8 ? make(signed_le(raw)) : make(Bytes{std::string(raw)}));  // huge ints stay opaque
+      return true;
+    }
+    case 'G': {  // BINFLOAT: big-endian
+      auto raw = take(8);
+      uint64_t bits = 0;
+      for (char c : raw) bits = (bits << 8) | static_cast<uint8_t>(c);
+      push(make(std::bit_cast<double>(bits)));
+      return true;
+    }
+    case 'F':
+      push(make(std::strtod(line().c_str(), nullptr)));
+      return true;  // FLOAT, text
+    default:
+      return false;
+  }
+}
+
+bool Machine::step_text(uint8_t op) {
+  switch (op) {
+    case 'X':
+      push(make(std::string(take(le(4)))));
+      return true;  // BINUNICODE
+    case 0x8c:
+      push(make(std::string(take(le(1)))));
+      return true;  // SHORT_BINUNICODE
+    case 0x8d:
+      push(make(std::string(take(le(8)))));
+      return true;  // BINUNICODE8
+    case 'V':
+      push(make(line()));
+      return true;  // UNICODE, raw-unicode-escape
+    case 'T':
+      push(make(std::string(take(le(4)))));
+      return true;  // BINSTRING
+    case 'U':
+      push(make(std::string(take(le(1)))));
+      return true;  // SHORT_BINSTRING
+    case 'S':
+      push(make(unquote(line())));
+      return true;  // STRING, quoted
+    case 'B':
+      push(make(Bytes{std::string(take(le(4)))}));
+      return true;  // BINBYTES
+    case 'C':
+      push(make(Bytes{std::string(take(le(1)))}));
+      return true;  // SHORT_BINBYTES
+    case 0x8e:
+    case 0x96:
+      push(make(Bytes{std::string(take(le(8)))}));
+      return true;  // BINBYTES8, BYTEARRAY8
+    default:
+      return false;
+  }
+}
+
+bool Machine::step_container(uint8_t op) {
+  switch (op) {
+    case ')':
+      push(make(Tuple{}));
+      return true;
+    case 't':
+      push(make(Tuple{pop_mark()}));
+      return true;
+    case 0x85: {
+      Ref a = pop();
+      push(make(Tuple{{a}}));
+      return true;
+    }
+    case 0x86: {
+      Ref b = pop(), a = pop();
+      push(make(Tuple{{a, b}}));
+      return true;
+    }
+    case 0x87: {
+      Ref c = pop(), b = pop(), a = pop();
+      push(make(Tuple{{a, b, c}}));
+      return true;
+    }
+    case ']':
+    case 0x8f:
+      push(make(List{}));
+      return true;  // EMPTY_LIST, EMPTY_SET (a set is a list to us)
+    case 'l':
+    case 0x91:
+      push(make(List{pop_mark()}));
+      return true;  // LIST, FROZENSET
+    case 'a': {
+      Ref item = pop();
+      as<List>(top(), "APPEND target").items.push_back(item);
+      return true;
+    }
+    case 'e':
+    case 0x90: {  // APPENDS, ADDITEMS
+      auto items = pop_mark();
+      auto& list = as<List>(top(), "APPENDS target").items;
+      list.insert(list.end(), items.begin(), items.end());
+      return true;
+    }
+    case '}':
+      push(make(Dict{}));
+      return true;
+    case 'd': {
+      Dict dict;
+      set_items(dict, pop_mark());
+      push(make(std::move(dict)));
+      return true;
+    }
+    case 's': {
+      Ref value = pop(), key = pop();
+      as<Dict>(top(), "SETITEM target").items.emplace_back(key, value);
+      return true;
+    }
+    case 'u': {
+      auto items = pop_mark();
+      set_items(as<Dict>(top(), "SETITEMS target"), items);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+bool Machine::step_memo(uint8_t op) {
+  switch (op) {
+    case 'p':
+      memo_put(std::strtoull(line().c_str(), nullptr, 10));
+      return true;  // PUT
+    case 'q':
+      memo_put(le(1));
+      return true;  // BINPUT
+    case 'r':
+      memo_put(le(4));
+      return true;  // LONG_BINPUT
+    case 0x94:
+      memo_put(memo_.size());
+      return true;  // MEMOIZE
+    case 'g':
+      push(memo_get(std::strtoull(line().c_str(), nullptr, 10)));
+      return true;  // GET
+    case 'h':
+      push(memo_get(le(1)));
+      return true;  // BINGET
+    case 'j':
+      push(memo_get(le(4)));
+      return true;  // LONG_BINGET
+    default:
+      return false;
+  }
+}
+
+bool Machine::step_object(uint8_t op) {
+  switch (op) {
+    case 'c': {  // GLOBAL "module\nname\n"
+      std::string module = line();
+      push(make(Global{module, line()}));
+      return true;
+    }
+    case 0x93: {  // STACK_GLOBAL
+      Ref name = pop(), module = pop();
+      push(make(Global{as<std::string>(module, "STACK_GLOBAL module"), as<std::string>(name, "STACK_GLOBAL name")}));
+      return true;
+    }
+    case 'R': {
+      Ref args = pop(), callable = pop();
+      push(call(callable, args));
+      return true;
+    }  // REDUCE
+    case 0x81: {
+      Ref args = pop(), type = pop();
+      push(construct(type, args));
+      return true;
+    }  // NEWOBJ
+    case 0x92: {
+      pop();
+      Ref args = pop(), type = pop();
+      push(construct(type, args));
+      return true;
+    }            // NEWOBJ_EX
+    case 'o': {  // OBJ: MARK type args... OBJ
+      auto items = pop_mark();
+      if (items.empty()) bad("OBJ without a class");
+      push(construct(items.front(), make(Tuple{{items.begin() + 1, items.end()}})));
+      return true;
+    }
+    case 'i': {  // INST "module\nname\n": MARK args... INST
+      std::string module = line();
+      Ref type = make(Global{module, line()});
+      push(construct(type, make(Tuple{pop_mark()})));
+      return true;
+    }
+    case 'b': {
+      Ref state = pop();
+      build(top(), state);
+      return true;
+    }  // BUILD
+    case 'Q':
+      push(persistent(pop()));
+      return true;  // BINPERSID
+    case 'P':
+      push(persistent(make(line())));
+      return true;  // PERSID
+    default:
+      return false;
+  }
+}
+
+void Machine::step(uint8_t op) {
+  switch (op) {
+    case 0x80:
+      byte();
+      return;  // PROTO
+    case 0x95:
+      le(8);
+      return;  // FRAME: a size hint; the framed opcodes follow inline
+    case '(':  // MARK
+      if (marks_.size() >= kMaxMarks) bad("MARK nesting limit exceeded");
+      marks_.push_back(stack_.size());
+      return;
+    case '0':
+      pop();
+      return;  // POP
+    case '1':
+      pop_mark();
+      return;  // POP_MARK
+    case '2':
+      push(top());
+      return;  // DUP
+    default:
+      break;
+  }
+  if (!step_scalar(op) && !step_text(op) && !step_container(op) && !step_memo(op) && !step_object(op))
+    bad(fmt::format("unknown or unsupported opcode 0x{:02x}", op));
+}
+
+/// NEWOBJ/OBJ/INST: an instance of a class we never construct.
+Ref Machine::construct(const Ref& type, const Ref& args) {
+  const auto* global = std::get_if<Global>(&type->v);
+  Global name = global ? *global : Global{"?", "?"};
+  not_called_.insert(name.qualified());
+  return make(Opaque{name, args, nullptr});
+}
+
+/// BUILD sets an object's state. Opaque objects keep it (it holds a module's parameters); dicts and tensors
+/// ignore it (torch puts state_dict._metadata there).
+void Machine::build(Ref& target, const Ref& state) {
+  if (auto* object = std::get_if<Opaque>(&target->v)) object->state = state;
+}
+
+Ref Machine::call(const Ref& callable, const Ref& args, int depth) {
+  if (depth > kMaxCallDepth) bad("nested rebuild calls too deep");
+  const auto* global = std::get_if<Global>(&callable->v);
+  const auto* tuple = std::get_if<Tuple>(&args->v);
+  std::string name = global ? global->qualified() : "?";
+  if (tuple != nullptr) {
+    const auto& items = tuple->items;
+    if (name == "collections.OrderedDict" || name == "builtins.dict" || name == "__builtin__.dict") {
+      Dict dict;
+      if (!items.empty())
+        if (const auto* pairs = std::get_if<List>(&items[0]->v))
+          for (const Ref& pair : pairs->items)
+            if (const auto* kv = std::get_if<Tuple>(&pair->v); kv && kv->items.size() == 2)
+              dict.items.emplace_back(kv->items[0], kv->items[1]);
+      return make(std::move(dict));
+    }
+    if (name == "torch._utils._rebuild_tensor_v2" || name == "torch._utils._rebuild_tensor")
+      return rebuild_tensor(items, std::nullopt);
+    if (name == "torch._utils._rebuild_tensor_v3") {
+      if (items.size() < 7) bad("_rebuild_tensor_v3 needs 7 arguments");
+      return rebuild_tensor(items, as<Global>(items[6], "_rebuild_tensor_v3 dtype").name);
+    }
+    if ((name == "torch._utils._rebuild_parameter" || name == "torch._utils._rebuild_parameter_with_state") &&
+        !items.empty())
+      return items[0];
+    if (name == "torch._tensor._rebuild_from_type_v2" && items.size() >= 3) return call(items[0], items[2], depth + 1);
+  }
+  not_called_.insert(name);
+  return make(Opaque{global ? *global : Global{"?", "?"}, args, nullptr});
+}
+
+Ref Machine::rebuild_tensor(const std::vector<Ref>& args, std::optional<std::string> dtype_name) {
+  if (args.size() < 4) bad("_rebuild_tensor needs storage, offset, size and stride");
+  Tensor tensor{.storage = as<Storage>(args[0], "tensor storage")};
+  int64_t offset = as<int64_t>(args[1], "tensor storage offset");
+  if (offset < 0) bad("negative storage offset");
+  tensor.storage_offset = static_cast<uint64_t>(offset);
+  for (const Ref& dim : as<Tuple>(args[2], "tensor size").items) tensor.size.push_back(as<int64_t>(dim, "tensor size"));
+  for (const Ref& dim : as<Tuple>(args[3], "tensor stride").items)
+    tensor.stride.push_back(as<int64_t>(dim, "tensor stride"));
+  if (tensor.size.size() != tensor.stride.size()) bad("tensor size and stride differ in rank");
+  tensor.dtype_name = dtype_name.value_or(tensor.storage.type);
+  tensor.dtype = dtype_name ? lookup(kTorchDtypes, *dtype_name) : storage_dtype(tensor.storage.type);
+  return make(std::move(tensor));
+}
+
+/// ('storage', type, key, location, numel[, legacy view metadata]) names a storage record; anything else is opaque.
+Ref Machine::persistent(const Ref& pid) {
+  const auto* tuple = std::get_if<Tuple>(&pid->v);
+  if (tuple == nullptr || tuple->items.size() < 5) return make(Opaque{Global{"persistent", "id"}, pid, nullptr});
+  const auto& items = tuple->items;
+  const auto* tag = std::get_if<std::string>(&items[0]->v);
+  if (tag == nullptr || *tag != "storage") return make(Opaque{Global{"persistent", "id"}, pid, nullptr});
+  Storage storage{.type = as<Global>(items[1], "storage type").name};
+  if (const auto* key = std::get_if<std::string>(&items[2]->v))
+    storage.key = *key;
+  else
+    storage.key = std::to_string(as<int64_t>(items[2], "storage key"));
+  int64_t numel = as<int64_t>(items[4], "storage size");
+  if (numel < 0) bad("negative storage size");
+  storage.numel = static_cast<uint64_t>(numel);
+  if (items.size() > 5 && !std::holds_alternative<None>(items[5]->v)) bad("legacy storage views are not supported");
+  storages_[storage.key] = storage;
+  return make(std::move(storage));
+}
+
+}  // namespace
+
+std::optional<DType> storage_dtype(std::string_view storage_type) { return lookup(kStorageTypes, storage_type); }
+
+Result run(std::span<const std::byte> bytes, const std::filesystem::path& path, uint64_t base) {
+  return Machine(bytes, path, base).run();
+}
+
+}  // namespace precdetect::pickle

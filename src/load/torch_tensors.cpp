@@ -1,0 +1,176 @@
+#include "precdetect/load/torch_tensors.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "precdetect/core/bytes.h"
+#include "precdetect/core/error.h"
+
+namespace precdetect {
+namespace {
+
+using namespace pickle;
+
+constexpr int kMaxDepth = 256;
+constexpr std::string_view kWrappers[] = {"state_dict", "model_state_dict", "model", "module", "net", "network"};
+// nn.Module keeps parameters, buffers and submodules in these dicts; a state_dict names them without them.
+constexpr std::string_view kModuleSlots[] = {"_parameters", "_buffers", "_modules"};
+
+std::string key_name(const Ref& key) {
+  if (const auto* text = std::get_if<std::string>(&key->v)) return *text;
+  if (const auto* number = std::get_if<int64_t>(&key->v)) return std::to_string(*number);
+  return "?";
+}
+
+std::string join(const std::string& path, std::string_view part) {
+  return path.empty() ? std::string(part) : path + "." + std::string(part);
+}
+
+class Walker {
+ public:
+  explicit Walker(const std::filesystem::path& path) : path_(path) {}
+  std::vector<FoundTensor> found;
+
+  void walk(const Ref& value, const std::string& name, TensorRole role, int depth) {
+    if (depth > kMaxDepth) fail(ErrorCode::kInvalidPickle, path_, "object graph nests too deeply");
+    if (const auto* tensor = std::get_if<Tensor>(&value->v)) return found.push_back({name, tensor, role});
+    if (!on_path_.insert(value.get()).second) return;  // a container that contains itself
+    if (const auto* dict = std::get_if<Dict>(&value->v)) {
+      for (const auto& [key, item] : dict->items) {
+        std::string part = key_name(key);
+        bool slot = std::find(std::begin(kModuleSlots), std::end(kModuleSlots), part) != std::end(kModuleSlots);
+        walk(item, slot ? name : join(name, part), role, depth + 1);
+      }
+    } else if (const auto* list = std::get_if<List>(&value->v)) {
+      walk_items(list->items, name, role, depth);
+    } else if (const auto* tuple = std::get_if<Tuple>(&value->v)) {
+      walk_items(tuple->items, name, role, depth);
+    } else if (const auto* object = std::get_if<Opaque>(&value->v); object && object->state) {
+      // A pickled object's tensors live in its BUILD state (a module's __dict__); the parts of a
+      // (dict, slots) state are not names.
+      if (const auto* parts = std::get_if<Tuple>(&object->state->v))
+        for (const Ref& part : parts->items) walk(part, name, role, depth + 1);
+      else
+        walk(object->state, name, role, depth + 1);
+    }
+    on_path_.erase(value.get());
+  }
+
+ private:
+  void walk_items(const std::vector<Ref>& items, const std::string& name, TensorRole role, int depth) {
+    for (size_t i = 0; i < items.size(); ++i) walk(items[i], join(name, std::to_string(i)), role, depth + 1);
+  }
+  const std::filesystem::path& path_;
+  std::set<const Value*> on_path_;
+};
+
+bool names_optimizer(const std::string& key) {
+  std::string lower = key;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return lower.find("optim") != std::string::npos;
+}
+
+/// Row-major strides: a view with these needs no stride to be read.
+bool is_row_major(const std::vector<int64_t>& size, const std::vector<int64_t>& stride) {
+  int64_t expected = 1;
+  for (size_t i = size.size(); i-- > 0;) {
+    if (size[i] != 1 && stride[i] != expected) return false;
+    expected *= size[i];
+  }
+  return true;
+}
+
+/// Checks the view against its storage and fills shape, stride, numel and byte counts.
+TensorRecord make_record(const FoundTensor& found, DType dtype, const StorageLocation& storage,
+                         const std::filesystem::path& path) {
+  const Tensor& tensor = *found.tensor;
+  TensorRecord record{.name = found.name,
+                      .dtype = dtype,
+                      .shape = tensor.size,
+                      .offset = storage.offset,
+                      .storage_nbytes = storage.nbytes,
+                      .storage_offset = tensor.storage_offset,
+                      .role = found.role};
+  uint64_t element_size = static_cast<uint64_t>(dtype_bits(dtype) / 8);
+  std::optional<uint64_t> numel = 1, last = tensor.storage_offset;
+  for (size_t i = 0; i < tensor.size.size(); ++i) {
+    if (tensor.size[i] < 0 || tensor.stride[i] < 0)
+      fail(ErrorCode::kInvalidPickle, path, fmt::format("tensor `{}` has a negative size or stride", found.name));
+    auto extent = static_cast<uint64_t>(tensor.size[i]);
+    numel = numel ? checked_mul(*numel, extent) : std::nullopt;
+    if (extent > 0 && last) last = checked_add(*last, (extent - 1) * static_cast<uint64_t>(tensor.stride[i]));
+  }
+  if (!numel || !last || !checked_mul(*numel, element_size))
+    fail(ErrorCode::kValidationOverflow, path, fmt::format("tensor `{}`: size overflows", found.name));
+  record.numel = *numel;
+  record.nbytes = *numel * element_size;
+  auto needed = checked_mul(*last + 1, element_size);
+  if (*numel > 0 && (!needed || *needed > storage.nbytes))
+    fail(ErrorCode::kStorageTooSmall, path,
+         fmt::format("tensor `{}` reads up to element {} but its storage holds {} bytes", found.name, *last,
+                     storage.nbytes));
+  if (!is_row_major(tensor.size, tensor.stride)) record.stride = tensor.stride;
+  return record;
+}
+
+}  // namespace
+
+std::vector<FoundTensor> find_tensors(const Ref& root, const std::filesystem::path& path) {
+  Walker walker(path);
+  const auto* dict = std::get_if<Dict>(&root->v);
+  if (dict == nullptr) {
+    walker.walk(root, "", TensorRole::kModel, 0);
+    return std::move(walker.found);
+  }
+  std::string wrapper;
+  for (std::string_view candidate : kWrappers)
+    for (const auto& [key, item] : dict->items)
+      if (wrapper.empty() && key_name(key) == candidate) wrapper = candidate;
+  for (const auto& [key, item] : dict->items) {
+    std::string name = key_name(key);
+    walker.walk(item, name == wrapper ? "" : name, names_optimizer(name) ? TensorRole::kOptimizer : TensorRole::kModel,
+                1);
+  }
+  return std::move(walker.found);
+}
+
+void add_torch_tensors(Checkpoint& checkpoint, const std::vector<FoundTensor>& found, const LocateStorage& locate,
+                       size_t file, bool big_endian) {
+  const auto& path = checkpoint.files[file]->path();
+  std::map<std::string, std::string> first_on_storage;
+  std::map<std::tuple<std::string, uint64_t, std::vector<int64_t>, std::vector<int64_t>>, std::string> first_view;
+  std::vector<std::string> skipped;
+  for (const FoundTensor& item : found) {
+    const Tensor& tensor = *item.tensor;
+    if (!tensor.dtype || dtype_bits(*tensor.dtype) % 8 != 0) {
+      skipped.push_back(fmt::format("{} ({})", item.name, tensor.dtype_name));
+      continue;
+    }
+    TensorRecord record = make_record(item, *tensor.dtype, locate(tensor.storage), path);
+    record.file = file;
+    record.big_endian = big_endian;
+    auto [storage, fresh_storage] = first_on_storage.emplace(tensor.storage.key, item.name);
+    if (!fresh_storage) record.shares_storage_with = storage->second;
+    auto [view, fresh_view] = first_view.emplace(
+        std::tuple(tensor.storage.key, tensor.storage_offset, tensor.size, tensor.stride), item.name);
+    record.counted = fresh_view;
+    checkpoint.tensors.push_back(std::move(record));
+  }
+  if (!skipped.empty())
+    checkpoint.warnings.push_back(fmt::format("{} tensor(s) of dtypes precdetect cannot read were skipped: {}",
+                                              skipped.size(), fmt::join(skipped, ", ")));
+}
+
+void warn_not_called(Checkpoint& checkpoint, const std::set<std::string>& globals, const std::filesystem::path& path) {
+  if (globals.empty()) return;
+  checkpoint.warnings.push_back(fmt::format(
+      "{}: the pickle asks to call {} function(s) or class(es) outside precdetect's allowlist; none was executed, "
+      "tensors were read from the data alone: {}",
+      path.string(), globals.size(), fmt::join(globals, ", ")));
+}
+
+}  // namespace precdetect

@@ -1,0 +1,190 @@
+"""PyTorch checkpoints written at test time by the pinned torch: zip, legacy, TorchScript, whole modules, and
+damaged or hostile files. Expected statistics come from torch in float64."""
+
+import io
+import json
+import os
+import pickle
+import unittest
+import zipfile
+
+import torch
+
+from helpers import ScanTestCase, scan
+
+
+def every_dtype_state_dict():
+    torch.manual_seed(6)
+    return {
+        "f64": torch.randn(5, 7, dtype=torch.float64) * 9,
+        "f32": torch.randn(33, 3),
+        "f16": (torch.randn(40) * 300).half(),
+        "bf16": (torch.randn(17, 4) * 500).bfloat16(),
+        "f8_e4m3": (torch.randn(64) * 50).clamp(-448, 448).to(torch.float8_e4m3fn),  # _rebuild_tensor_v3
+        "f8_e5m2": (torch.randn(64) * 900).to(torch.float8_e5m2),
+        "u16": torch.arange(9, dtype=torch.int32).to(torch.uint16),
+        "steps": torch.tensor(12),
+        "mask": torch.tensor([True, False]),
+    }
+
+
+class ZipStateDicts(ScanTestCase):
+    def scan_tensors(self, path):
+        code, document, _ = scan(path)
+        self.assertEqual(code, 0, document["models"][0]["error"])
+        model = document["models"][0]
+        return model, {t["name"]: t for t in model["tensors"]}
+
+    def test_every_dtype_against_float64(self):
+        tensors = every_dtype_state_dict()
+        for protocol in (2, 4):
+            with self.subTest(protocol=protocol):
+                torch.save(tensors, self.tmp / f"p{protocol}.pt", pickle_protocol=protocol)
+                model, reported = self.scan_tensors(self.tmp / f"p{protocol}.pt")
+                self.assertEqual(model["format"], "pytorch-zip")
+                for name, tensor in tensors.items():
+                    if tensor.is_floating_point():
+                        self.assertTensorStats(reported[name], tensor, name)
+                self.assertSummary(model["summary"], tensors)
+
+    def test_views_shared_storage_and_parameters(self):
+        torch.manual_seed(7)
+        base = torch.randn(6, 8)
+        tensors = {"base": base, "rows": base[2:4], "transposed": base.t(), "column": base[:, 3],
+                   "param": torch.nn.Parameter(torch.randn(3, 3) * 4)}
+        torch.save(tensors, self.tmp / "views.pt")
+        model, reported = self.scan_tensors(self.tmp / "views.pt")
+        for name, tensor in tensors.items():
+            self.assertTensorStats(reported[name], tensor, name)
+        self.assertIsNone(reported["base"]["shares_storage_with"])
+        self.assertEqual(reported["rows"]["shares_storage_with"], "base")
+        self.assertEqual(reported["transposed"]["shares_storage_with"], "base")
+
+    def test_wrappers_nested_dicts_and_optimizer_state(self):
+        net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+        optimizer = torch.optim.Adam(net.parameters())
+        net(torch.randn(3, 4)).sum().backward()
+        optimizer.step()
+        torch.save({"epoch": 3, "state_dict": net.state_dict(), "optimizer": optimizer.state_dict(),
+                    "extra": {"nested": {"scale": torch.tensor([2.5, -7.0])}}}, self.tmp / "ckpt.pth")
+        model, reported = self.scan_tensors(self.tmp / "ckpt.pth")
+        for name, tensor in net.state_dict().items():
+            self.assertTensorStats(reported[name], tensor, name)  # the wrapper key is stripped
+            self.assertEqual(reported[name]["role"], "model")
+        self.assertTensorStats(reported["extra.nested.scale"], torch.tensor([2.5, -7.0]))
+        optimizer_tensors = [t for t in model["tensors"] if t["role"] == "optimizer"]
+        self.assertEqual(len(optimizer_tensors), 3 * 4)  # step, exp_avg, exp_avg_sq per parameter (4 of them)
+        self.assertSummary(model["summary"], net.state_dict() | {"extra.nested.scale": torch.tensor([2.5, -7.0])})
+
+    def test_tied_weights_are_reported_twice_and_counted_once(self):
+        embedding = torch.nn.Embedding(10, 4)
+        head = torch.nn.Linear(4, 10, bias=False)
+        head.weight = embedding.weight
+        state = {"embed.weight": embedding.weight.detach(), "head.weight": head.weight.detach()}
+        torch.save(state, self.tmp / "tied.pt")
+        model, reported = self.scan_tensors(self.tmp / "tied.pt")
+        self.assertEqual(reported["head.weight"]["shares_storage_with"], "embed.weight")
+        self.assertEqual(model["summary"]["tensors"], 1)
+        self.assertEqual(model["summary"]["parameters"], 40)
+
+    def test_legacy_format(self):
+        tensors = {k: v for k, v in every_dtype_state_dict().items() if k not in ("f8_e4m3", "f8_e5m2", "u16")}
+        torch.save(tensors, self.tmp / "legacy.pt", _use_new_zipfile_serialization=False)
+        model, reported = self.scan_tensors(self.tmp / "legacy.pt")
+        self.assertEqual(model["format"], "pytorch-legacy")
+        for name, tensor in tensors.items():
+            if tensor.is_floating_point():
+                self.assertTensorStats(reported[name], tensor, name)
+        self.assertSummary(model["summary"], tensors)
+
+    def test_whole_pickled_module_is_read_without_its_classes(self):
+        net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))
+        torch.save(net, self.tmp / "module.pt")
+        model, reported = self.scan_tensors(self.tmp / "module.pt")
+        for name, tensor in net.state_dict().items():
+            self.assertIn(name, reported)
+            if tensor.is_floating_point():
+                self.assertTensorStats(reported[name], tensor, name)
+        self.assertTrue(any("none was executed" in w for w in model["warnings"]))
+
+    def test_torchscript_archive(self):
+        net = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(5, 3), torch.nn.Tanh()))
+        net.save(str(self.tmp / "scripted.pt"))
+        model, reported = self.scan_tensors(self.tmp / "scripted.pt")
+        self.assertEqual(model["format"], "torchscript")
+        for name, tensor in net.state_dict().items():
+            self.assertTensorStats(reported[name], tensor, name)
+
+    def test_sharded_bin_with_index(self):
+        torch.manual_seed(8)
+        tensors = {f"layer.{i}.weight": torch.randn(4, 4) * (i + 1) for i in range(4)}
+        folder = self.tmp / "sharded"
+        folder.mkdir()
+        weight_map = {}
+        for shard, names in enumerate((["layer.0.weight", "layer.1.weight"], ["layer.2.weight", "layer.3.weight"])):
+            file = f"pytorch_model-0000{shard + 1}-of-00002.bin"
+            torch.save({n: tensors[n] for n in names}, folder / file)
+            weight_map |= {n: file for n in names}
+        (folder / "pytorch_model.bin.index.json").write_text(json.dumps({"weight_map": weight_map}))
+        (folder / "training_args.bin").write_bytes(pickle.dumps({"lr": 1e-4}))
+        model, _ = self.scan_tensors(folder)
+        self.assertEqual(len(model["files"]), 2)
+        self.assertSummary(model["summary"], tensors)
+
+
+class Hostile(ScanTestCase):
+    def test_code_in_the_pickle_is_never_run(self):
+        marker = self.tmp / "pwned"
+
+        class Payload:
+            def __reduce__(self):
+                return (os.system, (f"touch {marker}",))
+
+        torch.save({"weight": torch.ones(3) * 2, "payload": Payload()}, self.tmp / "evil.pt")
+        code, document, _ = scan(self.tmp / "evil.pt")
+        self.assertFalse(marker.exists(), "the payload ran")
+        self.assertEqual(code, 0)
+        model = document["models"][0]
+        self.assertEqual([t["name"] for t in model["tensors"]], ["weight"])
+        self.assertEqual(model["summary"]["abs_max"], 2.0)
+        self.assertTrue(any("system" in w and "none was executed" in w for w in model["warnings"]), model["warnings"])
+
+    def rewrite_zip(self, source, target, change):
+        """Copies a torch zip entry by entry, letting `change(name, data)` return new bytes, None to drop, or
+        (data, compress) to compress the entry."""
+        with zipfile.ZipFile(source) as zin, zipfile.ZipFile(target, "w") as zout:
+            for info in zin.infolist():
+                result = change(info.filename, zin.read(info.filename))
+                if result is None:
+                    continue
+                data, method = result if isinstance(result, tuple) else (result, zipfile.ZIP_STORED)
+                zout.writestr(info.filename, data, compress_type=method)
+
+    def test_damaged_archives_give_named_errors(self):
+        torch.save({"w": torch.randn(16, 16)}, self.tmp / "good.pt")
+        raw = (self.tmp / "good.pt").read_bytes()
+        (self.tmp / "truncated.pt").write_bytes(raw[: len(raw) // 2])
+        self.rewrite_zip(self.tmp / "good.pt", self.tmp / "compressed.pt",
+                         lambda name, data: (data, zipfile.ZIP_DEFLATED) if name.endswith("data/0") else data)
+        self.rewrite_zip(self.tmp / "good.pt", self.tmp / "no-record.pt",
+                         lambda name, data: None if name.endswith("data/0") else data)
+        self.rewrite_zip(self.tmp / "good.pt", self.tmp / "short-storage.pt",
+                         lambda name, data: data[:100] if name.endswith("data/0") else data)
+        self.rewrite_zip(self.tmp / "good.pt", self.tmp / "bad-opcode.pt",
+                         lambda name, data: data[:2] + b"\xff" + data[3:] if name.endswith("data.pkl") else data)
+        legacy = io.BytesIO()
+        torch.save({"w": torch.randn(64)}, legacy, _use_new_zipfile_serialization=False)
+        (self.tmp / "legacy-truncated.pt").write_bytes(legacy.getvalue()[:-40])
+        cases = {"truncated.pt": "invalid_zip", "compressed.pt": "compressed_entry", "no-record.pt": "missing_record",
+                 "short-storage.pt": "storage_too_small", "bad-opcode.pt": "invalid_pickle",
+                 "legacy-truncated.pt": "invalid_legacy", "good.pt": None}
+        code, document, _ = scan(*(self.tmp / name for name in cases))
+        self.assertEqual(code, 2)
+        for (name, expected), model in zip(cases.items(), document["models"]):
+            self.assertEqual(model["error"] and model["error"]["code"], expected, name)
+            if expected:
+                self.assertIn(name, model["error"]["message"])
+
+
+if __name__ == "__main__":
+    unittest.main()
