@@ -21,9 +21,7 @@ std::string read_file(Checkpoint& checkpoint, size_t file) {
   }
   if (looks_like_zip(source)) return read_torch_zip(checkpoint, file);
   if (looks_like_torch_legacy(source)) return read_torch_legacy(checkpoint, file);
-  if (looks_like_tar(source))
-    fail(ErrorCode::kUnsupportedFormat, source.path(),
-         "a pre-0.4 torch.save tar archive, which precdetect does not read");
+  if (looks_like_tar(source)) return read_torch_tar(checkpoint, file);
   if (source.path().extension() == ".safetensors")
     read_safetensors_header(source, file);  // not plausibly safetensors: say precisely which rule it breaks
   fail(ErrorCode::kUnknownFormat, source.path(), "unknown checkpoint format");

@@ -69,8 +69,9 @@ std::optional<DType> lookup(std::span<const TorchDtypeName> table, std::string_v
 
 class Machine {
  public:
-  Machine(std::span<const std::byte> bytes, const std::filesystem::path& path, uint64_t base)
-      : bytes_(bytes), path_(path), base_(base) {}
+  Machine(std::span<const std::byte> bytes, const std::filesystem::path& path, uint64_t base,
+          const PersistentResolver& resolve)
+      : bytes_(bytes), path_(path), base_(base), resolve_(resolve) {}
 
   Result run() {
     while (true) {
@@ -165,10 +166,12 @@ class Machine {
   Ref call(const Ref& callable, const Ref& args, int depth = 0);
   Ref rebuild_tensor(const std::vector<Ref>& args, std::optional<std::string> dtype_name);
   Ref persistent(const Ref& pid);
+  std::optional<Storage> storage_id(const Ref& id);
 
   std::span<const std::byte> bytes_;
   const std::filesystem::path& path_;
   uint64_t base_;
+  const PersistentResolver& resolve_;
   size_t pos_ = 0, op_start_ = 0;
   std::vector<Ref> stack_;
   std::vector<size_t> marks_;
@@ -508,7 +511,9 @@ Ref Machine::call(const Ref& callable, const Ref& args, int depth) {
 
 Ref Machine::rebuild_tensor(const std::vector<Ref>& args, std::optional<std::string> dtype_name) {
   if (args.size() < 4) bad("_rebuild_tensor needs storage, offset, size and stride");
-  Tensor tensor{.storage = as<Storage>(args[0], "tensor storage")};
+  // The storage is a persistent id's result; some hand-made archives (burn's tar fixture) pass the id tuple itself.
+  auto bare = std::holds_alternative<Storage>(args[0]->v) ? std::nullopt : storage_id(args[0]);
+  Tensor tensor{.storage = bare ? *bare : as<Storage>(args[0], "tensor storage")};
   int64_t offset = as<int64_t>(args[1], "tensor storage offset");
   if (offset < 0) bad("negative storage offset");
   tensor.storage_offset = static_cast<uint64_t>(offset);
@@ -521,13 +526,13 @@ Ref Machine::rebuild_tensor(const std::vector<Ref>& args, std::optional<std::str
   return make(std::move(tensor));
 }
 
-/// ('storage', type, key, location, numel[, legacy view metadata]) names a storage record; anything else is opaque.
-Ref Machine::persistent(const Ref& pid) {
-  const auto* tuple = std::get_if<Tuple>(&pid->v);
-  if (tuple == nullptr || tuple->items.size() < 5) return make(Opaque{Global{"persistent", "id"}, pid, nullptr});
+/// ('storage', type, key, location, numel[, legacy view metadata]) names a storage record; nullopt otherwise.
+std::optional<Storage> Machine::storage_id(const Ref& id) {
+  const auto* tuple = std::get_if<Tuple>(&id->v);
+  if (tuple == nullptr || tuple->items.size() < 5) return std::nullopt;
   const auto& items = tuple->items;
   const auto* tag = std::get_if<std::string>(&items[0]->v);
-  if (tag == nullptr || *tag != "storage") return make(Opaque{Global{"persistent", "id"}, pid, nullptr});
+  if (tag == nullptr || *tag != "storage") return std::nullopt;
   Storage storage{.type = as<Global>(items[1], "storage type").name};
   if (const auto* key = std::get_if<std::string>(&items[2]->v))
     storage.key = *key;
@@ -538,15 +543,25 @@ Ref Machine::persistent(const Ref& pid) {
   storage.numel = static_cast<uint64_t>(numel);
   if (items.size() > 5 && !std::holds_alternative<None>(items[5]->v)) bad("legacy storage views are not supported");
   storages_[storage.key] = storage;
-  return make(std::move(storage));
+  return storage;
+}
+
+Ref Machine::persistent(const Ref& pid) {
+  if (resolve_)
+    if (Ref resolved = resolve_(pid)) return resolved;
+  if (auto storage = storage_id(pid)) return make(std::move(*storage));
+  return make(Opaque{Global{"persistent", "id"}, pid, nullptr});
 }
 
 }  // namespace
 
 std::optional<DType> storage_dtype(std::string_view storage_type) { return lookup(kStorageTypes, storage_type); }
 
-Result run(std::span<const std::byte> bytes, const std::filesystem::path& path, uint64_t base) {
-  return Machine(bytes, path, base).run();
+Result run(std::span<const std::byte> bytes, const std::filesystem::path& path, uint64_t base,
+           const PersistentResolver& resolve) {
+  return Machine(bytes, path, base, resolve).run();
 }
+
+Ref make_value(Value value) { return std::make_shared<Value>(std::move(value)); }
 
 }  // namespace precdetect::pickle

@@ -62,10 +62,6 @@ bool looks_like_torch_legacy(const ByteSource& source) {
          std::memcmp(source.view(0, sizeof(kLegacyMagic)).data(), kLegacyMagic, sizeof(kLegacyMagic)) == 0;
 }
 
-bool looks_like_tar(const ByteSource& source) {
-  return source.size() >= 512 && std::memcmp(source.view(257, 5).data(), "ustar", 5) == 0;
-}
-
 std::string read_torch_legacy(Checkpoint& checkpoint, size_t file) {
   const ByteSource& source = *checkpoint.files[file];
   uint64_t at = next_pickle(source, 0).end;  // the magic number

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -71,10 +72,18 @@ struct Result {
   std::map<std::string, Storage> storages;  ///< every storage the pickle references, by key
 };
 
-/// Runs the pickle that starts at `bytes[0]`; `base` is its offset in `path` (for messages). Throws
+/// Turns a persistent id into the object it stands for; returns nullptr for an id it does not know.
+using PersistentResolver = std::function<Ref(const Ref& id)>;
+
+/// Runs the pickle that starts at `bytes[0]`; `base` is its offset in `path` (for messages). Persistent ids
+/// go to `resolve` first; the default reading is torch's ('storage', type, key, location, numel). Throws
 /// Error(kInvalidPickle) with path and offset for unknown opcodes, stack underflow, memo misuse, truncation or
 /// limits exceeded (stack, memo, nesting).
-Result run(std::span<const std::byte> bytes, const std::filesystem::path& path, uint64_t base = 0);
+Result run(std::span<const std::byte> bytes, const std::filesystem::path& path, uint64_t base = 0,
+           const PersistentResolver& resolve = nullptr);
+
+/// Wraps a value, for resolvers.
+Ref make_value(Value value);
 
 /// The storage dtype a legacy/typed storage class names ("FloatStorage" -> F32); nullopt when unknown.
 std::optional<DType> storage_dtype(std::string_view storage_type);

@@ -20,7 +20,12 @@ bool looks_like_torch_legacy(const ByteSource& source);
 /// kInvalidPickle, kStorageTooSmall.
 std::string read_torch_legacy(Checkpoint& checkpoint, size_t file);
 
-/// True for a tar archive (the pre-0.4 torch.save layout), which precdetect names but does not read.
+/// True for a tar archive ("ustar" at offset 257): the torch.save layout before 0.4.
 bool looks_like_tar(const ByteSource& source);
+
+/// The pre-0.4 tar layout: members "storages" (each storage's key, type and bytes), "tensors" (views of them,
+/// absent from some writers) and "pickle" (the object graph). Returns "pytorch-tar". Errors: kInvalidLegacy,
+/// kInvalidPickle, kMissingRecord, kStorageTooSmall.
+std::string read_torch_tar(Checkpoint& checkpoint, size_t file);
 
 }  // namespace precdetect

@@ -1,0 +1,180 @@
+#include <fmt/format.h>
+
+#include <cstring>
+#include <map>
+
+#include "precdetect/core/bytes.h"
+#include "precdetect/core/error.h"
+#include "precdetect/load/torch_formats.h"
+#include "precdetect/load/torch_tensors.h"
+
+namespace precdetect {
+namespace {
+
+constexpr uint64_t kBlock = 512;
+
+struct Span {
+  uint64_t offset = 0, size = 0;
+};
+
+[[noreturn]] void damaged(const ByteSource& source, uint64_t offset, std::string_view what) {
+  fail(ErrorCode::kInvalidLegacy, source.path(),
+       fmt::format("invalid torch tar archive at offset {}: {}", offset, what));
+}
+
+/// The members of a ustar archive: 512-byte headers (name at 0, octal size at 124, type at 156), data padded
+/// to 512 bytes, two zero blocks at the end.
+std::map<std::string, Span> read_tar_members(const ByteSource& source) {
+  std::map<std::string, Span> members;
+  for (uint64_t at = 0; at + kBlock <= source.size();) {
+    auto header = source.view(at, kBlock);
+    const char* text = reinterpret_cast<const char*>(header.data());
+    if (text[0] == '\0') break;  // end of archive
+    std::string name(text, strnlen(text, 100));
+    std::string octal(text + 124, strnlen(text + 124, 12));
+    char* end = nullptr;
+    uint64_t size = std::strtoull(octal.c_str(), &end, 8);
+    if (end == octal.c_str()) damaged(source, at, "unreadable member size");
+    auto data_end = checked_add(at + kBlock, size);
+    if (!data_end || *data_end > source.size()) damaged(source, at, fmt::format("member `{}` runs past the end", name));
+    if (text[156] == '0' || text[156] == '\0') members[name] = {at + kBlock, size};
+    at += kBlock + (size + kBlock - 1) / kBlock * kBlock;
+  }
+  return members;
+}
+
+const Span& member(const std::map<std::string, Span>& members, const std::string& name, const ByteSource& source) {
+  auto found = members.find(name);
+  if (found == members.end()) damaged(source, 0, fmt::format("no `{}` member: not a torch.save tar archive", name));
+  return found->second;
+}
+
+/// Pickles laid end to end inside one member, with raw data in between.
+class MemberReader {
+ public:
+  MemberReader(const ByteSource& source, Span span)
+      : source_(source), at_(span.offset), end_(span.offset + span.size) {}
+  pickle::Result next() {
+    auto result = pickle::run(source_.view(at_, end_ - at_), source_.path(), at_);
+    at_ = result.end;
+    return result;
+  }
+  uint64_t integer(size_t bytes) {
+    if (end_ - at_ < bytes) damaged(source_, at_, "truncated member");
+    uint64_t value =
+        bytes == 4 ? read_le<uint32_t>(source_.view(at_, 4), 0) : read_le<uint64_t>(source_.view(at_, 8), 0);
+    at_ += bytes;
+    return value;
+  }
+  Span skip(uint64_t bytes) {
+    if (end_ - at_ < bytes) damaged(source_, at_, "truncated member");
+    at_ += bytes;
+    return {at_ - bytes, bytes};
+  }
+  bool done() const { return at_ >= end_; }
+  uint64_t at() const { return at_; }
+
+ private:
+  const ByteSource& source_;
+  uint64_t at_, end_;
+};
+
+template <typename T>
+const T& expect(const pickle::Ref& value, const ByteSource& source, uint64_t at, std::string_view what) {
+  const auto* typed = std::get_if<T>(&value->v);
+  if (typed == nullptr) damaged(source, at, fmt::format("{} has the wrong type", what));
+  return *typed;
+}
+
+std::string key_text(const pickle::Ref& value) {
+  if (const auto* text = std::get_if<std::string>(&value->v)) return *text;
+  if (const auto* number = std::get_if<int64_t>(&value->v)) return std::to_string(*number);
+  return "";
+}
+
+struct StoredStorage {
+  pickle::Storage storage;
+  StorageLocation location;
+};
+
+/// "storages": a count, then per storage a pickled (key, location, type) and an int64 count with the raw bytes.
+std::map<std::string, StoredStorage> read_storages(const ByteSource& source, Span span) {
+  MemberReader reader(source, span);
+  auto count = expect<int64_t>(reader.next().root, source, span.offset, "storage count");
+  std::map<std::string, StoredStorage> storages;
+  for (int64_t i = 0; i < count; ++i) {
+    uint64_t at = reader.at();
+    auto header = reader.next();  // owns the values `items` refers to
+    const auto& items = expect<pickle::Tuple>(header.root, source, at, "storage header").items;
+    if (items.size() != 3) damaged(source, at, "storage header is not (key, location, type)");
+    pickle::Storage storage{key_text(items[0]), expect<pickle::Global>(items[2], source, at, "storage type").name};
+    auto dtype = pickle::storage_dtype(storage.type);
+    if (!dtype) damaged(source, at, fmt::format("unknown storage type `{}`", storage.type));
+    storage.numel = reader.integer(8);
+    auto nbytes = checked_mul(storage.numel, static_cast<uint64_t>(dtype_bits(*dtype) / 8));
+    if (!nbytes) damaged(source, at, "storage size overflows");
+    Span data = reader.skip(*nbytes);
+    storages[storage.key] = {storage, {data.offset, data.size}};
+  }
+  return storages;
+}
+
+/// "tensors" (real pre-0.4 files): a count, then per tensor a pickled (key, storage key, type), an int32 rank,
+/// 4 padding bytes, rank int64 sizes, rank int64 strides and an int64 storage offset.
+std::map<std::string, pickle::Ref> read_tensor_table(const ByteSource& source, Span span,
+                                                     const std::map<std::string, StoredStorage>& storages) {
+  MemberReader reader(source, span);
+  auto count = expect<int64_t>(reader.next().root, source, span.offset, "tensor count");
+  std::map<std::string, pickle::Ref> tensors;
+  for (int64_t i = 0; i < count; ++i) {
+    uint64_t at = reader.at();
+    auto header = reader.next();  // owns the values `items` refers to
+    const auto& items = expect<pickle::Tuple>(header.root, source, at, "tensor header").items;
+    if (items.size() < 2) damaged(source, at, "tensor header is not (key, storage, type)");
+    auto storage = storages.find(key_text(items[1]));
+    if (storage == storages.end()) damaged(source, at, "tensor of an unknown storage");
+    uint64_t rank = reader.integer(4);
+    reader.integer(4);
+    if (rank > 64) damaged(source, at, "tensor rank above 64");
+    pickle::Tensor tensor{.storage = storage->second.storage,
+                          .dtype = pickle::storage_dtype(storage->second.storage.type),
+                          .dtype_name = storage->second.storage.type};
+    for (uint64_t d = 0; d < rank; ++d) tensor.size.push_back(static_cast<int64_t>(reader.integer(8)));
+    for (uint64_t d = 0; d < rank; ++d) tensor.stride.push_back(static_cast<int64_t>(reader.integer(8)));
+    tensor.storage_offset = reader.integer(8);
+    tensors[key_text(items[0])] = pickle::make_value({std::move(tensor)});
+  }
+  return tensors;
+}
+
+}  // namespace
+
+bool looks_like_tar(const ByteSource& source) {
+  return source.size() >= kBlock && std::memcmp(source.view(257, 5).data(), "ustar", 5) == 0;
+}
+
+std::string read_torch_tar(Checkpoint& checkpoint, size_t file) {
+  const ByteSource& source = *checkpoint.files[file];
+  auto members = read_tar_members(source);
+  auto storages = read_storages(source, member(members, "storages", source));
+  std::map<std::string, pickle::Ref> tensors;
+  if (members.count("tensors")) tensors = read_tensor_table(source, members.at("tensors"), storages);
+  // Real pre-0.4 pickles name tensors by key; later ones carry ('storage', ...) ids, read as usual.
+  auto resolve = [&](const pickle::Ref& id) -> pickle::Ref {
+    auto found = tensors.find(key_text(id));
+    return found == tensors.end() ? nullptr : found->second;
+  };
+  const Span& objects = member(members, "pickle", source);
+  auto result = pickle::run(source.view(objects.offset, objects.size), source.path(), objects.offset, resolve);
+  auto locate = [&](const pickle::Storage& storage) {
+    auto found = storages.find(storage.key);
+    if (found == storages.end())
+      fail(ErrorCode::kMissingRecord, source.path(), fmt::format("storage `{}` is not in the archive", storage.key));
+    return found->second.location;
+  };
+  add_torch_tensors(checkpoint, find_tensors(result.root, source.path()), locate, file, false);
+  warn_not_called(checkpoint, result.not_called, source.path());
+  return "pytorch-tar";
+}
+
+}  // namespace precdetect
