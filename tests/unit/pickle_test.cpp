@@ -1,0 +1,119 @@
+// The restricted pickle machine on hand-written opcode strings: what it builds, and every way it refuses.
+#include "precdetect/load/pickle.h"
+
+#include <gtest/gtest.h>
+
+#include "precdetect/core/error.h"
+#include "precdetect/load/torch_tensors.h"
+
+namespace precdetect {
+namespace {
+
+using namespace std::string_literals;
+
+pickle::Result run(const std::string& bytes) {
+  return pickle::run({reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()}, "data.pkl", 1000);
+}
+
+/// Expects Error(kInvalidPickle) at absolute offset `offset` (the pickle starts at 1000) mentioning `detail`.
+void expect_invalid(const std::string& bytes, const std::string& detail, uint64_t offset = 1010) {
+  try {
+    run(bytes);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidPickle) << e.what();
+    std::string where = "data.pkl: invalid pickle at offset " + std::to_string(offset) + ": ";
+    EXPECT_NE(std::string(e.what()).find(where), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(detail), std::string::npos) << e.what();
+  }
+}
+
+std::string unicode(const std::string& text) {  // BINUNICODE
+  std::string length(4, '\0');
+  for (int i = 0; i < 4; ++i) length[i] = static_cast<char>((text.size() >> (8 * i)) & 0xFF);
+  return "X" + length + text;
+}
+
+// {'w': _rebuild_tensor_v2(<storage '0' FloatStorage x6>, 0, (2, 3), (3, 1), False, {})}, as torch writes it.
+const std::string kStateDict = "\x80\x02}("s + unicode("w") + "ctorch._utils\n_rebuild_tensor_v2\n((" +
+                               unicode("storage") + "ctorch\nFloatStorage\n" + unicode("0") + unicode("cpu") +
+                               "K\x06tQK\x00K\x02K\x03\x86K\x03K\x01\x86\x89}tRu."s;
+
+TEST(Pickle, RebuildsTensorViewsFromAStateDict) {
+  auto result = run(kStateDict);
+  const auto& dict = std::get<pickle::Dict>(result.root->v);
+  ASSERT_EQ(dict.items.size(), 1u);
+  const auto& tensor = std::get<pickle::Tensor>(dict.items[0].second->v);
+  EXPECT_EQ(tensor.storage.key, "0");
+  EXPECT_EQ(tensor.storage.numel, 6u);
+  EXPECT_EQ(tensor.dtype, DType::F32);
+  EXPECT_EQ(tensor.size, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(tensor.stride, (std::vector<int64_t>{3, 1}));
+  EXPECT_TRUE(result.not_called.empty());
+  EXPECT_EQ(result.end, 1000 + kStateDict.size());
+  auto found = find_tensors(result.root, "data.pkl");
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].name, "w");
+}
+
+TEST(Pickle, GlobalsOffTheAllowlistAreRecordedNeverCalled) {
+  auto result =
+      run("\x80\x02"
+          "cos\nsystem\n"s +
+          unicode("touch /tmp/x") + "\x85R.");
+  EXPECT_EQ(result.not_called, std::set<std::string>{"os.system"});
+  EXPECT_EQ(std::get<pickle::Opaque>(result.root->v).type.qualified(), "os.system");
+  auto object =
+      run("\x80\x02"
+          "cmodels.yolo\nModel\n)\x81}" +
+          unicode("w") + "K\x01sb."s);
+  EXPECT_EQ(object.not_called, std::set<std::string>{"models.yolo.Model"});
+  EXPECT_TRUE(std::get<pickle::Opaque>(object.root->v).state);  // BUILD kept the state
+}
+
+TEST(Pickle, MemoAndSharedReferences) {
+  auto result =
+      run("\x80\x02]q\x00"
+          "h\x00"
+          "a."s);  // a list that contains itself
+  const auto& list = std::get<pickle::List>(result.root->v);
+  ASSERT_EQ(list.items.size(), 1u);
+  EXPECT_EQ(list.items[0].get(), result.root.get());
+  EXPECT_TRUE(find_tensors(result.root, "data.pkl").empty());  // the cycle is walked once
+}
+
+// Each hostile input fails at offset 1000 + 10 (unless said otherwise): ten bytes of padding ops come first.
+const std::string kPad = "\x80\x02NNNN0000";  // PROTO, four Nones pushed and popped: offset 10 is next
+
+TEST(Pickle, RefusesWhatItCannotRead) {
+  expect_invalid(kPad + "\xff.", "unknown or unsupported opcode 0xff");
+  expect_invalid(kPad + "0.", "stack underflow");
+  expect_invalid(kPad + "h\x07.", "memo entry 7 was never stored");
+  expect_invalid(kPad +
+                     "X\xff\xff\xff\xff"
+                     "abc",
+                 "truncated");                                 // huge length: nothing allocated
+  expect_invalid(kPad + "\x8b\xff\xff\xff\x7f", "truncated");  // LONG4 of 2 GB
+  expect_invalid(kPad + "N", "truncated", 1011);               // no STOP
+  expect_invalid(kPad + "NN.", "unbalanced stack", 1012);
+  expect_invalid(kPad + "1.", "no MARK");
+  expect_invalid(kPad + std::string(5000, '(') + ".", "MARK nesting limit", 1010 + 4096);
+  expect_invalid(kPad + "N}a.", "wrong type", 1012);  // APPEND to a dict
+}
+
+TEST(Pickle, DeepNestingIsAnErrorNotAStackOverflow) {
+  std::string bytes = "\x80\x02";
+  for (int i = 0; i < 400; ++i) bytes += "]";
+  for (int i = 0; i < 399; ++i) bytes += "a";
+  auto result = run(bytes + ".");
+  try {
+    find_tensors(result.root, "data.pkl");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidPickle);
+    EXPECT_NE(std::string(e.what()).find("nests too deeply"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace precdetect
