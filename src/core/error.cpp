@@ -8,14 +8,38 @@ namespace precdetect {
 
 std::string_view to_string(ErrorCode code) {
   // Indexed by the enum's order; keep the two lists in step (docs/errors.md documents each name).
-  static constexpr std::array<std::string_view, 32> kNames = {
-      "not_found",        "io_error",          "unknown_format",        "unsupported_format", "no_weights",
-      "header_too_small", "header_too_large",  "invalid_header_length", "invalid_utf8",       "invalid_json",
-      "invalid_header",   "duplicate_key",     "unknown_dtype",         "invalid_offset",     "validation_overflow",
-      "misaligned_slice", "size_mismatch",     "offset_past_end",       "trailing_bytes",     "invalid_index",
-      "missing_shard",    "missing_tensor",    "invalid_zip",           "compressed_entry",   "invalid_pickle",
-      "missing_record",   "storage_too_small", "invalid_legacy",        "hf_cache_miss",      "invalid_rules",
-      "device_error",     "internal_error",
+  static constexpr std::array<std::string_view, 31> kNames = {
+      "not_found",
+      "io_error",
+      "unknown_format",
+      "no_weights",
+      "header_too_small",
+      "header_too_large",
+      "invalid_header_length",
+      "invalid_utf8",
+      "invalid_json",
+      "invalid_header",
+      "duplicate_key",
+      "unknown_dtype",
+      "invalid_offset",
+      "validation_overflow",
+      "misaligned_slice",
+      "size_mismatch",
+      "offset_past_end",
+      "trailing_bytes",
+      "invalid_index",
+      "missing_shard",
+      "missing_tensor",
+      "invalid_zip",
+      "compressed_entry",
+      "invalid_pickle",
+      "missing_record",
+      "storage_too_small",
+      "invalid_legacy",
+      "hf_cache_miss",
+      "invalid_rules",
+      "device_error",
+      "internal_error",
   };
   static_assert(kNames.size() == static_cast<size_t>(ErrorCode::kInternal) + 1);
   return kNames[static_cast<size_t>(code)];

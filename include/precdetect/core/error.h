@@ -13,7 +13,6 @@ enum class ErrorCode {
   kNotFound,
   kIo,
   kUnknownFormat,
-  kUnsupportedFormat,
   kNoWeights,
   kHeaderTooSmall,
   kHeaderTooLarge,

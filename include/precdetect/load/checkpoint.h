@@ -19,7 +19,7 @@ struct Checkpoint {
 };
 
 /// Maps every file and reads its header; with a shard index, checks that each indexed tensor is in its shard.
-/// Throws Error: kUnknownFormat, kUnsupportedFormat (tar archives), kMissingTensor, or the format's own codes.
+/// Throws Error: kUnknownFormat, kMissingTensor, or the format's own codes (docs/errors.md).
 Checkpoint open_checkpoint(const ModelSource& source);
 
 }  // namespace precdetect
