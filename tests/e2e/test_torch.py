@@ -217,6 +217,25 @@ class Hostile(ScanTestCase):
                 data, method = result if isinstance(result, tuple) else (result, zipfile.ZIP_STORED)
                 zout.writestr(info.filename, data, compress_type=method)
 
+    def test_big_endian_storages_are_byte_swapped(self):
+        torch.manual_seed(10)
+        tensors = {"w": torch.randn(7, 3) * 40, "b": torch.randn(5)}
+        torch.save(tensors, self.tmp / "little.pt")
+
+        def to_big_endian(name, data):
+            if name.endswith("/byteorder"):
+                return b"big"
+            if "/data/" in name:  # float32 storages: reverse each 4-byte element
+                return b"".join(data[i:i + 4][::-1] for i in range(0, len(data), 4))
+            return data
+
+        self.rewrite_zip(self.tmp / "little.pt", self.tmp / "big.pt", to_big_endian)
+        code, document, _ = scan(self.tmp / "big.pt")
+        self.assertEqual(code, 0, document["models"][0]["error"])
+        reported = {t["name"]: t for t in document["models"][0]["tensors"]}
+        for name, tensor in tensors.items():
+            self.assertTensorStats(reported[name], tensor, name)
+
     def test_damaged_archives_give_named_errors(self):
         torch.save({"w": torch.randn(16, 16)}, self.tmp / "good.pt")
         raw = (self.tmp / "good.pt").read_bytes()
