@@ -37,17 +37,21 @@ class ZipStateDicts(ScanTestCase):
         model = document["models"][0]
         return model, {t["name"]: t for t in model["tensors"]}
 
+    def assertScansLikeTorch(self, path, tensors, format):
+        """Every floating tensor and the summary against float64 references, and the reported format."""
+        model, reported = self.scan_tensors(path)
+        self.assertEqual(model["format"], format)
+        for name, tensor in tensors.items():
+            if tensor.is_floating_point():
+                self.assertTensorStats(reported[name], tensor, name)
+        self.assertSummary(model["summary"], tensors)
+
     def test_every_dtype_against_float64(self):
         tensors = every_dtype_state_dict()
         for protocol in (2, 4):
             with self.subTest(protocol=protocol):
                 torch.save(tensors, self.tmp / f"p{protocol}.pt", pickle_protocol=protocol)
-                model, reported = self.scan_tensors(self.tmp / f"p{protocol}.pt")
-                self.assertEqual(model["format"], "pytorch-zip")
-                for name, tensor in tensors.items():
-                    if tensor.is_floating_point():
-                        self.assertTensorStats(reported[name], tensor, name)
-                self.assertSummary(model["summary"], tensors)
+                self.assertScansLikeTorch(self.tmp / f"p{protocol}.pt", tensors, "pytorch-zip")
 
     def test_views_shared_storage_and_parameters(self):
         torch.manual_seed(7)
@@ -92,12 +96,7 @@ class ZipStateDicts(ScanTestCase):
     def test_legacy_format(self):
         tensors = {k: v for k, v in every_dtype_state_dict().items() if k not in ("f8_e4m3", "f8_e5m2", "u16")}
         torch.save(tensors, self.tmp / "legacy.pt", _use_new_zipfile_serialization=False)
-        model, reported = self.scan_tensors(self.tmp / "legacy.pt")
-        self.assertEqual(model["format"], "pytorch-legacy")
-        for name, tensor in tensors.items():
-            if tensor.is_floating_point():
-                self.assertTensorStats(reported[name], tensor, name)
-        self.assertSummary(model["summary"], tensors)
+        self.assertScansLikeTorch(self.tmp / "legacy.pt", tensors, "pytorch-legacy")
 
     def test_whole_pickled_module_is_read_without_its_classes(self):
         net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))
