@@ -16,11 +16,6 @@ constexpr size_t kMaxMemo = 1 << 24;
 constexpr size_t kMaxMarks = 1 << 12;
 constexpr int kMaxCallDepth = 64;
 
-template <typename T>
-Ref make(T value) {
-  return std::make_shared<Value>(Value{std::move(value)});
-}
-
 struct TorchDtypeName {
   std::string_view name;
   DType dtype;
@@ -81,10 +76,18 @@ class Machine {
       step(op);
     }
     if (stack_.size() != 1 || !marks_.empty()) bad("STOP with an unbalanced stack");
-    return {stack_.back(), base_ + pos_, std::move(not_called_), std::move(storages_)};
+    return {stack_.back(), base_ + pos_, std::move(not_called_), std::move(storages_), arena_};
   }
 
  private:
+  /// Every value the machine creates is kept in the arena, which breaks reference cycles when released.
+  template <typename T>
+  Ref make(T value) {
+    Ref created = std::make_shared<Value>(Value{std::move(value)});
+    arena_->values.push_back(created);
+    return created;
+  }
+
   [[noreturn]] void bad(std::string_view what) const {
     fail(ErrorCode::kInvalidPickle, path_, fmt::format("invalid pickle at offset {}: {}", base_ + op_start_, what));
   }
@@ -178,6 +181,7 @@ class Machine {
   std::unordered_map<uint64_t, Ref> memo_;
   std::set<std::string> not_called_;
   std::map<std::string, Storage> storages_;
+  std::shared_ptr<Arena> arena_ = std::make_shared<Arena>();
 };
 
 int64_t signed_le(std::string_view raw) {  // LONG1/LONG4: little-endian two's complement
@@ -563,5 +567,20 @@ Result run(std::span<const std::byte> bytes, const std::filesystem::path& path, 
 }
 
 Ref make_value(Value value) { return std::make_shared<Value>(std::move(value)); }
+
+Arena::~Arena() {
+  // A pickle can build containers that hold themselves (through the memo); emptying every container first
+  // lets the shared pointers free the whole graph.
+  for (const Ref& value : values) {
+    std::visit(
+        [](auto& node) {
+          using Node = std::decay_t<decltype(node)>;
+          if constexpr (std::is_same_v<Node, Tuple> || std::is_same_v<Node, List>) node.items.clear();
+          if constexpr (std::is_same_v<Node, Dict>) node.items.clear();
+          if constexpr (std::is_same_v<Node, Opaque>) node.args.reset(), node.state.reset();
+        },
+        value->v);
+  }
+}
 
 }  // namespace precdetect::pickle

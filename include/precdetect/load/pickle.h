@@ -64,12 +64,23 @@ struct Value {
   std::variant<None, bool, int64_t, double, std::string, Bytes, Tuple, List, Dict, Global, Storage, Tensor, Opaque> v;
 };
 
-/// The outcome of one pickle: its root object, where it ended, and the globals that were refused.
+/// Owns every value of one pickle's graph, and breaks its reference cycles when released.
+struct Arena {
+  std::vector<Ref> values;
+  Arena() = default;
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+  ~Arena();
+};
+
+/// The outcome of one pickle: its root object, where it ended, and the globals that were refused. The graph
+/// lives as long as the Result (or a copy of it).
 struct Result {
   Ref root;
   uint64_t end = 0;                         ///< offset just past the STOP opcode
   std::set<std::string> not_called;         ///< globals outside the allowlist that the pickle asked to call
   std::map<std::string, Storage> storages;  ///< every storage the pickle references, by key
+  std::shared_ptr<Arena> arena;
 };
 
 /// Turns a persistent id into the object it stands for; returns nullptr for an id it does not know.
