@@ -16,9 +16,10 @@ constexpr const char* kFooter = R"(Exit status:
   1  a gate failed
   2  a usage error, or at least one model could not be scanned (the others are still reported)
 
-PATH is a model folder (sharded or not), one .safetensors file, a *.index.json, or a Hugging Face id
-org/name[@revision] found in the local cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub).
-precdetect never downloads anything. Docs: docs/using.md)";
+PATH is a model folder (sharded or not), one checkpoint file (safetensors; PyTorch .bin/.pt/.pth, legacy or
+zip; TorchScript), a *.index.json, or a Hugging Face id org/name[@revision] found in the local cache
+($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub). precdetect never downloads anything, and never
+executes code found in a pickle. Docs: docs/using.md)";
 
 std::optional<std::regex> compile_regex(const std::string& pattern, const char* flag) {
   if (pattern.empty()) return std::nullopt;

@@ -46,19 +46,26 @@ std::string verdict_cell(const ModelReport& model) {
   return fmt::format("{} ({:.2f}){}", v.label, v.confidence, v.fp16_risk ? " fp16-risk" : "");
 }
 
+/// Why a tensor's row may not count toward the model row: optimizer state, or a storage shared with another.
+std::string tensor_note(const TensorReport& tensor) {
+  if (tensor.role == TensorRole::kOptimizer) return "optimizer state";
+  if (tensor.shares_storage_with) return "shares " + *tensor.shares_storage_with;
+  return "";
+}
+
 void append_tensor_rows(std::string& out, const ModelReport& model) {
   size_t width = 6;
   for (const auto& t : model.tensors) width = std::max(width, std::min(t.name.size(), kMaxNameWidth));
-  out += fmt::format("  {:<{}} | {:<7} | {:^9} | {:^9} | {:^9} | {:>7} | {:>5} | {:>5}\n", "tensor", width, "dtype",
-                     "abs min", "abs max", "norm", "zeros", "nans", "infs");
+  out += fmt::format("  {:<{}} | {:<7} | {:^9} | {:^9} | {:^9} | {:>7} | {:>5} | {:>5} | {}\n", "tensor", width, "dtype",
+                     "abs min", "abs max", "norm", "zeros", "nans", "infs", "note");
   for (const auto& t : model.tensors) {
     const auto& s = t.stats;
     bool values = s && s->has_values();
-    out += fmt::format("  {:<{}} | {:<7} | {:>9} | {:>9} | {:>9} | {:>7} | {:>5} | {:>5}\n",
+    out += fmt::format("  {:<{}} | {:<7} | {:>9} | {:>9} | {:>9} | {:>7} | {:>5} | {:>5} | {}\n",
                        elide_middle(t.name, width), width, dtype_name(t.dtype),
                        format_stat(values, values ? s->abs_min : 0), format_stat(values, values ? s->abs_max : 0),
                        format_stat(s.has_value(), s ? s->norm() : 0), s ? fmt::format("{}", s->zeros) : "-",
-                       s ? fmt::format("{}", s->nans) : "-", s ? fmt::format("{}", s->infs) : "-");
+                       s ? fmt::format("{}", s->nans) : "-", s ? fmt::format("{}", s->infs) : "-", tensor_note(t));
   }
 }
 

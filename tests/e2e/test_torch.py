@@ -12,7 +12,7 @@ import zipfile
 
 import torch
 
-from helpers import ScanTestCase, scan
+from helpers import ScanTestCase, run, scan
 
 
 def every_dtype_state_dict():
@@ -92,6 +92,8 @@ class ZipStateDicts(ScanTestCase):
         self.assertEqual(reported["head.weight"]["shares_storage_with"], "embed.weight")
         self.assertEqual(model["summary"]["tensors"], 1)
         self.assertEqual(model["summary"]["parameters"], 40)
+        rows = run("-v", self.tmp / "tied.pt").stdout
+        self.assertRegex(rows, r"head\.weight .*\| shares embed\.weight")
 
     def test_legacy_format(self):
         tensors = {k: v for k, v in every_dtype_state_dict().items() if k not in ("f8_e4m3", "f8_e5m2", "u16")}
