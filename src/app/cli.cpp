@@ -47,6 +47,35 @@ void add_scan_options(CLI::App& app, ScanOptions& options, std::string& include,
       ->check(CLI::ExistingFile);
 }
 
+struct DiffArguments {
+  DiffCommand command;
+  std::vector<std::string> paths;
+  std::string include, exclude;
+};
+
+void add_diff_options(CLI::App& diff, DiffArguments& args) {
+  diff.add_option("paths", args.paths, "BASE, then one or more OTHER checkpoints (several: a trajectory, in order)")
+      ->required()
+      ->expected(2, 1 << 16);
+  diff.add_flag("--json", args.command.json, "print the JSON document (docs/diff.md) instead of the table");
+  diff.add_option("-o,--output", args.command.output, "also write the JSON document to FILE (atomically)");
+  diff.add_option("--rtol", args.command.tolerances.rtol, "allclose relative tolerance (default 1e-5)")
+      ->check(CLI::NonNegativeNumber);
+  diff.add_option("--atol", args.command.tolerances.atol, "allclose absolute tolerance (default 1e-8)")
+      ->check(CLI::NonNegativeNumber);
+  diff.add_option("--eta", args.command.tolerances.eta, "bf16-aware sparsity tolerance (default 1e-3)")
+      ->check(CLI::NonNegativeNumber);
+  diff.add_flag("--bitwise", args.command.tolerances.bitwise, "bf16-aware sparsity by bf16 bit equality");
+  diff.add_option("--top", args.command.top, "most-changed tensors shown per pair (default 20)");
+  diff.add_flag("--fail-if-changed", args.command.fail_if_changed, "exit 1 when any pair differs");
+  diff.add_option("--device", args.command.device, "cpu, cuda, cuda:N or auto (CUDA when available)")
+      ->check([](const std::string& spec) {
+        return is_device_spec(spec) ? std::string() : "must be cpu, cuda, cuda:N or auto, not `" + spec + "`";
+      });
+  diff.add_option("--include", args.include, "compare only tensors whose name matches REGEX");
+  diff.add_option("--exclude", args.exclude, "skip tensors whose name matches REGEX");
+}
+
 }  // namespace
 
 CommandLine parse_command_line(int argc, const char* const* argv) {
@@ -62,12 +91,23 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   CLI::App* scan = app.add_subcommand("scan", "scan models (the default command)");
   scan->fallthrough();
   scan->add_option("paths", options.inputs, "model folders, checkpoint files, index files or HF ids");
+  DiffArguments diff_args;
+  CLI::App* diff = app.add_subcommand("diff", "compare checkpoints tensor by tensor: precdetect diff BASE OTHER...");
+  add_diff_options(*diff, diff_args);
 
   CommandLine result;
   std::ostringstream out, err;
   try {
     app.parse(argc, argv);
     if (print_rules) return {.exit_code = 0, .out = default_rules_json()};
+    if (*diff) {
+      DiffCommand& command = diff_args.command;
+      command.base = diff_args.paths.front();
+      command.others.assign(diff_args.paths.begin() + 1, diff_args.paths.end());
+      command.filter = {compile_regex(diff_args.include, "--include"), compile_regex(diff_args.exclude, "--exclude")};
+      result.diff = std::move(command);
+      return result;
+    }
     if (options.inputs.empty()) throw CLI::RequiredError("PATH (at least one model)");
     options.filter = {compile_regex(include, "--include"), compile_regex(exclude, "--exclude")};
     if (!rules.empty()) options.rules = rules;

@@ -12,11 +12,13 @@ namespace precdetect {
 /// (--help, --version, --print-rules, or a usage error).
 struct CommandLine {
   std::optional<ScanOptions> scan;
+  std::optional<DiffCommand> diff;
   int exit_code = 0;
   std::string out, err;  ///< text for stdout / stderr when there is nothing to run
 };
 
-/// `precdetect [scan] PATH... [options]`. Usage errors give exit code 2 and a message naming the flag.
+/// `precdetect [scan] PATH... [options]` or `precdetect diff BASE OTHER... [options]`. Usage errors give exit
+/// code 2 and a message naming the flag.
 CommandLine parse_command_line(int argc, const char* const* argv);
 
 }  // namespace precdetect

@@ -7,12 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "precdetect/diff/diff_options.h"
+
 namespace precdetect {
 
 /// Documented in docs/using.md and --help.
 enum class ExitCode : int {
   kSuccess = 0,     ///< every model scanned (and every gate passed)
-  kGateFailed = 1,  ///< a gate failed (gates come with batch scans)
+  kGateFailed = 1,  ///< a gate failed (`diff --fail-if-changed`; more gates come with batch scans)
   kError = 2,       ///< a usage error, or a model that could not be scanned
 };
 
@@ -21,6 +23,18 @@ struct TensorFilter {
   std::optional<std::regex> exclude;
   /// True when `name` matches --include (if any) and not --exclude (if any); regex_search semantics.
   bool selects(const std::string& name) const;
+};
+
+struct DiffCommand {
+  std::string base;
+  std::vector<std::string> others;  ///< compared with base in order (a training trajectory)
+  DiffOptions tolerances;
+  bool json = false;
+  std::optional<std::filesystem::path> output;
+  size_t top = 20;  ///< most-changed tensors shown per pair in the table
+  std::string device = "auto";
+  TensorFilter filter;
+  bool fail_if_changed = false;  ///< exit 1 when any pair differs (a lossless-conversion check)
 };
 
 struct ScanOptions {

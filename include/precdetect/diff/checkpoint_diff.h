@@ -1,0 +1,51 @@
+#pragma once
+/// Two checkpoints compared tensor by tensor, with per-layer, per-group and overall (parameter-weighted) totals.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "precdetect/app/options.h"
+#include "precdetect/diff/tensor_diff.h"
+#include "precdetect/load/checkpoint.h"
+#include "precdetect/report/report.h"
+
+namespace precdetect {
+
+struct TensorDiff {
+  std::string name;
+  DType base_dtype, other_dtype;
+  std::vector<int64_t> shape;
+  bool numeric = true;  ///< false for integer tensors: compared bitwise only, kept out of the totals
+  DiffStats stats;
+};
+
+struct Mismatch {
+  std::string name, base, other;  ///< what differs, e.g. shapes "[2, 3]" vs "[3, 2]"
+};
+
+struct PairDiff {
+  std::string base, other;
+  std::optional<ModelError> error;
+  DiffStats overall;
+  std::map<std::string, DiffStats> groups;
+  std::map<int64_t, DiffStats> layers;
+  std::vector<TensorDiff> tensors;
+  std::vector<std::string> missing, extra;  ///< in base only / in other only
+  std::vector<Mismatch> shape_mismatch, dtype_mismatch;
+  /// True when anything differs: a value, a dtype, a shape, or a tensor present on one side only.
+  bool changed() const;
+};
+
+/// The group a parameter belongs to, from its name in common architectures: embedding, norm, attention, mlp,
+/// head, or other.
+std::string parameter_group(const std::string& name);
+/// The layer index a name carries ("model.layers.12.mlp" -> 12), if any.
+std::optional<int64_t> layer_index(const std::string& name);
+
+/// Compares the model tensors of `other` against `base` (selected by `filter`), one pair of tensors at a time.
+PairDiff diff_checkpoints(const Checkpoint& base, const Checkpoint& other, const TensorFilter& filter,
+                          const DiffOptions& options, const ComputeDevice& device);
+
+}  // namespace precdetect

@@ -1,0 +1,113 @@
+#include "precdetect/diff/checkpoint_diff.h"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <regex>
+
+#include "precdetect/load/tensor_loader.h"
+
+namespace precdetect {
+namespace {
+
+struct GroupPattern {
+  const char* group;
+  std::regex pattern;
+};
+
+// First match wins: norms before attention ("attention_norm"), heads before mlp ("output").
+const std::vector<GroupPattern>& group_patterns() {
+  static const std::vector<GroupPattern> patterns = {
+      {"embedding", std::regex(R"(embed|wte|wpe|word_embeddings|position_embeddings|^shared\.)")},
+      {"norm", std::regex(R"(norm|ln_|\.ln\d|layernorm)")},
+      {"head", std::regex(R"(lm_head|^output\.|classifier|score\.)")},
+      {"attention",
+       std::regex(R"(attn|attention|q_proj|k_proj|v_proj|o_proj|query|key|value|\.wq\.|\.wk\.|\.wv\.|\.wo\.)")},
+      {"mlp", std::regex(R"(mlp|ffn|feed_forward|fc\d|dense|gate_proj|up_proj|down_proj|\.wi\.|\.wo\.|\.w\d\.)")},
+  };
+  return patterns;
+}
+
+std::map<std::string, const TensorRecord*> model_tensors(const Checkpoint& checkpoint, const TensorFilter& filter) {
+  std::map<std::string, const TensorRecord*> tensors;
+  for (const TensorRecord& record : checkpoint.tensors)
+    if (record.role == TensorRole::kModel && record.counted && filter.selects(record.name))
+      tensors.emplace(record.name, &record);
+  return tensors;
+}
+
+void add_to_totals(PairDiff& pair, const TensorDiff& tensor) {
+  pair.overall.merge(tensor.stats);
+  pair.groups[parameter_group(tensor.name)].merge(tensor.stats);
+  if (auto layer = layer_index(tensor.name)) pair.layers[*layer].merge(tensor.stats);
+}
+
+TensorDiff compare(const Checkpoint& base, const TensorRecord& a, const Checkpoint& other, const TensorRecord& b,
+                   const DiffOptions& options, const ComputeDevice& device) {
+  TensorDiff diff{.name = a.name, .base_dtype = a.dtype, .other_dtype = b.dtype, .shape = a.shape};
+  diff.numeric = dtype_kind(a.dtype) == DTypeKind::kFloat && dtype_kind(b.dtype) == DTypeKind::kFloat;
+  if (diff.numeric) {
+    diff.stats = diff_tensors(load_tensor(base, a), load_tensor(other, b), options, device);
+  } else {  // integers and unanalyzable dtypes: equal bytes or not
+    auto bytes_a = base.files[a.file]->view(a.offset, a.storage_nbytes);
+    auto bytes_b = other.files[b.file]->view(b.offset, b.storage_nbytes);
+    diff.stats.numel = a.numel;
+    diff.stats.identical = a.dtype == b.dtype && a.stride.empty() && b.stride.empty() && a.nbytes == b.nbytes &&
+                           std::equal(bytes_a.begin() + a.storage_offset * (dtype_bits(a.dtype) / 8),
+                                      bytes_a.begin() + a.storage_offset * (dtype_bits(a.dtype) / 8) + a.nbytes,
+                                      bytes_b.begin() + b.storage_offset * (dtype_bits(b.dtype) / 8));
+  }
+  base.files[a.file]->release(a.offset, a.storage_nbytes);
+  other.files[b.file]->release(b.offset, b.storage_nbytes);
+  return diff;
+}
+
+}  // namespace
+
+bool PairDiff::changed() const {
+  bool values_differ = false;
+  for (const TensorDiff& tensor : tensors) values_differ = values_differ || !tensor.stats.identical;
+  return values_differ || !missing.empty() || !extra.empty() || !shape_mismatch.empty() || !dtype_mismatch.empty();
+}
+
+std::string parameter_group(const std::string& name) {
+  for (const auto& [group, pattern] : group_patterns())
+    if (std::regex_search(name, pattern)) return group;
+  return "other";
+}
+
+std::optional<int64_t> layer_index(const std::string& name) {
+  static const std::regex kIndex(R"((?:^|\.)(\d+)\.)");
+  std::smatch match;
+  if (!std::regex_search(name, match, kIndex)) return std::nullopt;
+  return std::stoll(match[1].str().substr(0, 12));
+}
+
+PairDiff diff_checkpoints(const Checkpoint& base, const Checkpoint& other, const TensorFilter& filter,
+                          const DiffOptions& options, const ComputeDevice& device) {
+  PairDiff pair;
+  auto base_tensors = model_tensors(base, filter), other_tensors = model_tensors(other, filter);
+  for (const auto& [name, b] : other_tensors)
+    if (!base_tensors.count(name)) pair.extra.push_back(name);
+  for (const auto& [name, a] : base_tensors) {
+    auto found = other_tensors.find(name);
+    if (found == other_tensors.end()) {
+      pair.missing.push_back(name);
+      continue;
+    }
+    const TensorRecord& b = *found->second;
+    if (a->shape != b.shape) {
+      pair.shape_mismatch.push_back({name, fmt::format("{}", a->shape), fmt::format("{}", b.shape)});
+      continue;
+    }
+    if (a->dtype != b.dtype)
+      pair.dtype_mismatch.push_back({name, std::string(dtype_name(a->dtype)), std::string(dtype_name(b.dtype))});
+    TensorDiff diff = compare(base, *a, other, b, options, device);
+    if (diff.numeric) add_to_totals(pair, diff);
+    pair.tensors.push_back(std::move(diff));
+  }
+  return pair;
+}
+
+}  // namespace precdetect
