@@ -2,8 +2,12 @@
 
 #include <ATen/ATen.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
+#include <future>
+#include <thread>
+#include <vector>
 
 namespace precdetect {
 namespace {
@@ -42,7 +46,8 @@ at::Tensor bf16_changed(const at::Tensor& a, const at::Tensor& b, const DiffOpti
 
 double scalar(const at::Tensor& t) { return t.item<double>(); }
 
-DiffStats diff_chunk(const at::Tensor& a, const at::Tensor& b, const DiffOptions& options) {
+/// The chunk's statistics as libtorch ops, on whatever device the chunk lives (the CUDA path).
+DiffStats diff_chunk_with_ops(const at::Tensor& a, const at::Tensor& b, const DiffOptions& options) {
   DiffStats stats{.numel = static_cast<uint64_t>(a.numel())};
   at::Tensor diff = b - a, update = diff.abs(), base = a.abs();
   at::Tensor close = update.le(options.atol + options.rtol * base);
@@ -60,6 +65,90 @@ DiffStats diff_chunk(const at::Tensor& a, const at::Tensor& b, const DiffOptions
   stats.changed = static_cast<uint64_t>(bf16_changed(a, b, options).sum().item<int64_t>());
   add_histogram(stats.abs_updates, update);
   add_histogram(stats.rel_updates, relative);
+  return stats;
+}
+
+// ---- The fused CPU pass: one loop over the chunk's float64 values computes every statistic. ----
+
+/// c10's float -> bf16 rounding (round to nearest even, NaN kept), after the same double -> float step as
+/// libtorch's `.to(kBFloat16)`, so both paths agree bit for bit.
+uint16_t to_bf16_bits(double value) {
+  auto bits = std::bit_cast<uint32_t>(static_cast<float>(value));
+  if (std::isnan(value)) return 0x7FC0;
+  return static_cast<uint16_t>((bits + ((bits >> 16) & 1) + 0x7FFF) >> 16);
+}
+double from_bf16_bits(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+
+/// Histogram bins by frexp exponent, read from the float64 bits (frexp itself for subnormals).
+struct ExponentCounts {
+  std::vector<uint64_t> bins = std::vector<uint64_t>(2 * kExponentOffset + 2);
+  uint64_t zeros = 0, total = 0;
+  void add(double x) {
+    ++total;
+    if (x == 0) return void(++zeros);
+    if (!std::isfinite(x)) return;
+    uint64_t biased = (std::bit_cast<uint64_t>(x) >> 52) & 0x7FF;
+    int exponent = 0;
+    if (biased == 0)
+      std::frexp(x, &exponent);
+    else
+      exponent = static_cast<int>(biased) - 1022;
+    ++bins[static_cast<size_t>(exponent + kExponentOffset)];
+  }
+  void flush_into(UpdateHistogram& histogram) const {
+    for (size_t bin = 0; bin < bins.size(); ++bin)
+      if (bins[bin]) histogram.bins[static_cast<int>(bin) - static_cast<int>(kExponentOffset)] += bins[bin];
+    histogram.zeros += zeros;
+    histogram.total += total;
+  }
+};
+
+bool bf16_element_changed(double a, double b, const DiffOptions& options) {
+  uint16_t a16 = to_bf16_bits(a), b16 = to_bf16_bits(b);
+  if (options.bitwise) return ((a16 & 0x7FFF) ? a16 : 0) != ((b16 & 0x7FFF) ? b16 : 0);  // +0 == -0
+  double wa = from_bf16_bits(a16), wb = from_bf16_bits(b16);
+  bool within = std::fabs(wb - wa) <= options.eta * std::max(std::fabs(wa), std::fabs(wb));
+  bool both_zero = std::fabs(wa) < kBothZero && std::fabs(wb) < kBothZero;
+  return !(within || both_zero);  // NaN compares false: a NaN counts as changed
+}
+
+DiffStats diff_chunk_fused(const double* a, const double* b, int64_t n, const DiffOptions& options) {
+  DiffStats stats{.numel = static_cast<uint64_t>(n)};
+  ExponentCounts abs_updates, rel_updates;
+  for (int64_t i = 0; i < n; ++i) {
+    double diff = b[i] - a[i], update = std::fabs(diff), base = std::fabs(a[i]);
+    stats.not_close += !(update <= options.atol + options.rtol * base);
+    if (std::isfinite(update)) {
+      stats.max_abs = std::max(stats.max_abs, update);
+      stats.sum_abs += update;
+    }
+    stats.sum_sq_diff += diff * diff;
+    stats.sum_sq_base += a[i] * a[i];
+    stats.sum_sq_other += b[i] * b[i];
+    stats.dot += a[i] * b[i];
+    stats.changed += bf16_element_changed(a[i], b[i], options);
+    abs_updates.add(update);
+    if (base != 0) {
+      double relative = update / base;
+      rel_updates.add(relative);
+      if (std::isfinite(relative)) stats.max_rel = std::max(stats.max_rel, relative);
+    }
+  }
+  abs_updates.flush_into(stats.abs_updates);
+  rel_updates.flush_into(stats.rel_updates);
+  return stats;
+}
+
+/// The fused pass split across the machine's threads.
+DiffStats diff_chunk_fused_parallel(const double* a, const double* b, int64_t n, const DiffOptions& options) {
+  int64_t threads = std::max<int64_t>(1, std::min<int64_t>(std::thread::hardware_concurrency(), n >> 16));
+  int64_t part = (n + threads - 1) / threads;
+  std::vector<std::future<DiffStats>> parts;
+  for (int64_t begin = part; begin < n; begin += part)
+    parts.push_back(std::async(std::launch::async, diff_chunk_fused, a + begin, b + begin, std::min(part, n - begin),
+                               std::cref(options)));
+  DiffStats stats = diff_chunk_fused(a, b, std::min(part, n), options);
+  for (auto& result : parts) stats.merge(result.get());
   return stats;
 }
 
@@ -114,14 +203,27 @@ void DiffStats::merge(const DiffStats& other) {
 
 DiffStats diff_tensors(const at::Tensor& base, const at::Tensor& other, const DiffOptions& options,
                        const ComputeDevice& device) {
-  at::Device target = device.cuda ? at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device.index)) : at::kCPU;
+  if (!device.cuda) return diff_tensors_with_ops(base, other, options, at::kCPU, /*fused=*/true);
+  return diff_tensors_with_ops(base, other, options, at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device.index)),
+                               /*fused=*/false);
+}
+
+DiffStats diff_tensors_with_ops(const at::Tensor& base, const at::Tensor& other, const DiffOptions& options,
+                                at::Device device, bool fused) {
   at::Tensor a = base.reshape(-1), b = other.reshape(-1);
   DiffStats total;
   total.identical = bitwise_equal(base, other);
+  // Two float64 buffers reused for every chunk: fresh ones would cost a page fault per 4 KiB each time.
+  auto options64 = at::TensorOptions().dtype(at::kDouble).device(device);
+  at::Tensor a64 = at::empty({std::min(kChunk, a.numel())}, options64), b64 = at::empty_like(a64);
   for (int64_t begin = 0; begin < a.numel(); begin += kChunk) {
     int64_t length = std::min(kChunk, a.numel() - begin);
-    DiffStats chunk = diff_chunk(a.narrow(0, begin, length).to(target).to(at::kDouble),
-                                 b.narrow(0, begin, length).to(target).to(at::kDouble), options);
+    at::Tensor a_part = a64.narrow(0, 0, length), b_part = b64.narrow(0, 0, length);
+    a_part.copy_(a.narrow(0, begin, length));
+    b_part.copy_(b.narrow(0, begin, length));
+    DiffStats chunk =
+        fused ? diff_chunk_fused_parallel(a_part.data_ptr<double>(), b_part.data_ptr<double>(), length, options)
+              : diff_chunk_with_ops(a_part, b_part, options);
     chunk.identical = total.identical;
     total.merge(chunk);
   }

@@ -26,6 +26,44 @@ TEST(TensorDiff, UpdateBinsArePowersOfTwo) {
   EXPECT_EQ(stats.changed, 2u);
 }
 
+void expect_same_diff(const DiffStats& a, const DiffStats& b) {
+  EXPECT_EQ(a.numel, b.numel);
+  EXPECT_EQ(a.identical, b.identical);
+  EXPECT_EQ(a.changed, b.changed);
+  EXPECT_EQ(a.not_close, b.not_close);
+  EXPECT_EQ(a.abs_updates.bins, b.abs_updates.bins);
+  EXPECT_EQ(a.abs_updates.zeros, b.abs_updates.zeros);
+  EXPECT_EQ(a.rel_updates.bins, b.rel_updates.bins);
+  EXPECT_EQ(a.rel_updates.total, b.rel_updates.total);
+  EXPECT_EQ(a.max_abs, b.max_abs);
+  EXPECT_EQ(a.max_rel, b.max_rel);
+  for (auto [x, y] :
+       {std::pair{a.sum_sq_diff, b.sum_sq_diff}, std::pair{a.dot, b.dot}, std::pair{a.sum_abs, b.sum_abs}}) {
+    if (std::isnan(y))
+      EXPECT_TRUE(std::isnan(x));  // a NaN in the data poisons the sums on both paths alike
+    else
+      EXPECT_NEAR(x, y, 1e-12 * std::fabs(y));
+  }
+}
+
+// The CUDA path's libtorch-ops code, run on the CPU, against the fused CPU pass: zeros, NaN, Inf, subnormal
+// updates, tiny weights, and both bf16 modes.
+TEST(TensorDiff, FusedPassAgreesWithLibtorchOps) {
+  at::manual_seed(3);
+  at::Tensor base = at::randn({200'003}, at::kDouble);
+  at::Tensor other = base * (1 + at::randn({200'003}, at::kDouble) * 0.01);
+  base.narrow(0, 0, 10).zero_();
+  other.narrow(0, 5, 10).fill_(1e-12);
+  other[20] = NAN;
+  other[21] = INFINITY;
+  other[22] = base[22].item<double>() + 1e-310;
+  for (bool bitwise : {false, true}) {
+    DiffOptions options{.bitwise = bitwise};
+    expect_same_diff(diff_tensors_with_ops(base, other, options, at::kCPU, true),
+                     diff_tensors_with_ops(base, other, options, at::kCPU, false));
+  }
+}
+
 TEST(TensorDiff, CudaAgreesWithCpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: the CUDA path is tested on GPU machines";
   at::Tensor base = at::randn({300'001}).to(at::kBFloat16);

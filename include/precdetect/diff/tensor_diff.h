@@ -39,8 +39,14 @@ struct DiffStats {
   double sparsity() const { return numel ? 1.0 - static_cast<double>(changed) / static_cast<double>(numel) : 1.0; }
 };
 
-/// Compares two tensors of the same shape (any floating dtypes) on `device`, in float64, chunk by chunk.
+/// Compares two tensors of the same shape (any floating dtypes) in float64, chunk by chunk: on the CPU in one
+/// fused pass of our own per chunk, on CUDA with libtorch ops. Both give the same statistics.
 DiffStats diff_tensors(const at::Tensor& base, const at::Tensor& other, const DiffOptions& options,
                        const ComputeDevice& device);
+
+/// The implementation behind diff_tensors, exposed so tests can run the libtorch-ops path (`fused` false, the
+/// CUDA path's code) on the CPU against the fused pass.
+DiffStats diff_tensors_with_ops(const at::Tensor& base, const at::Tensor& other, const DiffOptions& options,
+                                at::Device device, bool fused);
 
 }  // namespace precdetect
