@@ -153,6 +153,24 @@ class Machine {
     return *typed;
   }
 
+  /// Where SETITEM(S) puts entries: a dict, or the contents of an object that is not on the allowlist (pickle
+  /// fills a defaultdict or an OrderedDict subclass this way after constructing it).
+  Dict& dict_target(const Ref& target) {
+    if (auto* object = std::get_if<Opaque>(&target->v)) {
+      if (!object->contents) object->contents = make(Dict{});
+      return as<Dict>(object->contents, "SETITEM target");
+    }
+    return as<Dict>(target, "SETITEM target");
+  }
+  /// Where APPEND(S) puts elements: a list, or the contents of an object that is not on the allowlist.
+  List& list_target(const Ref& target) {
+    if (auto* object = std::get_if<Opaque>(&target->v)) {
+      if (!object->contents) object->contents = make(List{});
+      return as<List>(object->contents, "APPEND target");
+    }
+    return as<List>(target, "APPEND target");
+  }
+
   void set_items(Dict& dict, const std::vector<Ref>& flat) {
     if (flat.size() % 2 != 0) bad("SETITEMS with an odd number of items");
     for (size_t i = 0; i < flat.size(); i += 2) dict.items.emplace_back(flat[i], flat[i + 1]);
@@ -322,13 +340,13 @@ bool Machine::step_container(uint8_t op) {
       return true;  // LIST, FROZENSET
     case 'a': {
       Ref item = pop();
-      as<List>(top(), "APPEND target").items.push_back(item);
+      list_target(top()).items.push_back(item);
       return true;
     }
     case 'e':
     case 0x90: {  // APPENDS, ADDITEMS
       auto items = pop_mark();
-      auto& list = as<List>(top(), "APPENDS target").items;
+      auto& list = list_target(top()).items;
       list.insert(list.end(), items.begin(), items.end());
       return true;
     }
@@ -343,12 +361,12 @@ bool Machine::step_container(uint8_t op) {
     }
     case 's': {
       Ref value = pop(), key = pop();
-      as<Dict>(top(), "SETITEM target").items.emplace_back(key, value);
+      dict_target(top()).items.emplace_back(key, value);
       return true;
     }
     case 'u': {
       auto items = pop_mark();
-      set_items(as<Dict>(top(), "SETITEMS target"), items);
+      set_items(dict_target(top()), items);
       return true;
     }
     default:
@@ -577,7 +595,7 @@ Arena::~Arena() {
           using Node = std::decay_t<decltype(node)>;
           if constexpr (std::is_same_v<Node, Tuple> || std::is_same_v<Node, List>) node.items.clear();
           if constexpr (std::is_same_v<Node, Dict>) node.items.clear();
-          if constexpr (std::is_same_v<Node, Opaque>) node.args.reset(), node.state.reset();
+          if constexpr (std::is_same_v<Node, Opaque>) node.args.reset(), node.state.reset(), node.contents.reset();
         },
         value->v);
   }

@@ -49,13 +49,14 @@ class Walker {
       walk_items(list->items, name, role, depth);
     } else if (const auto* tuple = std::get_if<Tuple>(&value->v)) {
       walk_items(tuple->items, name, role, depth);
-    } else if (const auto* object = std::get_if<Opaque>(&value->v); object && object->state) {
-      // A pickled object's tensors live in its BUILD state (a module's __dict__); the parts of a
-      // (dict, slots) state are not names.
-      if (const auto* parts = std::get_if<Tuple>(&object->state->v))
+    } else if (const auto* object = std::get_if<Opaque>(&value->v)) {
+      // A pickled object's tensors live in its BUILD state (a module's __dict__; the parts of a (dict, slots)
+      // state are not names) and in the items set on it (a defaultdict's entries).
+      if (const auto* parts = object->state ? std::get_if<Tuple>(&object->state->v) : nullptr)
         for (const Ref& part : parts->items) walk(part, name, role, depth + 1);
-      else
+      else if (object->state)
         walk(object->state, name, role, depth + 1);
+      if (object->contents) walk(object->contents, name, role, depth + 1);
     }
     on_path_.erase(value.get());
   }

@@ -82,6 +82,24 @@ class ZipStateDicts(ScanTestCase):
         self.assertEqual(len(optimizer_tensors), 3 * 4)  # step, exp_avg, exp_avg_sq per parameter (4 of them)
         self.assertSummary(model["summary"], net.state_dict() | {"extra.nested.scale": torch.tensor([2.5, -7.0])})
 
+    def test_lightning_style_checkpoint_with_foreign_objects(self):
+        """Protocol 5, an optimizer_states list, numpy arrays, a set, and a defaultdict (pickled as REDUCE then
+        SETITEMS on the object) whose tensor is still found."""
+        import collections
+        import numpy as np
+
+        net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.LayerNorm(4))
+        extra = collections.defaultdict(int, ema=torch.full((3,), 7.0))
+        torch.save({"state_dict": net.state_dict(), "optimizer_states": [{"state": {0: {"exp_avg": torch.ones(2)}}}],
+                    "array": np.arange(5.0), "tags": {"a", "b"}, "hparams": extra}, self.tmp / "l.ckpt",
+                   pickle_protocol=5)
+        model, reported = self.scan_tensors(self.tmp / "l.ckpt")
+        for name, tensor in net.state_dict().items():
+            self.assertTensorStats(reported[name], tensor, name)
+        self.assertTensorStats(reported["hparams.ema"], extra["ema"])
+        self.assertEqual(reported["optimizer_states.0.state.0.exp_avg"]["role"], "optimizer")
+        self.assertTrue(any("collections.defaultdict" in w for w in model["warnings"]))
+
     def test_tied_weights_are_reported_twice_and_counted_once(self):
         embedding = torch.nn.Embedding(10, 4)
         head = torch.nn.Linear(4, 10, bias=False)

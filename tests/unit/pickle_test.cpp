@@ -71,6 +71,19 @@ TEST(Pickle, GlobalsOffTheAllowlistAreRecordedNeverCalled) {
   EXPECT_TRUE(std::get<pickle::Opaque>(object.root->v).state);  // BUILD kept the state
 }
 
+TEST(Pickle, ItemsSetOnAForeignObjectAreKept) {
+  // defaultdict(int, w=1): REDUCE builds the object, SETITEMS fills it afterwards
+  auto result =
+      run("\x80\x02"
+          "ccollections\ndefaultdict\n"
+          "cbuiltins\nint\n\x85R(" +
+          unicode("w") + "K\x01u."s);
+  const auto& object = std::get<pickle::Opaque>(result.root->v);
+  ASSERT_TRUE(object.contents);
+  EXPECT_EQ(std::get<pickle::Dict>(object.contents->v).items.size(), 1u);
+  EXPECT_EQ(result.not_called, std::set<std::string>{"collections.defaultdict"});
+}
+
 TEST(Pickle, MemoAndSharedReferences) {
   auto result =
       run("\x80\x02]q\x00"

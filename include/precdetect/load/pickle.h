@@ -53,11 +53,13 @@ struct Tensor {
   uint64_t storage_offset = 0;
   std::vector<int64_t> size, stride;
 };
-/// An object whose class is not on the allowlist: its constructor arguments and BUILD state, never run.
+/// An object whose class is not on the allowlist: its constructor arguments and BUILD state, never run, and the
+/// items a pickle set or appended on it (a defaultdict's entries, a list subclass's elements) as a Dict or List.
 struct Opaque {
   Global type;
   Ref args;
   Ref state;
+  Ref contents;
 };
 
 struct Value {
