@@ -37,7 +37,8 @@ class Walker {
 
   void walk(const Ref& value, const std::string& name, TensorRole role, int depth) {
     if (depth > kMaxDepth) fail(ErrorCode::kInvalidPickle, path_, "object graph nests too deeply");
-    if (const auto* tensor = std::get_if<Tensor>(&value->v)) return found.push_back({name, tensor, role});
+    if (const auto* tensor = std::get_if<Tensor>(&value->v))  // a tensor saved on its own has no path: "(root)"
+      return found.push_back({name.empty() ? "(root)" : name, tensor, role});
     if (!on_path_.insert(value.get()).second) return;  // a container that contains itself
     if (const auto* dict = std::get_if<Dict>(&value->v)) {
       for (const auto& [key, item] : dict->items) {

@@ -100,6 +100,14 @@ class ZipStateDicts(ScanTestCase):
         self.assertEqual(reported["optimizer_states.0.state.0.exp_avg"]["role"], "optimizer")
         self.assertTrue(any("collections.defaultdict" in w for w in model["warnings"]))
 
+    def test_a_bare_tensor_and_a_list(self):
+        torch.save(torch.full((3,), 2.5), self.tmp / "bare.pt")
+        torch.save([torch.ones(2), torch.full((2,), -4.0)], self.tmp / "list.pt")
+        _, bare = self.scan_tensors(self.tmp / "bare.pt")
+        self.assertTensorStats(bare["(root)"], torch.full((3,), 2.5))
+        _, items = self.scan_tensors(self.tmp / "list.pt")
+        self.assertTensorStats(items["1"], torch.full((2,), -4.0))
+
     def test_tied_weights_are_reported_twice_and_counted_once(self):
         embedding = torch.nn.Embedding(10, 4)
         head = torch.nn.Linear(4, 10, bias=False)

@@ -21,7 +21,8 @@ struct FoundTensor {
 /// Walks the graph from `root`: dict keys, list indexes and object attributes joined by '.', with nn.Module's
 /// `_parameters`/`_buffers`/`_modules` levels left out, so a pickled model's tensors read like its state_dict.
 /// A wrapper key at the root (state_dict, model_state_dict, model, module, net, network) is stripped; tensors
-/// under a root key naming an optimizer get TensorRole::kOptimizer. Cycles are skipped; absurd nesting throws
+/// under a root key naming an optimizer get TensorRole::kOptimizer; a tensor saved on its own is "(root)".
+/// Cycles are skipped; absurd nesting throws
 /// Error(kInvalidPickle).
 std::vector<FoundTensor> find_tensors(const pickle::Ref& root, const std::filesystem::path& path);
 
