@@ -107,6 +107,7 @@ Entry parse_entry(const std::string& name, const json& info, const std::filesyst
 
 std::map<std::string, std::string> parse_metadata(const json& value, const std::filesystem::path& path) {
   std::map<std::string, std::string> metadata;
+  if (value.is_null()) return metadata;  // the reference reader's Option<HashMap>: null means none
   if (!value.is_object()) fail(ErrorCode::kInvalidHeader, path, "__metadata__ must be a string-to-string map");
   for (const auto& [key, item] : value.items()) {
     if (!item.is_string())

@@ -60,6 +60,13 @@ TEST(Safetensors, AcceptsWhitespacePaddingScalarsAndEmptyTensors) {
   EXPECT_EQ(result.tensors[1].numel, 0u);
 }
 
+TEST(Safetensors, NullMetadataMeansNone) {
+  auto result = parse(safetensors_bytes(R"({"__metadata__":null,"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                                        std::string(8, '\0')));
+  EXPECT_TRUE(result.metadata.empty());
+  EXPECT_EQ(result.tensors.size(), 1u);
+}
+
 TEST(Safetensors, HeaderTooSmall) { expect_error("\r\n", ErrorCode::kHeaderTooSmall, "header too small"); }
 
 TEST(Safetensors, HeaderTooLarge) {
