@@ -157,6 +157,14 @@ class Diff(ScanTestCase):
         expected = reference([(steps[0][n], steps[2][n]) for n in steps[0]])
         self.assertStats(pairs[2]["overall"], expected, "step 2")
 
+    def test_usage_errors(self):
+        save_file(model(11), self.tmp / "a.safetensors")
+        for args in (["diff"], ["diff", self.tmp / "a.safetensors"], ["diff", "--eta", "-1", self.tmp / "a.safetensors",
+                                                                       self.tmp / "a.safetensors"]):
+            result = run(*args)
+            self.assertEqual(result.returncode, 2, args)
+            self.assertEqual(result.stdout, "", args)
+
     def test_the_table_ranks_the_most_changed_tensors_first(self):
         base = model(10)
         other = dict(base, **{"model.layers.0.mlp.up_proj.weight": base["model.layers.0.mlp.up_proj.weight"] * 3})
