@@ -30,6 +30,15 @@ std::optional<std::regex> compile_regex(const std::string& pattern, const char* 
   }
 }
 
+/// --device, for every command that computes.
+CLI::Validator device_validator() {
+  return CLI::Validator(
+      [](const std::string& spec) {
+        return is_device_spec(spec) ? std::string() : "must be cpu, cuda, cuda:N or auto, not `" + spec + "`";
+      },
+      "DEVICE");
+}
+
 /// The scan options live on the top-level command; `scan` is an alias that hands its arguments back up.
 void add_scan_options(CLI::App& app, ScanOptions& options, std::string& include, std::string& exclude,
                       std::string& rules) {
@@ -38,9 +47,7 @@ void add_scan_options(CLI::App& app, ScanOptions& options, std::string& include,
   app.add_option("-o,--output", options.output, "also write the JSON document to FILE (atomically)");
   app.add_flag("-v,--verbose", options.verbose, "add per-tensor rows to the table");
   app.add_option("--device", options.device, "cpu, cuda, cuda:N or auto (CUDA when available)")
-      ->check([](const std::string& spec) {
-        return is_device_spec(spec) ? std::string() : "must be cpu, cuda, cuda:N or auto, not `" + spec + "`";
-      });
+      ->check(device_validator());
   app.add_option("--include", include, "analyze only tensors whose name matches REGEX");
   app.add_option("--exclude", exclude, "skip tensors whose name matches REGEX");
   app.add_option("--rules", rules, "classification rules file replacing the built-in ones (docs/rules.md)")
@@ -69,9 +76,7 @@ void add_diff_options(CLI::App& diff, DiffArguments& args) {
   diff.add_option("--top", args.command.top, "most-changed tensors shown per pair (default 20)");
   diff.add_flag("--fail-if-changed", args.command.fail_if_changed, "exit 1 when any pair differs");
   diff.add_option("--device", args.command.device, "cpu, cuda, cuda:N or auto (CUDA when available)")
-      ->check([](const std::string& spec) {
-        return is_device_spec(spec) ? std::string() : "must be cpu, cuda, cuda:N or auto, not `" + spec + "`";
-      });
+      ->check(device_validator());
   diff.add_option("--include", args.include, "compare only tensors whose name matches REGEX");
   diff.add_option("--exclude", args.exclude, "skip tensors whose name matches REGEX");
 }

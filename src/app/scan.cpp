@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "precdetect/analyze/analyzer.h"
-#include "precdetect/app/atomic_file.h"
+#include "precdetect/app/output.h"
 #include "precdetect/core/error.h"
 #include "precdetect/discover/discover.h"
 #include "precdetect/discover/hf_cache.h"
@@ -70,12 +70,6 @@ Hints storage_hints(const ModelSummary& summary, const ModelSource& source) {
   return hints;
 }
 
-/// Writes to stdout; a closed pipe (`precdetect ... | head`) is not an error.
-void print_stdout(const std::string& text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
-}
-
 }  // namespace
 
 ModelReport scan_model(const std::string& input, const ScanOptions& options, const RuleSet& rules,
@@ -117,10 +111,8 @@ ExitCode run_scan(const ScanOptions& options) {
       any_failed = true;
     }
   }
-  // Paths and library messages need not be UTF-8; invalid bytes become U+FFFD rather than aborting the dump.
-  std::string document = to_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  if (options.output) write_file_atomically(*options.output, document);
-  print_stdout(options.json ? document : render_table(report, options.verbose));
+  publish(to_json(report), options.output, options.json,
+          options.json ? std::string() : render_table(report, options.verbose));
   return any_failed ? ExitCode::kError : ExitCode::kSuccess;
 }
 

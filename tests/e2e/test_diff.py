@@ -157,6 +157,14 @@ class Diff(ScanTestCase):
         expected = reference([(steps[0][n], steps[2][n]) for n in steps[0]])
         self.assertStats(pairs[2]["overall"], expected, "step 2")
 
+    def test_an_unreadable_base_fails_every_pair(self):
+        save_file(model(12), self.tmp / "ok.safetensors")
+        (self.tmp / "base.safetensors").write_bytes(b"\x00" * 4)
+        pairs = self.diff(self.tmp / "base.safetensors", self.tmp / "ok.safetensors", self.tmp / "ok.safetensors",
+                          expect=2)
+        self.assertEqual([p["error"]["code"] for p in pairs], ["header_too_small"] * 2)
+        self.assertTrue(all(str(self.tmp / "base.safetensors") in p["error"]["message"] for p in pairs))
+
     def test_usage_errors(self):
         save_file(model(11), self.tmp / "a.safetensors")
         for args in (["diff"], ["diff", self.tmp / "a.safetensors"], ["diff", "--eta", "-1", self.tmp / "a.safetensors",

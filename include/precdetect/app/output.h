@@ -1,0 +1,16 @@
+#pragma once
+/// How every command hands over its result: the JSON document to --output, and the document or a table to stdout.
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace precdetect {
+
+/// Writes `document` to `output` (atomically) when given, then prints the document (`json`) or `table` on stdout.
+/// Paths and library messages need not be UTF-8: invalid bytes become U+FFFD rather than aborting the dump.
+void publish(const nlohmann::ordered_json& document, const std::optional<std::filesystem::path>& output, bool json,
+             const std::string& table);
+
+}  // namespace precdetect
