@@ -10,7 +10,7 @@ TensorStats torch_tensor_stats(const at::Tensor& values) {
   TensorStats stats{.numel = static_cast<uint64_t>(values.numel())};
   if (stats.numel == 0) return stats;
   // float64 throughout: exact squares for every narrower dtype, and a float64 sum (PyTorch's float32 norm
-  // drifts by ~1% on 100M-element tensors).
+  // loses about 1.6% on a 131M-element tensor, per issue 2).
   at::Tensor magnitudes = values.reshape(-1).to(at::kDouble).abs();
   at::Tensor nan = magnitudes.isnan();
   at::Tensor finite_or_inf = magnitudes.masked_fill(nan, 0.0);

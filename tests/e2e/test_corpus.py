@@ -152,7 +152,9 @@ class Corpus(ScanTestCase):
                 self.assertIn(model["error"]["code"], {"header_too_small", "missing_shard", "unknown_format"},
                               model["input"])
             else:
-                self.assertNotEqual(model["verdict"]["label"], "", model["input"])
+                self.assertGreater(model["summary"]["tensors"], 0, model["input"])
+                self.assertIn(model["format"], {"safetensors", "pytorch-zip", "pytorch-legacy", "pytorch-tar",
+                                                "torchscript"}, model["input"])
 
 
 if __name__ == "__main__":
