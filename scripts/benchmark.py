@@ -7,9 +7,11 @@ dtype, warms the page cache, then measures, side by side in one run:
   seed      safetensors.torch.load_file, then abs().min(), abs().max(), linalg.norm per tensor (seed 000)
   precdetect  build/precdetect --json --device DEVICE FILE
 and prints a Markdown table of GB/s (precdetect also without its fixed start-up), ratios (end to end) and
-precdetect's peak RSS. Timing lives here, never in tests.
+precdetect's peak RSS. With --diff it also times `precdetect diff` of each checkpoint against itself (a lossless
+conversion) and against a fine-tuned copy (every weight moved by ~1e-3 relative, most below bf16's spacing), in
+GB/s of both files read. Timing lives here, never in tests.
 
-  .venv/bin/python scripts/benchmark.py --size-gb 1 --threads 2
+  .venv/bin/python scripts/benchmark.py --size-gb 1 --threads 2 [--diff]
 """
 
 import argparse
@@ -52,6 +54,16 @@ def make_checkpoint(path, dtype, size_gb):
     tensors = {name: (torch.randn(shape, generator=generator) * 0.02).to(dtype)
                for name, shape in llama_shapes(budget).items()}
     save_file(tensors, path)
+
+
+def make_tuned_copy(path, tuned):
+    """A fine-tuned copy: each weight w moved by N(0, 1) * 1e-3 * |w|, stored in the original dtype."""
+    if tuned.exists():
+        return
+    generator = torch.Generator().manual_seed(1)
+    tensors = {name: (w.float() + torch.randn(w.shape, generator=generator) * 1e-3 * w.float().abs()).to(w.dtype)
+               for name, w in load_file(path).items()}
+    save_file(tensors, tuned)
 
 
 def timed(action, repeat):
@@ -101,6 +113,7 @@ def main():
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/precdetect-bench"))
+    parser.add_argument("--diff", action="store_true", help="also time precdetect diff")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -125,6 +138,27 @@ def main():
         print(f"| {name} | {gb:.2f} | {gb / read_s:.2f} | {gb / seed_s:.2f} | {gb / ours_s:.2f} | "
               f"{gb / (ours_s - startup_s):.2f} | {read_s / ours_s:.2f}x | {seed_s / ours_s:.2f}x | {rss_mib:.0f} |",
               flush=True)
+    if args.diff:
+        time_diffs(args, startup_s)
+
+
+def time_diffs(args, startup_s):
+    print("\n| dtype | pair | GB read | diff GB/s | excl. start-up GB/s | scan GB/s (one file) | excl. start-up "
+          "| peak RSS MiB |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in args.dtypes.split(","):
+        path = args.workdir / f"llama-{name}-{args.size_gb:g}gb.safetensors"
+        tuned = args.workdir / f"tuned-{name}-{args.size_gb:g}gb.safetensors"
+        make_tuned_copy(path, tuned)
+        scan_s = timed(lambda: run_precdetect("--json", "--device", args.device, path), args.repeat)
+        scan_gb = path.stat().st_size / 1e9
+        for label, other in (("itself", path), ("fine-tuned", tuned)):
+            plain_read(path), plain_read(other)  # warm the page cache
+            gb = (path.stat().st_size + other.stat().st_size) / 1e9
+            diff_s = timed(lambda: run_precdetect("diff", "--json", "--device", args.device, path, other), args.repeat)
+            rss_mib = run_precdetect("diff", "--json", "--device", args.device, path, other)
+            print(f"| {name} | {label} | {gb:.2f} | {gb / diff_s:.2f} | {gb / (diff_s - startup_s):.2f} | "
+                  f"{scan_gb / scan_s:.2f} | {scan_gb / (scan_s - startup_s):.2f} | {rss_mib:.0f} |", flush=True)
 
 
 if __name__ == "__main__":

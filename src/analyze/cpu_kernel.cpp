@@ -5,14 +5,11 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <future>
 #include <limits>
 #include <stdexcept>
-#include <thread>
-#include <vector>
 
-// The vector types below never cross a library boundary, so GCC's note that their ABI depends on -mavx is moot.
-#pragma GCC diagnostic ignored "-Wpsabi"
+#include "precdetect/analyze/float_vectors.h"
+#include "precdetect/core/parallel.h"
 
 namespace precdetect {
 namespace {
@@ -99,40 +96,10 @@ struct Lanes {
   }
 };
 
-// kWidth values at a time through GCC/Clang vector extensions: plain C++ that the compiler maps onto SSE2 register
-// pairs or AVX2, with no intrinsics to maintain. Comparisons yield all-ones lanes (-1), so subtracting a mask counts.
-using Floats = float __attribute__((vector_size(16)));
-using Ints = int32_t __attribute__((vector_size(16)));
-using Words = uint32_t __attribute__((vector_size(16)));
-using Doubles = double __attribute__((vector_size(16)));
-constexpr size_t kWidth = 4;
+using vectors::Doubles, vectors::Floats, vectors::Ints, vectors::kWidth;
 
-using HalfWords = uint16_t __attribute__((vector_size(8)));
-
-/// Four stored 16-bit values, widened to 32 bits (unaligned load).
-Words load_words(const uint16_t* data) {
-  HalfWords raw;
-  std::memcpy(&raw, data, sizeof(raw));
-  return __builtin_convertvector(raw, Words);
-}
-
-Words load_words(const uint32_t* data) {
-  Words raw;
-  std::memcpy(&raw, data, sizeof(raw));
-  return raw;
-}
-
-Floats bf16_magnitudes(const uint16_t* data) { return std::bit_cast<Floats>((load_words(data) & 0x7FFF) << 16); }
-
-Floats f16_magnitudes(const uint16_t* data) {  // the vector form of f16_magnitude()
-  Words raw = load_words(data);
-  Words shifted = (raw & 0x7FFF) << 13;
-  Floats finite = std::bit_cast<Floats>(shifted) * 0x1p112f;
-  Floats special = std::bit_cast<Floats>(shifted | 0x7F800000u);
-  return (raw & 0x7C00) == 0x7C00 ? special : finite;
-}
-
-Floats f32_magnitudes(const uint32_t* data) { return std::bit_cast<Floats>(load_words(data) & 0x7FFFFFFFu); }
+Floats bf16_magnitudes(const uint16_t* data) { return vectors::magnitudes(vectors::bf16_values(data)); }
+Floats f32_magnitudes(const uint32_t* data) { return vectors::magnitudes(vectors::f32_values(data)); }
 
 auto fp8_magnitudes(const Fp8Table& table) {
   return [&table](const uint8_t* data) {
@@ -157,8 +124,7 @@ struct FloatVectorLanes {
     nans -= is_nan;
     infs -= a == kInf;
     Floats kept = std::bit_cast<Floats>(std::bit_cast<Ints>(a) & ~is_nan);  // NaN -> +0 for the sum of squares
-    Doubles low = __builtin_convertvector(__builtin_shufflevector(kept, kept, 0, 1), Doubles);
-    Doubles high = __builtin_convertvector(__builtin_shufflevector(kept, kept, 2, 3), Doubles);
+    Doubles low = vectors::low_half(kept), high = vectors::high_half(kept);
     squares_low += low * low;  // exact: a float's square fits a double
     squares_high += high * high;
   }
@@ -215,26 +181,13 @@ TensorStats reduce_range(const Raw* data, size_t begin, size_t end, Decode decod
   return total;
 }
 
-/// Splits large tensors across the machine's threads; small ones run inline. `range(begin, end)` reduces one part.
-template <typename Range>
-TensorStats split_across_threads(uint64_t numel, Range range) {
-  constexpr uint64_t kMinElementsPerThread = 1 << 20;
-  uint64_t threads =
-      std::min<uint64_t>(std::max(1u, std::thread::hardware_concurrency()), numel / kMinElementsPerThread);
-  if (threads <= 1) return range(0, numel);
-  std::vector<std::future<TensorStats>> parts;
-  uint64_t chunk = (numel + threads - 1) / threads;
-  for (uint64_t begin = chunk; begin < numel; begin += chunk)
-    parts.push_back(std::async(std::launch::async, range, begin, std::min(numel, begin + chunk)));
-  TensorStats stats = range(0, std::min(numel, chunk));
-  for (auto& part : parts) stats.merge(part.get());
-  return stats;
-}
+// Large tensors are split across the cores; below a million elements per core a thread costs more than it saves.
+constexpr uint64_t kMinElementsPerThread = 1 << 20;
 
 template <typename Raw, typename DecodeVector, typename Decode>
 TensorStats reduce_floats(const void* data, uint64_t numel, DecodeVector decode_vector, Decode decode) {
   const auto* values = static_cast<const Raw*>(data);
-  return split_across_threads(numel, [=](uint64_t begin, uint64_t end) {
+  return reduce_in_parallel(numel, kMinElementsPerThread, [=](uint64_t begin, uint64_t end) {
     return reduce_range_vector(values, begin, end, decode_vector, decode);
   });
 }
@@ -245,7 +198,7 @@ TensorStats cpu_tensor_stats(const void* data, DType dtype, uint64_t numel) {
   switch (dtype) {
     case DType::F64: {
       const auto* values = static_cast<const uint64_t*>(data);
-      return split_across_threads(numel, [=](uint64_t begin, uint64_t end) {
+      return reduce_in_parallel(numel, kMinElementsPerThread, [=](uint64_t begin, uint64_t end) {
         return reduce_range(values, begin, end, [](uint64_t raw) { return f64_magnitude(raw); });
       });
     }
@@ -256,7 +209,7 @@ TensorStats cpu_tensor_stats(const void* data, DType dtype, uint64_t numel) {
           [](uint32_t raw) { return f32_magnitude(raw); });
     case DType::F16:
       return reduce_floats<uint16_t>(
-          data, numel, [](const uint16_t* p) { return f16_magnitudes(p); },
+          data, numel, [](const uint16_t* p) { return vectors::f16_magnitudes(p); },
           [](uint16_t raw) { return f16_magnitude(raw); });
     case DType::BF16:
       return reduce_floats<uint16_t>(

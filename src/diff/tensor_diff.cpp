@@ -2,20 +2,19 @@
 
 #include <ATen/ATen.h>
 
-#include <bit>
 #include <cmath>
 #include <cstring>
-#include <future>
-#include <thread>
-#include <vector>
+#include <limits>
+
+#include "precdetect/analyze/cpu_kernel.h"
+#include "precdetect/diff/diff_kernel.h"
+#include "precdetect/load/tensor_loader.h"
 
 namespace precdetect {
 namespace {
 
 constexpr int64_t kChunk = 1 << 22;
-constexpr int64_t kExponentOffset = 1100;  // float64 exponents of |x| > 0 lie in [-1073, 1024]
-// seed 004: weights below this in both checkpoints count as unchanged whatever their ratio
-constexpr double kBothZero = 1e-10;
+constexpr int64_t kExponentOffset = 1100;  // frexp exponents of finite |x| > 0 lie in [-1073, 1024]
 
 void add_histogram(UpdateHistogram& histogram, const at::Tensor& values) {
   at::Tensor zero = values.eq(0);
@@ -23,7 +22,8 @@ void add_histogram(UpdateHistogram& histogram, const at::Tensor& values) {
   histogram.total += static_cast<uint64_t>(values.numel());
   at::Tensor nonzero = values.masked_select(zero.logical_not().logical_and(values.isfinite()));
   if (nonzero.numel() == 0) return;
-  at::Tensor exponents = std::get<1>(at::frexp(nonzero)).to(at::kLong) + kExponentOffset;
+  // float64 subnormals share bin -1022 with [2^-1023, 2^-1022), as in the CPU kernel (docs/diff.md)
+  at::Tensor exponents = std::get<1>(at::frexp(nonzero)).to(at::kLong).clamp_min(-1022) + kExponentOffset;
   at::Tensor counts = at::bincount(exponents).cpu();
   const int64_t* count = counts.data_ptr<int64_t>();
   for (int64_t bin = 0; bin < counts.numel(); ++bin)
@@ -40,7 +40,7 @@ at::Tensor bf16_changed(const at::Tensor& a, const at::Tensor& b, const DiffOpti
   }
   at::Tensor wa = a16.to(at::kDouble), wb = b16.to(at::kDouble);
   at::Tensor within = (wb - wa).abs().le(options.eta * at::maximum(wa.abs(), wb.abs()));
-  at::Tensor both_zero = wa.abs().lt(kBothZero).logical_and(wb.abs().lt(kBothZero));
+  at::Tensor both_zero = wa.abs().lt(kBothZeroBelow).logical_and(wb.abs().lt(kBothZeroBelow));
   return within.logical_or(both_zero).logical_not();  // NaN compares false: a NaN counts as changed
 }
 
@@ -68,94 +68,55 @@ DiffStats diff_chunk_with_ops(const at::Tensor& a, const at::Tensor& b, const Di
   return stats;
 }
 
-// ---- The fused CPU pass: one loop over the chunk's float64 values computes every statistic. ----
-
-/// c10's float -> bf16 rounding (round to nearest even, NaN kept), after the same double -> float step as
-/// libtorch's `.to(kBFloat16)`, so both paths agree bit for bit.
-uint16_t to_bf16_bits(double value) {
-  auto bits = std::bit_cast<uint32_t>(static_cast<float>(value));
-  if (std::isnan(value)) return 0x7FC0;
-  return static_cast<uint16_t>((bits + ((bits >> 16) & 1) + 0x7FFF) >> 16);
-}
-double from_bf16_bits(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
-
-/// Histogram bins by frexp exponent, read from the float64 bits (frexp itself for subnormals).
-struct ExponentCounts {
-  std::vector<uint64_t> bins = std::vector<uint64_t>(2 * kExponentOffset + 2);
-  uint64_t zeros = 0, total = 0;
-  void add(double x) {
-    ++total;
-    if (x == 0) return void(++zeros);
-    if (!std::isfinite(x)) return;
-    uint64_t biased = (std::bit_cast<uint64_t>(x) >> 52) & 0x7FF;
-    int exponent = 0;
-    if (biased == 0)
-      std::frexp(x, &exponent);
-    else
-      exponent = static_cast<int>(biased) - 1022;
-    ++bins[static_cast<size_t>(exponent + kExponentOffset)];
-  }
-  void flush_into(UpdateHistogram& histogram) const {
-    for (size_t bin = 0; bin < bins.size(); ++bin)
-      if (bins[bin]) histogram.bins[static_cast<int>(bin) - static_cast<int>(kExponentOffset)] += bins[bin];
-    histogram.zeros += zeros;
-    histogram.total += total;
-  }
-};
-
-bool bf16_element_changed(double a, double b, const DiffOptions& options) {
-  uint16_t a16 = to_bf16_bits(a), b16 = to_bf16_bits(b);
-  if (options.bitwise) return ((a16 & 0x7FFF) ? a16 : 0) != ((b16 & 0x7FFF) ? b16 : 0);  // +0 == -0
-  double wa = from_bf16_bits(a16), wb = from_bf16_bits(b16);
-  bool within = std::fabs(wb - wa) <= options.eta * std::max(std::fabs(wa), std::fabs(wb));
-  bool both_zero = std::fabs(wa) < kBothZero && std::fabs(wb) < kBothZero;
-  return !(within || both_zero);  // NaN compares false: a NaN counts as changed
-}
-
-DiffStats diff_chunk_fused(const double* a, const double* b, int64_t n, const DiffOptions& options) {
-  DiffStats stats{.numel = static_cast<uint64_t>(n)};
-  ExponentCounts abs_updates, rel_updates;
-  for (int64_t i = 0; i < n; ++i) {
-    double diff = b[i] - a[i], update = std::fabs(diff), base = std::fabs(a[i]);
-    stats.not_close += !(update <= options.atol + options.rtol * base);
-    if (std::isfinite(update)) {
-      stats.max_abs = std::max(stats.max_abs, update);
-      stats.sum_abs += update;
-    }
-    stats.sum_sq_diff += diff * diff;
-    stats.sum_sq_base += a[i] * a[i];
-    stats.sum_sq_other += b[i] * b[i];
-    stats.dot += a[i] * b[i];
-    stats.changed += bf16_element_changed(a[i], b[i], options);
-    abs_updates.add(update);
-    if (base != 0) {
-      double relative = update / base;
-      rel_updates.add(relative);
-      if (std::isfinite(relative)) stats.max_rel = std::max(stats.max_rel, relative);
-    }
-  }
-  abs_updates.flush_into(stats.abs_updates);
-  rel_updates.flush_into(stats.rel_updates);
-  return stats;
-}
-
-/// The fused pass split across the machine's threads.
-DiffStats diff_chunk_fused_parallel(const double* a, const double* b, int64_t n, const DiffOptions& options) {
-  int64_t threads = std::max<int64_t>(1, std::min<int64_t>(std::thread::hardware_concurrency(), n >> 16));
-  int64_t part = (n + threads - 1) / threads;
-  std::vector<std::future<DiffStats>> parts;
-  for (int64_t begin = part; begin < n; begin += part)
-    parts.push_back(std::async(std::launch::async, diff_chunk_fused, a + begin, b + begin, std::min(part, n - begin),
-                               std::cref(options)));
-  DiffStats stats = diff_chunk_fused(a, b, std::min(part, n), options);
-  for (auto& result : parts) stats.merge(result.get());
-  return stats;
-}
-
 bool bitwise_equal(const at::Tensor& base, const at::Tensor& other) {
   if (base.scalar_type() != other.scalar_type()) return false;
   at::Tensor a = base.contiguous(), b = other.contiguous();
   return std::memcmp(a.data_ptr(), b.data_ptr(), static_cast<size_t>(a.nbytes())) == 0;
+}
+
+/// A tensor against a bitwise copy of itself, from the scan kernel's pass over one side (half the reading and a
+/// fraction of the arithmetic): every update is exactly zero but at NaN and Inf, where it is NaN (Inf - Inf).
+DiffStats identical_diff(const TensorStats& values, const DiffOptions& options) {
+  uint64_t specials = values.nans + values.infs;
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  DiffStats stats{.numel = values.numel, .not_close = specials};
+  stats.sum_sq_diff = specials ? nan : 0.0;
+  stats.sum_sq_base = stats.sum_sq_other = stats.dot = values.nans ? nan : values.sum_squares;
+  stats.changed = options.bitwise ? 0 : specials;  // the eta rule calls NaN changed; equal bf16 patterns are not
+  stats.abs_updates.total = values.numel;
+  stats.abs_updates.zeros = values.numel - specials;
+  stats.rel_updates.total = values.numel - values.zeros;  // relative updates exist where base != 0
+  stats.rel_updates.zeros = values.numel - values.zeros - specials;
+  return stats;
+}
+
+/// The CPU path. Bitwise-equal tensors (a lossless conversion, a frozen layer) take the scan kernel; others our
+/// fused diff kernel, straight over the stored values when both sides share a dtype it reads, else (mixed dtypes,
+/// fp8) chunk by chunk through two reused buffers of the wider of float32 and float64, to which every stored
+/// float converts exactly.
+DiffStats diff_on_cpu(const at::Tensor& base, const at::Tensor& other, const DiffOptions& options) {
+  at::Tensor a = base.contiguous().reshape(-1), b = other.contiguous().reshape(-1);
+  bool same_dtype = a.scalar_type() == b.scalar_type();
+  auto numel = static_cast<uint64_t>(a.numel());
+  if (same_dtype && bitwise_equal(a, b))
+    return identical_diff(cpu_tensor_stats(a.data_ptr(), stored_dtype(a.scalar_type()), numel), options);
+  DiffStats total;
+  if (same_dtype && has_cpu_diff_kernel(a.scalar_type())) {
+    total = cpu_diff_stats(a.data_ptr(), b.data_ptr(), a.scalar_type(), numel, options);
+  } else {
+    bool any_f64 = a.scalar_type() == at::kDouble || b.scalar_type() == at::kDouble;
+    at::Tensor a_wide = at::empty({std::min(kChunk, a.numel())}, any_f64 ? at::kDouble : at::kFloat);
+    at::Tensor b_wide = at::empty_like(a_wide);
+    for (int64_t begin = 0; begin < a.numel(); begin += kChunk) {
+      int64_t length = std::min(kChunk, a.numel() - begin);
+      at::Tensor a_part = a_wide.narrow(0, 0, length).copy_(a.narrow(0, begin, length));
+      at::Tensor b_part = b_wide.narrow(0, 0, length).copy_(b.narrow(0, begin, length));
+      total.merge(cpu_diff_stats(a_part.data_ptr(), b_part.data_ptr(), a_wide.scalar_type(),
+                                 static_cast<uint64_t>(length), options));
+    }
+  }
+  total.identical = false;
+  return total;
 }
 
 }  // namespace
@@ -203,17 +164,17 @@ void DiffStats::merge(const DiffStats& other) {
 
 DiffStats diff_tensors(const at::Tensor& base, const at::Tensor& other, const DiffOptions& options,
                        const ComputeDevice& device) {
-  if (!device.cuda) return diff_tensors_with_ops(base, other, options, at::kCPU, /*fused=*/true);
-  return diff_tensors_with_ops(base, other, options, at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device.index)),
-                               /*fused=*/false);
+  if (!device.cuda) return diff_on_cpu(base, other, options);
+  return diff_tensors_with_ops(base, other, options,
+                               at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device.index)));
 }
 
 DiffStats diff_tensors_with_ops(const at::Tensor& base, const at::Tensor& other, const DiffOptions& options,
-                                at::Device device, bool fused) {
+                                at::Device device) {
   at::Tensor a = base.reshape(-1), b = other.reshape(-1);
   DiffStats total;
   total.identical = bitwise_equal(base, other);
-  // Two float64 buffers reused for every chunk: fresh ones would cost a page fault per 4 KiB each time.
+  // Two float64 buffers reused for every chunk: fresh ones would cost an allocation and page faults each time.
   auto options64 = at::TensorOptions().dtype(at::kDouble).device(device);
   at::Tensor a64 = at::empty({std::min(kChunk, a.numel())}, options64), b64 = at::empty_like(a64);
   for (int64_t begin = 0; begin < a.numel(); begin += kChunk) {
@@ -221,9 +182,7 @@ DiffStats diff_tensors_with_ops(const at::Tensor& base, const at::Tensor& other,
     at::Tensor a_part = a64.narrow(0, 0, length), b_part = b64.narrow(0, 0, length);
     a_part.copy_(a.narrow(0, begin, length));
     b_part.copy_(b.narrow(0, begin, length));
-    DiffStats chunk =
-        fused ? diff_chunk_fused_parallel(a_part.data_ptr<double>(), b_part.data_ptr<double>(), length, options)
-              : diff_chunk_with_ops(a_part, b_part, options);
+    DiffStats chunk = diff_chunk_with_ops(a_part, b_part, options);
     chunk.identical = total.identical;
     total.merge(chunk);
   }

@@ -6,23 +6,25 @@
 
 namespace precdetect {
 
+namespace {
+
+/// The floating dtypes we analyze, with libtorch's name for each.
+constexpr std::pair<DType, c10::ScalarType> kAnalyzedTypes[] = {
+    {DType::F64, at::kDouble},          {DType::F32, at::kFloat},          {DType::F16, at::kHalf},
+    {DType::BF16, at::kBFloat16},       {DType::F8_E4M3, at::kFloat8_e4m3fn}, {DType::F8_E5M2, at::kFloat8_e5m2}};
+
+}  // namespace
+
 c10::ScalarType torch_scalar_type(DType dtype) {
-  switch (dtype) {
-    case DType::F64:
-      return at::kDouble;
-    case DType::F32:
-      return at::kFloat;
-    case DType::F16:
-      return at::kHalf;
-    case DType::BF16:
-      return at::kBFloat16;
-    case DType::F8_E4M3:
-      return at::kFloat8_e4m3fn;
-    case DType::F8_E5M2:
-      return at::kFloat8_e5m2;
-    default:
-      throw std::invalid_argument("torch_scalar_type: not an analyzed floating dtype");
-  }
+  for (auto [ours, torch_type] : kAnalyzedTypes)
+    if (ours == dtype) return torch_type;
+  throw std::invalid_argument("torch_scalar_type: not an analyzed floating dtype");
+}
+
+DType stored_dtype(c10::ScalarType type) {
+  for (auto [ours, torch_type] : kAnalyzedTypes)
+    if (torch_type == type) return ours;
+  throw std::invalid_argument("stored_dtype: not an analyzed floating dtype");
 }
 
 namespace {

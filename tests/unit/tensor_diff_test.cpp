@@ -34,11 +34,14 @@ void expect_same_diff(const DiffStats& a, const DiffStats& b) {
   EXPECT_EQ(a.abs_updates.bins, b.abs_updates.bins);
   EXPECT_EQ(a.abs_updates.zeros, b.abs_updates.zeros);
   EXPECT_EQ(a.rel_updates.bins, b.rel_updates.bins);
+  EXPECT_EQ(a.rel_updates.zeros, b.rel_updates.zeros);
   EXPECT_EQ(a.rel_updates.total, b.rel_updates.total);
+  EXPECT_EQ(a.abs_updates.total, b.abs_updates.total);
   EXPECT_EQ(a.max_abs, b.max_abs);
   EXPECT_EQ(a.max_rel, b.max_rel);
   for (auto [x, y] :
-       {std::pair{a.sum_sq_diff, b.sum_sq_diff}, std::pair{a.dot, b.dot}, std::pair{a.sum_abs, b.sum_abs}}) {
+       {std::pair{a.sum_sq_diff, b.sum_sq_diff}, std::pair{a.dot, b.dot}, std::pair{a.sum_abs, b.sum_abs},
+        std::pair{a.sum_sq_base, b.sum_sq_base}, std::pair{a.sum_sq_other, b.sum_sq_other}}) {
     if (std::isnan(y))
       EXPECT_TRUE(std::isnan(x));  // a NaN in the data poisons the sums on both paths alike
     else
@@ -46,21 +49,44 @@ void expect_same_diff(const DiffStats& a, const DiffStats& b) {
   }
 }
 
-// The CUDA path's libtorch-ops code, run on the CPU, against the fused CPU pass: zeros, NaN, Inf, subnormal
-// updates, tiny weights, and both bf16 modes.
-TEST(TensorDiff, FusedPassAgreesWithLibtorchOps) {
+/// A base and an update of it with the cases every statistic has to get right: zeros on one side, tiny weights,
+/// NaN, Inf, -0, an update in float64's subnormal range, and a share of elements left untouched.
+std::pair<at::Tensor, at::Tensor> awkward_pair(int64_t n) {
   at::manual_seed(3);
-  at::Tensor base = at::randn({200'003}, at::kDouble);
-  at::Tensor other = base * (1 + at::randn({200'003}, at::kDouble) * 0.01);
+  at::Tensor base = at::randn({n}, at::kDouble);
+  at::Tensor other = base * (1 + at::randn({n}, at::kDouble) * 0.01);
+  if (n < 40) return {base, other};
+  other.narrow(0, 30, n / 4).copy_(base.narrow(0, 30, n / 4));
   base.narrow(0, 0, 10).zero_();
   other.narrow(0, 5, 10).fill_(1e-12);
   other[20] = NAN;
   other[21] = INFINITY;
-  other[22] = base[22].item<double>() + 1e-310;
-  for (bool bitwise : {false, true}) {
-    DiffOptions options{.bitwise = bitwise};
-    expect_same_diff(diff_tensors_with_ops(base, other, options, at::kCPU, true),
-                     diff_tensors_with_ops(base, other, options, at::kCPU, false));
+  base[22] = 1e-310;  // an update of 2e-310: float64 subnormal
+  other[22] = 3e-310;
+  base[23] = -0.0;
+  other[24] = -0.0;
+  return {base, other};
+}
+
+// The CUDA path's libtorch-ops code, run on the CPU, against the fused CPU kernel: every dtype it reads directly,
+// mixed and fp8 pairs (converted), both bf16 modes, sizes that leave a tail and that split across threads.
+TEST(TensorDiff, FusedPassAgreesWithLibtorchOps) {
+  const std::pair<at::ScalarType, at::ScalarType> dtypes[] = {
+      {at::kDouble, at::kDouble},   {at::kFloat, at::kFloat},     {at::kHalf, at::kHalf},
+      {at::kBFloat16, at::kBFloat16}, {at::kBFloat16, at::kFloat}, {at::kHalf, at::kBFloat16},
+      {at::kFloat, at::kDouble},    {at::kFloat8_e4m3fn, at::kFloat8_e4m3fn}};
+  for (int64_t n : {0, 1, 7, 200'003, 1'500'001}) {
+    auto [base, other] = awkward_pair(n);
+    for (auto [base_dtype, other_dtype] : dtypes) {
+      at::Tensor a = base.to(base_dtype), b = other.to(other_dtype);
+      for (bool bitwise : {false, true}) {
+        SCOPED_TRACE(testing::Message() << n << " " << base_dtype << " vs " << other_dtype << " bitwise " << bitwise);
+        DiffOptions options{.bitwise = bitwise};
+        expect_same_diff(diff_tensors(a, b, options, {}), diff_tensors_with_ops(a, b, options, at::kCPU));
+        // a bitwise copy (the CPU path's shortcut), NaN and Inf included
+        expect_same_diff(diff_tensors(b, b.clone(), options, {}), diff_tensors_with_ops(b, b.clone(), options, at::kCPU));
+      }
+    }
   }
 }
 

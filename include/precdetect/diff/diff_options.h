@@ -3,6 +3,9 @@
 
 namespace precdetect {
 
+/// seed 004: weights below this magnitude in both checkpoints count as unchanged, whatever their ratio.
+constexpr double kBothZeroBelow = 1e-10;
+
 struct DiffOptions {
   double rtol = 1e-5;  ///< allclose: |other - base| <= atol + rtol * |base| (torch.allclose, base-relative)
   double atol = 1e-8;

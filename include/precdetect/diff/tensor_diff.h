@@ -13,7 +13,8 @@
 namespace precdetect {
 
 /// Counts of update magnitudes by binary exponent: exact for thresholds that are powers of two, percentiles to
-/// a factor of two. A value x > 0 with x = m * 2^e, m in [0.5, 1), lands in bin e, i.e. [2^(e-1), 2^e).
+/// a factor of two. A value x > 0 with x = m * 2^e, m in [0.5, 1), lands in bin e, i.e. [2^(e-1), 2^e);
+/// float64 subnormals (e < -1022) are clamped into bin -1022.
 struct UpdateHistogram {
   std::map<int, uint64_t> bins;
   uint64_t zeros = 0;  ///< updates that are exactly zero
@@ -39,14 +40,13 @@ struct DiffStats {
   double sparsity() const { return numel ? 1.0 - static_cast<double>(changed) / static_cast<double>(numel) : 1.0; }
 };
 
-/// Compares two tensors of the same shape (any floating dtypes) in float64, chunk by chunk: on the CPU in one
-/// fused pass of our own per chunk, on CUDA with libtorch ops. Both give the same statistics.
+/// Compares two tensors of the same shape (any floating dtypes) in float64: on the CPU in one fused pass of our
+/// own (diff_kernel.h), on CUDA with libtorch ops chunk by chunk. Both give the same statistics.
 DiffStats diff_tensors(const at::Tensor& base, const at::Tensor& other, const DiffOptions& options,
                        const ComputeDevice& device);
 
-/// The implementation behind diff_tensors, exposed so tests can run the libtorch-ops path (`fused` false, the
-/// CUDA path's code) on the CPU against the fused pass.
+/// The CUDA path's libtorch ops on any device, exposed so tests can hold it to the CPU kernel without a GPU.
 DiffStats diff_tensors_with_ops(const at::Tensor& base, const at::Tensor& other, const DiffOptions& options,
-                                at::Device device, bool fused);
+                                at::Device device);
 
 }  // namespace precdetect

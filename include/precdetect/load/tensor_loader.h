@@ -9,6 +9,8 @@ namespace precdetect {
 
 /// libtorch's scalar type for a floating dtype we analyze (F64, F32, F16, BF16, F8_E4M3, F8_E5M2).
 c10::ScalarType torch_scalar_type(DType dtype);
+/// The inverse of torch_scalar_type.
+DType stored_dtype(c10::ScalarType type);
 
 /// The values of a floating `record` as a CPU tensor: a view (offset, shape, stride) of its storage. Zero-copy
 /// over the mapped file when the storage is aligned to its element size; an aligned copy otherwise (misaligned

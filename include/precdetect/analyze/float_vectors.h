@@ -1,0 +1,69 @@
+#pragma once
+/// Four floats at a time through GCC/Clang vector extensions: plain C++ that the compiler maps onto SSE2
+/// registers (or AVX2), with no intrinsics to maintain. Shared by the scan and diff kernels, with decoders from
+/// each stored 16- and 32-bit float dtype. Comparisons yield all-ones lanes (-1), so subtracting a mask counts.
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+
+// These vector types never cross a library boundary, so GCC's note that their ABI depends on -mavx is moot.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace precdetect::vectors {
+
+using Floats = float __attribute__((vector_size(16)));
+using Ints = int32_t __attribute__((vector_size(16)));
+using Words = uint32_t __attribute__((vector_size(16)));
+using Doubles = double __attribute__((vector_size(16)));
+using Longs = int64_t __attribute__((vector_size(16)));
+using LongWords = uint64_t __attribute__((vector_size(16)));
+constexpr size_t kWidth = 4;  ///< Floats per vector
+
+using HalfWords = uint16_t __attribute__((vector_size(8)));
+
+/// Four stored 16-bit values, widened to 32 bits (unaligned load).
+inline Words load_words(const uint16_t* data) {
+  HalfWords raw;
+  std::memcpy(&raw, data, sizeof(raw));
+  return __builtin_convertvector(raw, Words);
+}
+
+inline Words load_words(const uint32_t* data) {
+  Words raw;
+  std::memcpy(&raw, data, sizeof(raw));
+  return raw;
+}
+
+inline Floats bf16_values(const uint16_t* data) { return std::bit_cast<Floats>(load_words(data) << 16); }
+
+inline Floats f16_magnitudes(const uint16_t* data) {
+  // Shift exponent and mantissa into float position, then rescale the exponent bias (15 -> 127) with one
+  // multiply by 2^112; this also turns fp16 subnormals into the right float normals. Inf/NaN keep all-ones.
+  Words shifted = (load_words(data) & 0x7FFF) << 13;
+  Floats finite = std::bit_cast<Floats>(shifted) * 0x1p112f;
+  Floats special = std::bit_cast<Floats>(shifted | 0x7F800000u);
+  return (shifted & 0x0F800000u) == 0x0F800000u ? special : finite;
+}
+
+inline Floats f16_values(const uint16_t* data) {
+  Words sign = (load_words(data) & 0x8000) << 16;
+  return std::bit_cast<Floats>(std::bit_cast<Words>(f16_magnitudes(data)) | sign);
+}
+
+inline Floats f32_values(const uint32_t* data) { return std::bit_cast<Floats>(load_words(data)); }
+
+inline Floats magnitudes(Floats values) { return std::bit_cast<Floats>(std::bit_cast<Words>(values) & 0x7FFFFFFFu); }
+inline Doubles magnitudes(Doubles values) {
+  return std::bit_cast<Doubles>(std::bit_cast<LongWords>(values) & 0x7FFFFFFFFFFFFFFFull);
+}
+
+/// Lanes 0-1 and 2-3 of four floats, widened to float64 (exactly).
+inline Doubles low_half(Floats values) {
+  return __builtin_convertvector(__builtin_shufflevector(values, values, 0, 1), Doubles);
+}
+inline Doubles high_half(Floats values) {
+  return __builtin_convertvector(__builtin_shufflevector(values, values, 2, 3), Doubles);
+}
+
+}  // namespace precdetect::vectors
