@@ -12,9 +12,9 @@ namespace precdetect {
 namespace {
 
 constexpr const char* kFooter = R"(Exit status:
-  0  every model was scanned
-  1  a gate failed
-  2  a usage error, or at least one model could not be scanned (the others are still reported)
+  0  every model was scanned (and passed every gate)
+  1  a gate failed (--expect, --fail-on, --fail-if-fp16-risk, --max-abs, --max-norm; diff --fail-if-changed)
+  2  a usage error, or at least one model could not be scanned (the others are still reported) and no gate failed
 
 PATH is a model folder (sharded or not), one checkpoint file (safetensors; PyTorch .bin/.pt/.pth, legacy or
 zip; TorchScript), a *.index.json, or a Hugging Face id org/name[@revision] found in the local cache
@@ -39,6 +39,33 @@ CLI::Validator device_validator() {
       "DEVICE");
 }
 
+void add_batch_options(CLI::App& app, ScanOptions& options) {
+  // One value per occurrence (allow_extra_args false): a vector option would otherwise swallow the PATHs after it.
+  app.add_option("--from", options.lists, "also scan the inputs listed in FILE, one per line ('#' comments; - is stdin)")
+      ->allow_extra_args(false);
+  app.add_flag("-r,--recursive", options.recursive, "a folder stands for every model folder under it");
+  app.add_option("-j,--jobs", options.jobs, "models scanned at once (default: up to 4 on the CPU, 2 on a GPU)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--jsonl", options.jsonl, "print one JSON line per model as it finishes, then a summary line")
+      ->excludes("--json");
+}
+
+const std::vector<std::string> kLabels = {"fp16", "bf16", "fp32", "unknown"};
+
+void add_gate_options(CLI::App& app, Gates& gates) {
+  app.add_option("--expect", gates.expect, "exit 1 unless every model is classified LABEL")
+      ->check(CLI::IsMember(kLabels));
+  app.add_option("--fail-on", gates.fail_on, "exit 1 if a model is classified LABEL[,LABEL...]")
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->check(CLI::IsMember(kLabels));
+  app.add_flag("--fail-if-fp16-risk", gates.fail_if_fp16_risk, "exit 1 if a model is at risk of overflow in fp16");
+  app.add_option("--max-abs", gates.max_abs, "exit 1 if a model's largest |weight| exceeds X")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-norm", gates.max_norm, "exit 1 if a model's largest tensor L2 norm exceeds X")
+      ->check(CLI::NonNegativeNumber);
+}
+
 /// The scan options live on the top-level command; `scan` is an alias that hands its arguments back up.
 void add_scan_options(CLI::App& app, ScanOptions& options, std::string& include, std::string& exclude,
                       std::string& rules) {
@@ -52,6 +79,8 @@ void add_scan_options(CLI::App& app, ScanOptions& options, std::string& include,
   app.add_option("--exclude", exclude, "skip tensors whose name matches REGEX");
   app.add_option("--rules", rules, "classification rules file replacing the built-in ones (docs/rules.md)")
       ->check(CLI::ExistingFile);
+  add_batch_options(app, options);
+  add_gate_options(app, options.gates);
 }
 
 struct DiffArguments {
@@ -113,7 +142,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
       result.diff = std::move(command);
       return result;
     }
-    if (options.inputs.empty()) throw CLI::RequiredError("PATH (at least one model)");
+    if (options.inputs.empty() && options.lists.empty()) throw CLI::RequiredError("PATH or --from (at least one model)");
     options.filter = {compile_regex(include, "--include"), compile_regex(exclude, "--exclude")};
     if (!rules.empty()) options.rules = rules;
     result.scan = std::move(options);

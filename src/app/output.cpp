@@ -5,15 +5,28 @@
 #include "precdetect/app/atomic_file.h"
 
 namespace precdetect {
+namespace {
 
-void publish(const nlohmann::ordered_json& document, const std::optional<std::filesystem::path>& output, bool json,
-             const std::string& table) {
-  std::string text = document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  if (output) write_file_atomically(*output, text);
-  if (!json) text = table;
+/// Paths and library messages need not be UTF-8: invalid bytes become U+FFFD rather than aborting the dump.
+std::string dump(const nlohmann::ordered_json& document, int indent) {
+  return document.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+void print(const std::string& text) {
   // SIGPIPE is ignored (main.cpp): a reader that closed the pipe early just gets less.
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
 }
+
+}  // namespace
+
+void publish(const nlohmann::ordered_json& document, const std::optional<std::filesystem::path>& output, bool json,
+             const std::string& table) {
+  std::string text = dump(document, 2);
+  if (output) write_file_atomically(*output, text);
+  print(json ? text : table);
+}
+
+void print_json_line(const nlohmann::ordered_json& document) { print(dump(document, -1)); }
 
 }  // namespace precdetect

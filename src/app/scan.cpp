@@ -3,14 +3,21 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <mutex>
+#include <thread>
 
 #include "precdetect/analyze/analyzer.h"
+#include "precdetect/app/gates.h"
 #include "precdetect/app/output.h"
 #include "precdetect/core/error.h"
 #include "precdetect/discover/discover.h"
 #include "precdetect/discover/hf_cache.h"
+#include "precdetect/discover/input_list.h"
 #include "precdetect/load/checkpoint.h"
+#include "precdetect/report/batch_counts.h"
 #include "precdetect/report/json_report.h"
 #include "precdetect/report/table_report.h"
 
@@ -99,21 +106,78 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
   return report;
 }
 
+namespace {
+
+/// The run's inputs: the PATHs, then each --from list's entries; with --recursive a folder stands for the model
+/// folders under it. An input that expands to nothing stays as typed, so its own error is reported for it.
+std::vector<std::string> collect_inputs(const ScanOptions& options) {
+  std::vector<std::string> inputs;
+  auto add = [&](const std::string& input) {
+    std::error_code ec;
+    if (options.recursive && std::filesystem::is_directory(input, ec)) {
+      try {
+        std::vector<std::string> found = find_model_folders(input);
+        if (!found.empty()) return inputs.insert(inputs.end(), found.begin(), found.end()), void();
+      } catch (const Error&) {  // an unwalkable folder: scanned as one model, which names the problem
+      }
+    }
+    inputs.push_back(input);
+  };
+  for (const std::string& input : options.inputs) add(input);
+  for (const std::string& list : options.lists)
+    for (const std::string& input : read_input_list(list)) add(input);
+  return inputs;
+}
+
+/// Models scanned at once by default: a few on the CPU (small models and file I/O overlap; a large tensor uses
+/// every core anyway), two on a GPU (one loads while the other computes).
+size_t default_jobs(const ComputeDevice& device) {
+  if (device.cuda) return 2;
+  return std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
+}
+
+/// Tells the user about a finished model at once: its error or violated gates on stderr, its JSONL line.
+void announce(const ModelReport& model, bool jsonl) {
+  if (model.error) fmt::print(stderr, "precdetect: {}\n", model.error->message);
+  for (const std::string& failure : model.gate_failures)
+    fmt::print(stderr, "precdetect: gate failed: {}: {}\n", model.path, failure);
+  if (jsonl) print_json_line(model_json(model));
+}
+
+ExitCode exit_code(const ScanReport& report) {
+  BatchCounts counts = count_batch(report);
+  if (counts.gate_failed) return ExitCode::kGateFailed;
+  return counts.failed ? ExitCode::kError : ExitCode::kSuccess;
+}
+
+}  // namespace
+
 ExitCode run_scan(const ScanOptions& options) {
   RuleSet rules = options.rules ? load_rules(*options.rules) : default_rules();
   ComputeDevice device = resolve_device(options.device);
-  ScanReport report;
-  bool any_failed = false;
-  for (const std::string& input : options.inputs) {
-    report.models.push_back(scan_model(input, options, rules, device));
-    if (const auto& error = report.models.back().error) {
-      fmt::print(stderr, "precdetect: {}\n", error->message);
-      any_failed = true;
+  std::vector<std::string> inputs = collect_inputs(options);
+  if (inputs.empty()) throw Error(ErrorCode::kNotFound, "no models to scan: the --from lists name none");
+  ScanReport report{.models = std::vector<ModelReport>(inputs.size())};
+  std::mutex announcing;
+  std::atomic<size_t> next = 0;
+  auto worker = [&] {
+    for (size_t i = next++; i < inputs.size(); i = next++) {
+      ModelReport model = scan_model(inputs[i], options, rules, device);
+      model.gate_failures = gate_failures(model, options.gates);
+      std::lock_guard lock(announcing);
+      announce(model, options.jsonl);
+      report.models[i] = std::move(model);
     }
-  }
-  publish(to_json(report), options.output, options.json,
-          options.json ? std::string() : render_table(report, options.verbose));
-  return any_failed ? ExitCode::kError : ExitCode::kSuccess;
+  };
+  {
+    std::vector<std::jthread> workers(std::min(options.jobs ? options.jobs : default_jobs(device), inputs.size()) - 1);
+    for (auto& thread : workers) thread = std::jthread(worker);
+    worker();
+  }  // joined
+  std::string table = options.json || options.jsonl ? std::string() : render_table(report, options.verbose);
+  publish(to_json(report), options.output, options.json, table);
+  if (options.jsonl) print_json_line(batch_summary_json(report));
+  return exit_code(report);
 }
 
 }  // namespace precdetect

@@ -54,15 +54,26 @@ void add_sharded(ModelSource& source, const fs::path& index_path) {
   source.weight_map = std::move(index.weight_map);
 }
 
-/// A folder is one model: its shard index if it has one, else its safetensors files (hub repos often carry the
-/// same weights as .bin too), else its PyTorch files without the Trainer's state.
-void add_folder(ModelSource& source, const fs::path& folder) {
+std::optional<fs::path> shard_index_in(const fs::path& folder) {
   for (std::string_view index : {kSafetensorsIndex, kPytorchIndex})
-    if (fs::is_regular_file(folder / index)) return add_sharded(source, folder / index);
-  source.files = files_with_extension(folder, {".safetensors"});
-  if (!source.files.empty()) return;
-  source.files = files_with_extension(folder, kPytorchExtensions);
-  std::erase_if(source.files, is_trainer_state);
+    if (fs::is_regular_file(folder / index)) return folder / index;
+  return std::nullopt;
+}
+
+/// The weight files of an unsharded folder: its safetensors files (hub repos often carry the same weights as
+/// .bin too), else its PyTorch files without the Trainer's state.
+std::vector<fs::path> unsharded_weights(const fs::path& folder) {
+  std::vector<fs::path> files = files_with_extension(folder, {".safetensors"});
+  if (!files.empty()) return files;
+  files = files_with_extension(folder, kPytorchExtensions);
+  std::erase_if(files, is_trainer_state);
+  return files;
+}
+
+/// A folder is one model: its shard index if it has one, else its unsharded weight files.
+void add_folder(ModelSource& source, const fs::path& folder) {
+  if (auto index = shard_index_in(folder)) return add_sharded(source, *index);
+  source.files = unsharded_weights(folder);
   if (source.files.empty())
     fail(ErrorCode::kNoWeights, folder, "no weight files (*.safetensors, *.bin, *.pt, *.pth, *.ckpt, *.jit) here");
 }
@@ -76,6 +87,14 @@ fs::path resolve_path(const std::string& input, const fs::path& hf_cache) {
 }
 
 }  // namespace
+
+bool holds_model(const fs::path& folder) {
+  try {
+    return shard_index_in(folder) || !unsharded_weights(folder).empty();
+  } catch (const fs::filesystem_error&) {  // unreadable: not a model folder we can list
+    return false;
+  }
+}
 
 ModelSource discover(const std::string& input, const fs::path& hf_cache) {
   ModelSource source{.input = input, .path = resolve_path(input, hf_cache)};

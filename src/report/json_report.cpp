@@ -1,5 +1,7 @@
 #include "precdetect/report/json_report.h"
 
+#include "precdetect/report/batch_counts.h"
+
 #include <cmath>
 
 namespace precdetect {
@@ -70,6 +72,8 @@ ordered_json tensor_json(const TensorReport& tensor) {
   return item;
 }
 
+}  // namespace
+
 ordered_json model_json(const ModelReport& model) {
   ordered_json tensors = ordered_json::array();
   for (const TensorReport& tensor : model.tensors) tensors.push_back(tensor_json(tensor));
@@ -83,10 +87,19 @@ ordered_json model_json(const ModelReport& model) {
           {"verdict", verdict_json(model.verdict)},
           {"tensors", tensors},
           {"warnings", model.warnings},
-          {"error", error}};
+          {"error", error},
+          {"gate_failures", model.gate_failures}};
 }
 
-}  // namespace
+ordered_json batch_summary_json(const ScanReport& report) {
+  BatchCounts counts = count_batch(report);
+  return {{"summary",
+           {{"models", report.models.size()},
+            {"scanned", report.models.size() - counts.failed},
+            {"failed", counts.failed},
+            {"gate_failures", counts.gate_failed},
+            {"labels", counts.labels}}}};
+}
 
 ordered_json to_json(const ScanReport& report) {
   ordered_json models = ordered_json::array();

@@ -6,6 +6,8 @@
 #include <array>
 #include <cmath>
 
+#include "precdetect/report/batch_counts.h"
+
 namespace precdetect {
 namespace {
 
@@ -43,7 +45,22 @@ std::string dtype_census(const ModelSummary& summary) {
 std::string verdict_cell(const ModelReport& model) {
   if (model.error) return "error: " + model.error->code;
   const Verdict& v = model.verdict;
-  return fmt::format("{} ({:.2f}){}", v.label, v.confidence, v.fp16_risk ? " fp16-risk" : "");
+  return fmt::format("{} ({:.2f}){}{}", v.label, v.confidence, v.fp16_risk ? " fp16-risk" : "",
+                     model.gate_failures.empty() ? "" : " GATE FAILED");
+}
+
+/// "5 models: bf16 3, fp16 1; 1 failed; 1 failed a gate" under a batch's rows.
+std::string batch_line(const ScanReport& report) {
+  BatchCounts counts = count_batch(report);
+  std::string line = fmt::format("{} models", report.models.size());
+  std::string separator = ": ";
+  for (const auto& [label, count] : counts.labels) {
+    line += fmt::format("{}{} {}", separator, label, count);
+    separator = ", ";
+  }
+  if (counts.failed) line += fmt::format("; {} failed", counts.failed);
+  if (counts.gate_failed) line += fmt::format("; {} failed a gate", counts.gate_failed);
+  return line + "\n";
 }
 
 /// Why a tensor's row may not count toward the model row: optimizer state, or a storage shared with another.
@@ -87,6 +104,7 @@ std::string render_table(const ScanReport& report, bool per_tensor) {
                     human_count(s.parameters), dtype_census(s), verdict_cell(model));
     if (per_tensor && !model.error) append_tensor_rows(out, model);
   }
+  if (report.models.size() > 1) out += batch_line(report);
   return out;
 }
 

@@ -14,7 +14,7 @@ namespace precdetect {
 /// Documented in docs/using.md and --help.
 enum class ExitCode : int {
   kSuccess = 0,     ///< every model scanned (and every gate passed)
-  kGateFailed = 1,  ///< a gate failed (`diff --fail-if-changed`; more gates come with batch scans)
+  kGateFailed = 1,  ///< a gate failed (scan's Gates, `diff --fail-if-changed`); wins over kError
   kError = 2,       ///< a usage error, or a model that could not be scanned
 };
 
@@ -37,14 +37,28 @@ struct DiffCommand {
   bool fail_if_changed = false;  ///< exit 1 when any pair differs (a lossless-conversion check)
 };
 
+/// CI gates on each scanned model (docs/using.md): a violated one makes the exit status 1.
+struct Gates {
+  std::optional<std::string> expect;  ///< every model must be classified this label
+  std::vector<std::string> fail_on;   ///< no model may be classified any of these labels
+  bool fail_if_fp16_risk = false;
+  std::optional<double> max_abs;   ///< the largest |weight| allowed
+  std::optional<double> max_norm;  ///< the largest per-tensor L2 norm allowed
+};
+
 struct ScanOptions {
   std::vector<std::string> inputs;
+  std::vector<std::string> lists;  ///< --from files naming more inputs ("-": standard input)
+  bool recursive = false;          ///< a folder input stands for every model folder under it
+  size_t jobs = 0;                 ///< models scanned at once; 0: the default for the device
+  bool jsonl = false;              ///< one JSON line per model as it finishes, then a summary line
   bool json = false;                            ///< the JSON document on stdout instead of the table
   std::optional<std::filesystem::path> output;  ///< also write the JSON document here, atomically
   bool verbose = false;                         ///< per-tensor rows in the table
   std::string device = "auto";
   TensorFilter filter;
   std::optional<std::filesystem::path> rules;
+  Gates gates;
 };
 
 }  // namespace precdetect

@@ -13,4 +13,7 @@ namespace precdetect {
 void publish(const nlohmann::ordered_json& document, const std::optional<std::filesystem::path>& output, bool json,
              const std::string& table);
 
+/// Prints `document` on one line of stdout and flushes it, so a reader (or a crash) never sees half a record.
+void print_json_line(const nlohmann::ordered_json& document);
+
 }  // namespace precdetect

@@ -21,4 +21,7 @@ struct ModelSource {
 /// kMissingShard (an indexed shard is absent), kNoWeights.
 ModelSource discover(const std::string& input, const std::filesystem::path& hf_cache);
 
+/// True when `folder` holds a model of its own: a shard index or weight files (discover() would find weights).
+bool holds_model(const std::filesystem::path& folder);
+
 }  // namespace precdetect

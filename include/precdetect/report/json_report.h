@@ -12,4 +12,10 @@ inline constexpr int kSchemaVersion = 1;
 /// The whole document: {"schema_version", "tool", "models": [...]}. Keys keep the documented order.
 nlohmann::ordered_json to_json(const ScanReport& report);
 
+/// One item of "models": a line of --jsonl.
+nlohmann::ordered_json model_json(const ModelReport& model);
+
+/// The last line of --jsonl: {"summary": {"models", "scanned", "failed", "gate_failures", "labels"}}.
+nlohmann::ordered_json batch_summary_json(const ScanReport& report);
+
 }  // namespace precdetect

@@ -38,6 +38,7 @@ struct ModelReport {
   std::vector<TensorReport> tensors;
   std::vector<std::string> warnings;
   std::optional<ModelError> error;
+  std::vector<std::string> gate_failures;  ///< one reason per violated --expect/--fail-on/... gate
 };
 
 struct ScanReport {

@@ -1,0 +1,18 @@
+#pragma once
+/// Batch inputs: list files (--from) and model folders found under a directory (--recursive).
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace precdetect {
+
+/// The inputs named in a list file, one per line; blank lines and lines starting with '#' are skipped, and
+/// surrounding whitespace is trimmed. "-" reads standard input. Throws Error(kIo) when the file cannot be read.
+std::vector<std::string> read_input_list(const std::string& list_file);
+
+/// Every folder under `root` (root included) that holds a model, in sorted order. Symbolic links to folders are
+/// not followed (no loops) and unreadable folders are skipped. Throws Error(kNotFound) when `root` is no folder.
+std::vector<std::string> find_model_folders(const std::filesystem::path& root);
+
+}  // namespace precdetect

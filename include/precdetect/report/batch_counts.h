@@ -1,0 +1,20 @@
+#pragma once
+/// What a batch came to: models per label, failures, gate failures (the JSONL summary and the table's last line).
+
+#include <cstddef>
+#include <map>
+#include <string>
+
+#include "precdetect/report/report.h"
+
+namespace precdetect {
+
+struct BatchCounts {
+  std::map<std::string, size_t> labels;  ///< scanned models per verdict label
+  size_t failed = 0;                     ///< models that could not be scanned
+  size_t gate_failed = 0;                ///< scanned models that violated a gate
+};
+
+BatchCounts count_batch(const ScanReport& report);
+
+}  // namespace precdetect

@@ -1,0 +1,182 @@
+"""Batch scans and CI gates: --recursive, --from, --jobs, --jsonl, and the gates' exit codes and reasons."""
+
+import json
+import os
+import shutil
+import unittest
+from pathlib import Path
+
+from safetensors.torch import load_file
+
+from helpers import REPO, ScanTestCase, reference_summary, run, scan
+
+EXAMPLES = REPO / "examples"
+
+
+class Zoo(ScanTestCase):
+    """A model zoo: the two bundled examples nested at different depths, a broken model, a folder without
+    weights, a stray file, and a symlink loop."""
+
+    def setUp(self):
+        super().setUp()
+        self.zoo = self.tmp / "zoo"
+        self.bf16 = self.zoo / "team" / "bf16-like"
+        self.fp16 = self.zoo / "team" / "nested" / "deeper" / "fp16-like"
+        self.broken = self.zoo / "broken"
+        shutil.copytree(EXAMPLES / "bf16-like", self.bf16)
+        shutil.copytree(EXAMPLES / "fp16-like", self.fp16)
+        self.broken.mkdir()
+        (self.broken / "model.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json")
+        (self.zoo / "notes").mkdir()
+        (self.zoo / "notes" / "README.md").write_text("no weights here")
+        (self.zoo / "stray.txt").write_text("x")
+        os.symlink("../..", self.zoo / "team" / "nested" / "loop")
+        self.references = {path: reference_summary(load_file(next(path.glob("*.safetensors"))))
+                           for path in (self.bf16, self.fp16)}
+
+
+class Recursive(Zoo):
+    def test_finds_every_model_folder_once_in_sorted_order(self):
+        code, document, _ = scan("--recursive", self.zoo)
+        self.assertEqual(code, 2)  # the broken model
+        self.assertEqual([m["input"] for m in document["models"]], sorted(map(str, [self.broken, self.bf16, self.fp16])))
+        labels = {m["input"]: m["verdict"]["label"] for m in document["models"]}
+        self.assertEqual(labels[str(self.bf16)], "bf16")
+        self.assertEqual(labels[str(self.fp16)], "fp16")
+        self.assertEqual(document["models"][0]["error"]["code"], "invalid_header_length")
+
+    def test_a_folder_without_models_is_reported_as_such(self):
+        code, document, _ = scan("--recursive", self.zoo / "notes")
+        self.assertEqual(code, 2)
+        self.assertEqual(document["models"][0]["error"]["code"], "no_weights")
+
+    def test_without_recursive_a_zoo_is_one_folder_without_weights(self):
+        code, document, _ = scan(self.zoo)
+        self.assertEqual((code, document["models"][0]["error"]["code"]), (2, "no_weights"))
+
+
+class FromLists(Zoo):
+    def test_list_file_with_comments_blank_lines_and_spaces(self):
+        listing = self.tmp / "models.txt"
+        listing.write_text(f"# the zoo\n\n  {self.fp16}  \n#{self.broken}\n{self.bf16}\n")
+        code, document, _ = scan("--from", listing)
+        self.assertEqual(code, 0)
+        self.assertEqual([m["input"] for m in document["models"]], [str(self.fp16), str(self.bf16)])
+
+    def test_paths_then_lists_and_stdin(self):
+        listing = self.tmp / "models.txt"
+        listing.write_text(f"{self.bf16}\n")
+        result = run("--json", self.fp16, "--from", listing, "--from", "-", stdin=f"{self.broken}\n".encode(),
+                     check_json=True)
+        self.assertEqual(result.returncode, 2)
+        self.assertEqual([m["input"] for m in result.document["models"]],
+                         [str(self.fp16), str(self.bf16), str(self.broken)])
+        # a PATH after --from FILE is a PATH, not a second list
+        result = run("--json", "--from", listing, self.fp16, check_json=True)
+        self.assertEqual([m["input"] for m in result.document["models"]], [str(self.fp16), str(self.bf16)])
+
+    def test_an_unreadable_list_is_a_named_error(self):
+        result = run("--from", self.tmp / "absent.txt")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("absent.txt", result.stderr)
+        self.assertEqual(result.stdout, "")
+
+    def test_an_empty_list_scans_nothing_and_says_so(self):
+        (self.tmp / "empty.txt").write_text("# nothing\n")
+        result = run("--from", self.tmp / "empty.txt")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("no models to scan", result.stderr)
+
+
+class JsonLines(Zoo):
+    def test_one_line_per_model_then_a_summary(self):
+        result = run("--jsonl", "--recursive", self.zoo, "--jobs", "3")
+        self.assertEqual(result.returncode, 2)
+        lines = [json.loads(line) for line in result.stdout.splitlines()]
+        models, summary = lines[:-1], lines[-1]["summary"]
+        self.assertEqual(sorted(m["input"] for m in models), sorted(map(str, [self.broken, self.bf16, self.fp16])))
+        self.assertEqual(summary, {"models": 3, "scanned": 2, "failed": 1, "gate_failures": 0,
+                                   "labels": {"bf16": 1, "fp16": 1}})
+        # each line is the same object as the model's item in the --json document
+        _, document, _ = scan("--recursive", self.zoo)
+        self.assertEqual(sorted(models, key=lambda m: m["input"]), document["models"])
+
+    def test_jsonl_and_json_exclude_each_other(self):
+        result = run("--jsonl", "--json", self.fp16)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--json", result.stderr)
+
+    def test_output_file_still_gets_the_whole_document(self):
+        out = self.tmp / "report.json"
+        result = run("--jsonl", "-o", out, self.fp16, self.bf16)
+        self.assertEqual(result.returncode, 0)
+        self.assertEqual(len(result.stdout.splitlines()), 3)
+        self.assertEqual([m["input"] for m in json.loads(out.read_text())["models"]], [str(self.fp16), str(self.bf16)])
+
+
+class Jobs(Zoo):
+    def test_parallel_scans_report_in_input_order_with_the_same_numbers(self):
+        inputs = [self.bf16, self.broken, self.fp16, self.bf16, self.fp16]
+        _, serial, _ = scan("--jobs", "1", *inputs)
+        _, parallel, _ = scan("--jobs", "4", *inputs)
+        self.assertEqual(serial["models"], parallel["models"])
+        self.assertEqual([m["input"] for m in parallel["models"]], list(map(str, inputs)))
+        for model in parallel["models"]:
+            if model["error"] is None:
+                reference = self.references[Path(model["input"])]
+                self.assertEqual(model["summary"]["abs_max"], reference["abs_max"])
+
+    def test_zero_jobs_is_a_usage_error(self):
+        self.assertEqual(run("--jobs", "0", self.fp16).returncode, 2)
+
+
+class Gates(Zoo):
+    def gate(self, *args):
+        result = run("--json", *args, check_json=True)
+        return result.returncode, {m["input"]: m["gate_failures"] for m in result.document["models"]}, result.stderr
+
+    def test_expect_and_fail_on(self):
+        code, failures, stderr = self.gate("--expect", "fp16", self.fp16, self.bf16)
+        self.assertEqual(code, 1)
+        self.assertEqual(failures[str(self.fp16)], [])
+        self.assertEqual(failures[str(self.bf16)], ["classified bf16, expected fp16 (--expect)"])
+        self.assertIn(f"gate failed: {self.bf16}: classified bf16, expected fp16", stderr)
+        self.assertEqual(self.gate("--expect", "bf16", self.bf16)[0], 0)
+        code, failures, _ = self.gate("--fail-on", "fp32,bf16", self.fp16, self.bf16)
+        self.assertEqual((code, failures[str(self.bf16)]), (1, ["classified bf16 (--fail-on fp32,bf16)"]))
+        self.assertEqual(self.gate("--fail-on", "fp32", self.fp16, self.bf16)[0], 0)
+
+    def test_fp16_risk(self):
+        self.assertEqual(self.gate("--fail-if-fp16-risk", self.fp16)[0], 0)
+        code, failures, _ = self.gate("--fail-if-fp16-risk", self.bf16)
+        self.assertEqual(code, 1)
+        self.assertIn("--fail-if-fp16-risk", failures[str(self.bf16)][0])
+
+    def test_bounds_on_abs_max_and_norm_max_against_float64_references(self):
+        reference = self.references[self.bf16]
+        for flag, value in (("--max-abs", reference["abs_max"]), ("--max-norm", reference["norm_max"])):
+            self.assertEqual(self.gate(flag, repr(value * 1.0001), self.bf16)[0], 0, flag)
+            code, failures, _ = self.gate(flag, repr(value * 0.9999), self.bf16)
+            self.assertEqual(code, 1, flag)
+            self.assertIn(f"exceeds {value * 0.9999:.4g} ({flag})", failures[str(self.bf16)][0])
+
+    def test_a_gate_failure_wins_over_a_broken_model(self):
+        self.assertEqual(self.gate("--expect", "fp16", self.bf16, self.broken)[0], 1)
+        self.assertEqual(self.gate("--expect", "bf16", self.bf16, self.broken)[0], 2)
+
+    def test_bad_gate_values_are_usage_errors(self):
+        for args in (["--expect", "fp8"], ["--fail-on", "bf16,int4"], ["--max-abs", "-1"]):
+            result = run(*args, self.fp16)
+            self.assertEqual(result.returncode, 2, args)
+            self.assertIn(args[0], result.stderr, args)
+
+    def test_the_table_marks_gate_failures_and_counts_the_batch(self):
+        result = run("--expect", "fp16", self.fp16, self.bf16, self.broken)
+        self.assertEqual(result.returncode, 1)
+        bf16_row = next(line for line in result.stdout.splitlines() if "bf16-like" in line)
+        self.assertIn("GATE FAILED", bf16_row)
+        self.assertEqual(result.stdout.splitlines()[-1], "3 models: bf16 1, fp16 1; 1 failed; 1 failed a gate")
+
+
+if __name__ == "__main__":
+    unittest.main()
