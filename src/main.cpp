@@ -5,6 +5,7 @@
 
 #include "precdetect/app/cli.h"
 #include "precdetect/app/diff.h"
+#include "precdetect/app/merge.h"
 #include "precdetect/app/scan.h"
 #include "precdetect/core/error.h"
 
@@ -14,9 +15,10 @@ int main(int argc, char** argv) {
   precdetect::CommandLine command = precdetect::parse_command_line(argc, argv);
   fmt::print("{}", command.out);
   fmt::print(stderr, "{}", command.err);
-  if (!command.scan && !command.diff) return command.exit_code;
+  if (!command.scan && !command.diff && !command.merge) return command.exit_code;
   try {
     if (command.diff) return static_cast<int>(precdetect::run_diff(*command.diff));
+    if (command.merge) return static_cast<int>(precdetect::run_merge(*command.merge));
     return static_cast<int>(precdetect::run_scan(*command.scan));
   } catch (const std::exception& e) {  // precdetect::Error, or a library failure outside any one model
     fmt::print(stderr, "precdetect: {}\n", e.what());

@@ -39,13 +39,35 @@ CLI::Validator device_validator() {
       "DEVICE");
 }
 
-void add_batch_options(CLI::App& app, ScanOptions& options) {
+std::optional<Shard> parse_shard(const std::string& text) {
+  static const std::regex kShard(R"((\d{1,9})/(\d{1,9}))");
+  std::smatch match;
+  if (!std::regex_match(text, match, kShard)) return std::nullopt;
+  Shard shard{.index = std::stoull(match[1]), .count = std::stoull(match[2])};
+  if (shard.count == 0 || shard.index >= shard.count) return std::nullopt;
+  return shard;
+}
+
+CLI::Validator shard_validator() {
+  return CLI::Validator(
+      [](const std::string& text) {
+        return parse_shard(text) ? std::string() : "must be K/N with 0 <= K < N, not `" + text + "`";
+      },
+      "K/N");
+}
+
+void add_batch_options(CLI::App& app, ScanOptions& options, std::string& shard) {
   // One value per occurrence (allow_extra_args false): a vector option would otherwise swallow the PATHs after it.
   app.add_option("--from", options.lists, "also scan the inputs listed in FILE, one per line ('#' comments; - is stdin)")
       ->allow_extra_args(false);
   app.add_flag("-r,--recursive", options.recursive, "a folder stands for every model folder under it");
   app.add_option("-j,--jobs", options.jobs, "models scanned at once (default: up to 4 on the CPU, 2 on a GPU)")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--hf-cache", options.hf_cache, "also scan every model in the local Hugging Face cache");
+  app.add_flag("--all-revisions", options.all_revisions, "with --hf-cache: every cached snapshot, not only the latest")
+      ->needs("--hf-cache");
+  app.add_option("--shard", shard, "scan only part K of N (0 <= K < N) of the inputs, split by a stable hash")
+      ->check(shard_validator());
   app.add_flag("--jsonl", options.jsonl, "print one JSON line per model as it finishes, then a summary line")
       ->excludes("--json");
 }
@@ -68,7 +90,7 @@ void add_gate_options(CLI::App& app, Gates& gates) {
 
 /// The scan options live on the top-level command; `scan` is an alias that hands its arguments back up.
 void add_scan_options(CLI::App& app, ScanOptions& options, std::string& include, std::string& exclude,
-                      std::string& rules) {
+                      std::string& rules, std::string& shard) {
   app.add_option("paths", options.inputs, "model folders, checkpoint files, index files or HF ids");
   app.add_flag("--json", options.json, "print the JSON document (docs/json-schema.md) instead of the table");
   app.add_option("-o,--output", options.output, "also write the JSON document to FILE (atomically)");
@@ -79,7 +101,7 @@ void add_scan_options(CLI::App& app, ScanOptions& options, std::string& include,
   app.add_option("--exclude", exclude, "skip tensors whose name matches REGEX");
   app.add_option("--rules", rules, "classification rules file replacing the built-in ones (docs/rules.md)")
       ->check(CLI::ExistingFile);
-  add_batch_options(app, options);
+  add_batch_options(app, options, shard);
   add_gate_options(app, options.gates);
 }
 
@@ -114,13 +136,13 @@ void add_diff_options(CLI::App& diff, DiffArguments& args) {
 
 CommandLine parse_command_line(int argc, const char* const* argv) {
   ScanOptions options;
-  std::string include, exclude, rules;
+  std::string include, exclude, rules, shard;
   bool print_rules = false;
   CLI::App app("precdetect: was this checkpoint pretrained in fp16, bf16 or fp32, and is it safe in fp16?",
                "precdetect");
   app.footer(kFooter);
   app.set_version_flag("--version", std::string("precdetect ") + PRECDETECT_VERSION);
-  add_scan_options(app, options, include, exclude, rules);
+  add_scan_options(app, options, include, exclude, rules, shard);
   app.add_flag("--print-rules", print_rules, "print the built-in rules file (a starting point for --rules)");
   CLI::App* scan = app.add_subcommand("scan", "scan models (the default command)");
   scan->fallthrough();
@@ -128,12 +150,22 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   DiffArguments diff_args;
   CLI::App* diff = app.add_subcommand("diff", "compare checkpoints tensor by tensor: precdetect diff BASE OTHER...");
   add_diff_options(*diff, diff_args);
+  MergeCommand merge_command;
+  CLI::App* merge = app.add_subcommand("merge", "combine --jsonl outputs (of --shard runs) into one JSON document");
+  merge->add_option("files", merge_command.files, "JSONL files written by precdetect --jsonl")
+      ->required()
+      ->check(CLI::ExistingFile);
+  merge->add_option("-o,--output", merge_command.output, "also write the document to FILE (atomically)");
 
   CommandLine result;
   std::ostringstream out, err;
   try {
     app.parse(argc, argv);
     if (print_rules) return {.exit_code = 0, .out = default_rules_json()};
+    if (*merge) {
+      result.merge = std::move(merge_command);
+      return result;
+    }
     if (*diff) {
       DiffCommand& command = diff_args.command;
       command.base = diff_args.paths.front();
@@ -142,7 +174,9 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
       result.diff = std::move(command);
       return result;
     }
-    if (options.inputs.empty() && options.lists.empty()) throw CLI::RequiredError("PATH or --from (at least one model)");
+    if (options.inputs.empty() && options.lists.empty() && !options.hf_cache)
+      throw CLI::RequiredError("PATH, --from or --hf-cache (at least one model)");
+    if (!shard.empty()) options.shard = *parse_shard(shard);
     options.filter = {compile_regex(include, "--include"), compile_regex(exclude, "--exclude")};
     if (!rules.empty()) options.rules = rules;
     result.scan = std::move(options);

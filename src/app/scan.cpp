@@ -108,8 +108,9 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
 
 namespace {
 
-/// The run's inputs: the PATHs, then each --from list's entries; with --recursive a folder stands for the model
-/// folders under it. An input that expands to nothing stays as typed, so its own error is reported for it.
+/// The run's inputs: the PATHs, each --from list's entries, then the HF cache's models; with --recursive a folder
+/// stands for the model folders under it (an input that expands to nothing stays as typed, so its own error is
+/// reported for it); with --shard only this shard's part.
 std::vector<std::string> collect_inputs(const ScanOptions& options) {
   std::vector<std::string> inputs;
   auto add = [&](const std::string& input) {
@@ -126,6 +127,9 @@ std::vector<std::string> collect_inputs(const ScanOptions& options) {
   for (const std::string& input : options.inputs) add(input);
   for (const std::string& list : options.lists)
     for (const std::string& input : read_input_list(list)) add(input);
+  if (options.hf_cache)
+    for (const std::string& id : cached_models(hf_hub_cache(), options.all_revisions)) inputs.push_back(id);
+  std::erase_if(inputs, [&](const std::string& input) { return !in_shard(input, options.shard); });
   return inputs;
 }
 
@@ -156,7 +160,8 @@ ExitCode run_scan(const ScanOptions& options) {
   RuleSet rules = options.rules ? load_rules(*options.rules) : default_rules();
   ComputeDevice device = resolve_device(options.device);
   std::vector<std::string> inputs = collect_inputs(options);
-  if (inputs.empty()) throw Error(ErrorCode::kNotFound, "no models to scan: the --from lists name none");
+  if (inputs.empty())
+    throw Error(ErrorCode::kNotFound, "no models to scan (empty --from lists or HF cache, or an empty --shard)");
   ScanReport report{.models = std::vector<ModelReport>(inputs.size())};
   std::mutex announcing;
   std::atomic<size_t> next = 0;

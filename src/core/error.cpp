@@ -8,7 +8,7 @@ namespace precdetect {
 
 std::string_view to_string(ErrorCode code) {
   // Indexed by the enum's order; keep the two lists in step (docs/errors.md documents each name).
-  static constexpr std::array<std::string_view, 31> kNames = {
+  static constexpr std::array<std::string_view, 32> kNames = {
       "not_found",
       "io_error",
       "unknown_format",
@@ -38,6 +38,7 @@ std::string_view to_string(ErrorCode code) {
       "invalid_legacy",
       "hf_cache_miss",
       "invalid_rules",
+      "invalid_jsonl",
       "device_error",
       "internal_error",
   };

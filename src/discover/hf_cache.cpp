@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <regex>
 
 #include "precdetect/core/error.h"
@@ -27,6 +29,33 @@ std::string repo_folder_name(std::string_view repo) {
   std::string folder = "models--";
   for (char c : repo) folder += c == '/' ? std::string("--") : std::string(1, c);
   return folder;
+}
+
+/// "models--org--name" -> "org/name": the inverse (hub names never contain "--").
+std::string repo_id(const std::string& folder) {
+  std::string id = folder.substr(std::string_view("models--").size());
+  if (size_t separator = id.find("--"); separator != std::string::npos) id.replace(separator, 2, "/");
+  return id;
+}
+
+std::vector<fs::path> sorted_folders(const fs::path& parent) {
+  std::vector<fs::path> folders;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(parent, ec))
+    if (entry.is_directory(ec)) folders.push_back(entry.path());
+  std::sort(folders.begin(), folders.end());
+  return folders;
+}
+
+/// The snapshot a plain id loads (refs/main), else the newest snapshot; nullopt when there is none.
+std::optional<std::string> default_revision(const fs::path& repo_dir) {
+  if (fs::is_regular_file(repo_dir / "refs" / "main")) return std::nullopt;  // the id itself resolves to it
+  std::optional<fs::path> newest;
+  std::error_code ec;
+  for (const fs::path& snapshot : sorted_folders(repo_dir / "snapshots"))
+    if (!newest || fs::last_write_time(snapshot, ec) > fs::last_write_time(*newest, ec)) newest = snapshot;
+  if (newest) return newest->filename().string();
+  return std::nullopt;
 }
 
 std::string read_ref(const fs::path& ref_file) {
@@ -68,6 +97,27 @@ fs::path resolve_hf_id(std::string_view id, const fs::path& cache) {
   if (!fs::is_directory(snapshot))
     fail(ErrorCode::kHfCacheMiss, snapshot, fmt::format("snapshot {} of `{}` is not in the local cache", commit, repo));
   return snapshot;
+}
+
+}  // namespace precdetect
+
+namespace precdetect {
+
+std::vector<std::string> cached_models(const fs::path& cache, bool all_revisions) {
+  std::vector<std::string> ids;
+  for (const fs::path& repo_dir : sorted_folders(cache)) {
+    std::string folder = repo_dir.filename().string();
+    if (!folder.starts_with("models--")) continue;  // datasets--, spaces--, .locks
+    std::string id = repo_id(folder);
+    if (all_revisions) {
+      for (const fs::path& snapshot : sorted_folders(repo_dir / "snapshots"))
+        ids.push_back(id + "@" + snapshot.filename().string());
+    } else {
+      std::optional<std::string> revision = default_revision(repo_dir);
+      ids.push_back(revision ? id + "@" + *revision : id);
+    }
+  }
+  return ids;
 }
 
 }  // namespace precdetect

@@ -53,3 +53,13 @@ std::vector<std::string> find_model_folders(const fs::path& root) {
 }
 
 }  // namespace precdetect
+
+namespace precdetect {
+
+bool in_shard(const std::string& input, const Shard& shard) {
+  uint64_t hash = 14695981039346656037ull;  // FNV-1a offset basis and prime
+  for (unsigned char byte : input) hash = (hash ^ byte) * 1099511628211ull;
+  return hash % shard.count == shard.index;
+}
+
+}  // namespace precdetect

@@ -101,12 +101,16 @@ ordered_json batch_summary_json(const ScanReport& report) {
             {"labels", counts.labels}}}};
 }
 
+ordered_json scan_document(ordered_json models) {
+  return {{"schema_version", kSchemaVersion},
+          {"tool", {{"name", "precdetect"}, {"version", PRECDETECT_VERSION}}},
+          {"models", std::move(models)}};
+}
+
 ordered_json to_json(const ScanReport& report) {
   ordered_json models = ordered_json::array();
   for (const ModelReport& model : report.models) models.push_back(model_json(model));
-  return {{"schema_version", kSchemaVersion},
-          {"tool", {{"name", "precdetect"}, {"version", PRECDETECT_VERSION}}},
-          {"models", models}};
+  return scan_document(std::move(models));
 }
 
 }  // namespace precdetect

@@ -2,13 +2,15 @@
 
 import json
 import os
+import re
 import shutil
+import subprocess
 import unittest
 from pathlib import Path
 
 from safetensors.torch import load_file
 
-from helpers import REPO, ScanTestCase, reference_summary, run, scan
+from helpers import BINARY, REPO, ScanTestCase, reference_summary, run, scan
 
 EXAMPLES = REPO / "examples"
 
@@ -176,6 +178,126 @@ class Gates(Zoo):
         bf16_row = next(line for line in result.stdout.splitlines() if "bf16-like" in line)
         self.assertIn("GATE FAILED", bf16_row)
         self.assertEqual(result.stdout.splitlines()[-1], "3 models: bf16 1, fp16 1; 1 failed; 1 failed a gate")
+
+
+class HubCache(ScanTestCase):
+    """--hf-cache over a cache with two repos, one of them with two revisions, and a dataset."""
+
+    def setUp(self):
+        super().setUp()
+        self.hub = self.tmp / "hub"
+        for repo, commits, main in (("acme/two-revisions", ["a" * 40, "b" * 40], "b" * 40),
+                                    ("solo", ["c" * 40], None)):
+            repo_dir = self.hub / ("models--" + repo.replace("/", "--"))
+            for commit in commits:
+                shutil.copytree(EXAMPLES / ("bf16-like" if commit == "b" * 40 else "fp16-like"),
+                                repo_dir / "snapshots" / commit)
+            if main:
+                (repo_dir / "refs").mkdir()
+                (repo_dir / "refs" / "main").write_text(main)
+        (self.hub / "datasets--acme--data" / "snapshots").mkdir(parents=True)
+        self.env = {"HF_HUB_CACHE": str(self.hub)}
+
+    def test_latest_revision_of_every_model(self):
+        code, document, _ = scan("--hf-cache", env=self.env)
+        self.assertEqual(code, 0)
+        models = {m["input"]: m["verdict"]["label"] for m in document["models"]}
+        # refs/main names the bf16 revision; the repo without refs is taken at its only (newest) snapshot
+        self.assertEqual(models, {"acme/two-revisions": "bf16", "solo@" + "c" * 40: "fp16"})
+
+    def test_every_revision(self):
+        code, document, _ = scan("--hf-cache", "--all-revisions", env=self.env)
+        self.assertEqual(code, 0)
+        self.assertEqual({m["input"]: m["verdict"]["label"] for m in document["models"]},
+                         {"acme/two-revisions@" + "a" * 40: "fp16", "acme/two-revisions@" + "b" * 40: "bf16",
+                          "solo@" + "c" * 40: "fp16"})
+
+    def test_an_empty_cache_has_nothing_to_scan(self):
+        result = run("--hf-cache", env={"HF_HUB_CACHE": str(self.tmp / "absent")})
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("no models to scan", result.stderr)
+
+
+class Shards(ScanTestCase):
+    """--shard K/N, the Slurm array script and the Kubernetes Indexed Job of docs/cluster, and merge."""
+
+    def setUp(self):
+        super().setUp()
+        # Inputs that do not exist fail fast; which shard reports each is all these tests look at.
+        self.inputs = [f"/nowhere/model-{i:02d}" for i in range(40)]
+        self.listing = self.tmp / "models.txt"
+        self.listing.write_text("\n".join(self.inputs) + "\n")
+
+    def scanned_inputs(self, jsonl_files):
+        result = run("merge", *jsonl_files, check_json=True)
+        self.assertEqual(result.returncode, 2)  # every model failed
+        return [m["input"] for m in result.document["models"]]
+
+    def assertCoversEachOnce(self, scanned):
+        self.assertEqual(sorted(scanned), sorted(self.inputs))  # every input, none twice
+
+    def test_shards_partition_the_inputs_whatever_their_order(self):
+        files = []
+        for k in range(3):
+            out = self.tmp / f"shard-{k}.jsonl"
+            out.write_text(run("--from", self.listing, "--shard", f"{k}/3", "--jsonl").stdout)
+            files.append(out)
+            reordered = run("--shard", f"{k}/3", "--jsonl", *reversed(self.inputs)).stdout
+            self.assertEqual(sorted(reordered.splitlines()[:-1]), sorted(out.read_text().splitlines()[:-1]))
+        sizes = [len(f.read_text().splitlines()) - 1 for f in files]
+        self.assertTrue(all(sizes), sizes)  # 40 inputs leave no shard of 3 empty
+        self.assertCoversEachOnce(self.scanned_inputs(files))
+
+    def test_bad_shards_are_usage_errors(self):
+        for shard in ("3/3", "1/0", "-1/2", "a/b", "1"):
+            result = run("--shard", shard, *self.inputs[:1])
+            self.assertEqual(result.returncode, 2, shard)
+            self.assertIn("--shard", result.stderr, shard)
+
+    def test_slurm_array_script(self):
+        script = REPO / "docs" / "cluster" / "precdetect-array.sbatch"
+        out = self.tmp / "results"
+        for task in range(1, 5):  # --array=1-4: the script makes the index 0-based
+            env = dict(os.environ, SLURM_ARRAY_TASK_ID=str(task), SLURM_ARRAY_TASK_MIN="1",
+                       SLURM_ARRAY_TASK_COUNT="4", PRECDETECT=BINARY)
+            result = subprocess.run(["bash", script, self.listing, out], env=env, capture_output=True, timeout=300)
+            self.assertEqual(result.returncode, 2, result.stderr)  # the models do not exist
+        self.assertCoversEachOnce(self.scanned_inputs(sorted(out.glob("shard-*.jsonl"))))
+
+    def test_kubernetes_indexed_job_command(self):
+        manifest = (REPO / "docs" / "cluster" / "precdetect-indexed-job.yaml").read_text()
+        completions = int(re.search(r"^\s*completions: (\d+)$", manifest, re.M).group(1))
+        command = re.search(r'command: \["sh", "-c", "(.*)"\]', manifest).group(1)
+        self.assertIn(f"/{completions} ", command)
+        command = command.replace("/zoo/models.txt", str(self.listing)).replace("/results", str(self.tmp))
+        path = f"{Path(BINARY).parent}:{os.environ['PATH']}"
+        for index in range(completions):
+            env = dict(os.environ, JOB_COMPLETION_INDEX=str(index), PATH=path)
+            subprocess.run(["sh", "-c", command], env=env, capture_output=True, timeout=300)
+        self.assertCoversEachOnce(self.scanned_inputs(sorted(self.tmp.glob("shard-*.jsonl"))))
+
+
+class Merge(ScanTestCase):
+    def test_merge_reassembles_the_document_and_its_exit_code(self):
+        shutil.copytree(EXAMPLES / "bf16-like", self.tmp / "bf16-like")
+        first, second = self.tmp / "a.jsonl", self.tmp / "b.jsonl"
+        first.write_text(run("--jsonl", self.tmp / "bf16-like").stdout)
+        second.write_text(run("--jsonl", "--expect", "fp16", self.tmp / "bf16-like").stdout)
+        merged = run("merge", first, second, "-o", self.tmp / "zoo.json", check_json=True)
+        self.assertEqual(merged.returncode, 1)  # the second run's gate failure
+        direct = run("--json", self.tmp / "bf16-like", check_json=True).document
+        self.assertEqual(merged.document["models"][0], direct["models"][0])
+        self.assertEqual(merged.document["models"][1]["gate_failures"], ["classified bf16, expected fp16 (--expect)"])
+        self.assertEqual(json.loads((self.tmp / "zoo.json").read_text()), merged.document)
+        self.assertEqual(run("merge", first).returncode, 0)
+
+    def test_a_line_that_is_no_record_is_named(self):
+        cut = self.tmp / "cut.jsonl"
+        cut.write_text('{"summary": {}}\n{"input": "x", "path"\n')
+        result = run("merge", cut)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("cut.jsonl: line 2", result.stderr)
+        self.assertEqual(result.stdout, "")
 
 
 if __name__ == "__main__":

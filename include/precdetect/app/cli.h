@@ -13,11 +13,12 @@ namespace precdetect {
 struct CommandLine {
   std::optional<ScanOptions> scan;
   std::optional<DiffCommand> diff;
+  std::optional<MergeCommand> merge;
   int exit_code = 0;
   std::string out, err;  ///< text for stdout / stderr when there is nothing to run
 };
 
-/// `precdetect [scan] PATH... [options]` or `precdetect diff BASE OTHER... [options]`. Usage errors give exit
+/// `precdetect [scan] PATH... [options]`, `precdetect diff BASE OTHER... [options]` or `precdetect merge FILE...`. Usage errors give exit
 /// code 2 and a message naming the flag.
 CommandLine parse_command_line(int argc, const char* const* argv);
 

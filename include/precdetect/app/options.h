@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "precdetect/diff/diff_options.h"
+#include "precdetect/discover/input_list.h"
 
 namespace precdetect {
 
@@ -37,6 +38,12 @@ struct DiffCommand {
   bool fail_if_changed = false;  ///< exit 1 when any pair differs (a lossless-conversion check)
 };
 
+/// `precdetect merge`: --jsonl outputs of shards combined into one JSON document.
+struct MergeCommand {
+  std::vector<std::filesystem::path> files;
+  std::optional<std::filesystem::path> output;
+};
+
 /// CI gates on each scanned model (docs/using.md): a violated one makes the exit status 1.
 struct Gates {
   std::optional<std::string> expect;  ///< every model must be classified this label
@@ -50,6 +57,9 @@ struct ScanOptions {
   std::vector<std::string> inputs;
   std::vector<std::string> lists;  ///< --from files naming more inputs ("-": standard input)
   bool recursive = false;          ///< a folder input stands for every model folder under it
+  bool hf_cache = false;           ///< also scan every model in the local Hugging Face cache
+  bool all_revisions = false;      ///< with hf_cache: every snapshot, not only the one refs/main names
+  Shard shard;                     ///< scan only this part of the inputs (--shard K/N)
   size_t jobs = 0;                 ///< models scanned at once; 0: the default for the device
   bool jsonl = false;              ///< one JSON line per model as it finishes, then a summary line
   bool json = false;                            ///< the JSON document on stdout instead of the table

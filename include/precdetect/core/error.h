@@ -39,6 +39,7 @@ enum class ErrorCode {
   kInvalidLegacy,
   kHfCacheMiss,
   kInvalidRules,
+  kInvalidJsonl,
   kDevice,
   kInternal,
 };

@@ -3,7 +3,9 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace precdetect {
 
@@ -17,5 +19,10 @@ bool looks_like_hf_id(std::string_view input);
 /// The snapshot folder of `id` in `cache` (revision default "main", through refs/ unless it is a 40-hex
 /// commit). Throws Error(kHfCacheMiss) saying what was looked for and where.
 std::filesystem::path resolve_hf_id(std::string_view id, const std::filesystem::path& cache);
+
+/// Every model repo in `cache` as an id for resolve_hf_id, sorted: "org/name" where refs/main exists, else
+/// "org/name@<newest snapshot>"; with `all_revisions` one "org/name@<commit>" per snapshot. Datasets and spaces
+/// are left out. An absent cache has no models.
+std::vector<std::string> cached_models(const std::filesystem::path& cache, bool all_revisions);
 
 }  // namespace precdetect

@@ -12,6 +12,9 @@ inline constexpr int kSchemaVersion = 1;
 /// The whole document: {"schema_version", "tool", "models": [...]}. Keys keep the documented order.
 nlohmann::ordered_json to_json(const ScanReport& report);
 
+/// The document around already-rendered "models" items (what `precdetect merge` reassembles).
+nlohmann::ordered_json scan_document(nlohmann::ordered_json models);
+
 /// One item of "models": a line of --jsonl.
 nlohmann::ordered_json model_json(const ModelReport& model);
 

@@ -1,0 +1,45 @@
+#include "precdetect/app/merge.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "precdetect/app/output.h"
+#include "precdetect/core/error.h"
+#include "precdetect/report/json_report.h"
+
+namespace precdetect {
+namespace {
+
+/// Appends the model records of one --jsonl file to `models`.
+void read_model_lines(const std::filesystem::path& file, nlohmann::ordered_json& models) {
+  std::ifstream in(file);
+  if (!in) fail(ErrorCode::kIo, file, "cannot open the JSONL file");
+  size_t number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    if (line.empty()) continue;
+    auto record = nlohmann::ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (record.is_object() && record.size() == 1 && record.contains("summary")) continue;  // the batch's last line
+    if (!record.is_object() || !record.contains("input") || !record.contains("error"))
+      fail(ErrorCode::kInvalidJsonl, file, fmt::format("line {} is not a precdetect --jsonl model record", number));
+    models.push_back(std::move(record));
+  }
+}
+
+}  // namespace
+
+ExitCode run_merge(const MergeCommand& command) {
+  nlohmann::ordered_json models = nlohmann::ordered_json::array();
+  for (const auto& file : command.files) read_model_lines(file, models);
+  bool any_failed = false, any_gate_failed = false;
+  for (const auto& model : models) {
+    any_failed = any_failed || !model["error"].is_null();
+    any_gate_failed = any_gate_failed || !model.value("gate_failures", nlohmann::ordered_json::array()).empty();
+  }
+  publish(scan_document(std::move(models)), command.output, /*json=*/true, {});
+  if (any_gate_failed) return ExitCode::kGateFailed;
+  return any_failed ? ExitCode::kError : ExitCode::kSuccess;
+}
+
+}  // namespace precdetect
