@@ -68,6 +68,7 @@ void add_batch_options(CLI::App& app, ScanOptions& options, std::string& shard) 
       ->needs("--hf-cache");
   app.add_option("--shard", shard, "scan only part K of N (0 <= K < N) of the inputs, split by a stable hash")
       ->check(shard_validator());
+  app.add_flag("-q,--quiet", options.quiet, "no progress line on stderr (drawn only when stderr is a terminal)");
   app.add_flag("--jsonl", options.jsonl, "print one JSON line per model as it finishes, then a summary line")
       ->excludes("--json");
 }

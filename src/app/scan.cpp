@@ -12,6 +12,7 @@
 #include "precdetect/analyze/analyzer.h"
 #include "precdetect/app/gates.h"
 #include "precdetect/app/output.h"
+#include "precdetect/app/progress.h"
 #include "precdetect/core/error.h"
 #include "precdetect/discover/discover.h"
 #include "precdetect/discover/hf_cache.h"
@@ -141,11 +142,13 @@ size_t default_jobs(const ComputeDevice& device) {
 }
 
 /// Tells the user about a finished model at once: its error or violated gates on stderr, its JSONL line.
-void announce(const ModelReport& model, bool jsonl) {
+void announce(const ModelReport& model, bool jsonl, Progress& progress) {
+  if (model.error || !model.gate_failures.empty()) progress.clear();
   if (model.error) fmt::print(stderr, "precdetect: {}\n", model.error->message);
   for (const std::string& failure : model.gate_failures)
     fmt::print(stderr, "precdetect: gate failed: {}: {}\n", model.path, failure);
   if (jsonl) print_json_line(model_json(model));
+  progress.finished(model.summary.bytes);
 }
 
 ExitCode exit_code(const ScanReport& report) {
@@ -164,13 +167,18 @@ ExitCode run_scan(const ScanOptions& options) {
     throw Error(ErrorCode::kNotFound, "no models to scan (empty --from lists or HF cache, or an empty --shard)");
   ScanReport report{.models = std::vector<ModelReport>(inputs.size())};
   std::mutex announcing;
+  Progress progress(inputs.size(), Progress::wanted(options.quiet));
   std::atomic<size_t> next = 0;
   auto worker = [&] {
     for (size_t i = next++; i < inputs.size(); i = next++) {
+      {
+        std::lock_guard lock(announcing);
+        progress.started(inputs[i]);
+      }
       ModelReport model = scan_model(inputs[i], options, rules, device);
       model.gate_failures = gate_failures(model, options.gates);
       std::lock_guard lock(announcing);
-      announce(model, options.jsonl);
+      announce(model, options.jsonl, progress);
       report.models[i] = std::move(model);
     }
   };

@@ -2,6 +2,7 @@
 
 import json
 import os
+import pty
 import re
 import shutil
 import subprocess
@@ -178,6 +179,48 @@ class Gates(Zoo):
         bf16_row = next(line for line in result.stdout.splitlines() if "bf16-like" in line)
         self.assertIn("GATE FAILED", bf16_row)
         self.assertEqual(result.stdout.splitlines()[-1], "3 models: bf16 1, fp16 1; 1 failed; 1 failed a gate")
+
+
+def run_with_terminal_stderr(*args, env=None):
+    """Runs precdetect with stderr on a pseudo-terminal (stdout a pipe); returns (exit code, what stderr showed)."""
+    leader, follower = pty.openpty()
+    process = subprocess.Popen([BINARY, *map(str, args)], stdout=subprocess.PIPE, stderr=follower,
+                               env=dict(os.environ, **(env or {})))
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the terminal closed: the process is done with it
+            break
+        if not chunk:
+            break
+        shown += chunk
+    process.communicate(timeout=300)
+    os.close(leader)
+    return process.returncode, shown.decode("utf-8", errors="replace")
+
+
+class ProgressLine(Zoo):
+    def test_drawn_on_a_terminal_with_counts_and_the_current_model(self):
+        code, shown = run_with_terminal_stderr("--json", "--jobs", "1", self.fp16, self.bf16)
+        self.assertEqual(code, 0)
+        self.assertIn("[0/2]", shown)
+        self.assertIn("[2/2]", shown)
+        self.assertIn("fp16-like", shown)
+        self.assertIn("\x1b[2m", shown)  # the current model, dimmed
+        self.assertRegex(shown, r"\[2/2\] \d+\.\d [KMG]?B, ")
+
+    def test_no_color_and_quiet(self):
+        _, shown = run_with_terminal_stderr("--json", self.fp16, env={"NO_COLOR": "1"})
+        self.assertIn("[1/1]", shown)
+        self.assertNotIn("\x1b[2m", shown)
+        self.assertEqual(run_with_terminal_stderr("--json", "--quiet", self.fp16)[1], "")
+
+    def test_errors_replace_the_line_and_pipes_get_no_progress(self):
+        _, shown = run_with_terminal_stderr("--json", "--jobs", "1", self.broken, self.fp16)
+        self.assertIn("\r\x1b[Kprecdetect: ", shown)  # the line is erased before the message
+        self.assertNotIn("[1/2]", run("--json", self.broken, self.fp16).stderr)
 
 
 class HubCache(ScanTestCase):
