@@ -143,7 +143,7 @@ size_t default_jobs(const ComputeDevice& device) {
 
 /// Tells the user about a finished model at once: its error or violated gates on stderr, its JSONL line.
 void announce(const ModelReport& model, bool jsonl, Progress& progress) {
-  if (model.error || !model.gate_failures.empty()) progress.clear();
+  progress.clear();  // stdout may be the same terminal: nothing is printed after half a progress line
   if (model.error) fmt::print(stderr, "precdetect: {}\n", model.error->message);
   for (const std::string& failure : model.gate_failures)
     fmt::print(stderr, "precdetect: gate failed: {}: {}\n", model.path, failure);
