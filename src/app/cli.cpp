@@ -56,7 +56,7 @@ CLI::Validator shard_validator() {
       "K/N");
 }
 
-void add_batch_options(CLI::App& app, ScanOptions& options, std::string& shard) {
+void add_batch_options(CLI::App& app, ScanOptions& options, std::string& shard, bool& no_cache) {
   // One value per occurrence (allow_extra_args false): a vector option would otherwise swallow the PATHs after it.
   app.add_option("--from", options.lists, "also scan the inputs listed in FILE, one per line ('#' comments; - is stdin)")
       ->allow_extra_args(false);
@@ -68,6 +68,9 @@ void add_batch_options(CLI::App& app, ScanOptions& options, std::string& shard) 
       ->needs("--hf-cache");
   app.add_option("--shard", shard, "scan only part K of N (0 <= K < N) of the inputs, split by a stable hash")
       ->check(shard_validator());
+  app.add_option("--cache", options.cache, "keep tensor statistics in this SQLite file; unchanged files are not re-read")
+      ->envname("PRECDETECT_CACHE");
+  app.add_flag("--no-cache", no_cache, "no results cache, even when --cache or PRECDETECT_CACHE names one");
   app.add_flag("-q,--quiet", options.quiet, "no progress line on stderr (drawn only when stderr is a terminal)");
   app.add_flag("--jsonl", options.jsonl, "print one JSON line per model as it finishes, then a summary line")
       ->excludes("--json");
@@ -91,7 +94,7 @@ void add_gate_options(CLI::App& app, Gates& gates) {
 
 /// The scan options live on the top-level command; `scan` is an alias that hands its arguments back up.
 void add_scan_options(CLI::App& app, ScanOptions& options, std::string& include, std::string& exclude,
-                      std::string& rules, std::string& shard) {
+                      std::string& rules, std::string& shard, bool& no_cache) {
   app.add_option("paths", options.inputs, "model folders, checkpoint files, index files or HF ids");
   app.add_flag("--json", options.json, "print the JSON document (docs/json-schema.md) instead of the table");
   app.add_option("-o,--output", options.output, "also write the JSON document to FILE (atomically)");
@@ -102,7 +105,7 @@ void add_scan_options(CLI::App& app, ScanOptions& options, std::string& include,
   app.add_option("--exclude", exclude, "skip tensors whose name matches REGEX");
   app.add_option("--rules", rules, "classification rules file replacing the built-in ones (docs/rules.md)")
       ->check(CLI::ExistingFile);
-  add_batch_options(app, options, shard);
+  add_batch_options(app, options, shard, no_cache);
   add_gate_options(app, options.gates);
 }
 
@@ -138,12 +141,12 @@ void add_diff_options(CLI::App& diff, DiffArguments& args) {
 CommandLine parse_command_line(int argc, const char* const* argv) {
   ScanOptions options;
   std::string include, exclude, rules, shard;
-  bool print_rules = false;
+  bool print_rules = false, no_cache = false;
   CLI::App app("precdetect: was this checkpoint pretrained in fp16, bf16 or fp32, and is it safe in fp16?",
                "precdetect");
   app.footer(kFooter);
   app.set_version_flag("--version", std::string("precdetect ") + PRECDETECT_VERSION);
-  add_scan_options(app, options, include, exclude, rules, shard);
+  add_scan_options(app, options, include, exclude, rules, shard, no_cache);
   app.add_flag("--print-rules", print_rules, "print the built-in rules file (a starting point for --rules)");
   CLI::App* scan = app.add_subcommand("scan", "scan models (the default command)");
   scan->fallthrough();
@@ -178,6 +181,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     if (options.inputs.empty() && options.lists.empty() && !options.hf_cache)
       throw CLI::RequiredError("PATH, --from or --hf-cache (at least one model)");
     if (!shard.empty()) options.shard = *parse_shard(shard);
+    if (no_cache) options.cache.reset();
     options.filter = {compile_regex(include, "--include"), compile_regex(exclude, "--exclude")};
     if (!rules.empty()) options.rules = rules;
     result.scan = std::move(options);

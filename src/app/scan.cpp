@@ -25,8 +25,21 @@
 namespace precdetect {
 namespace {
 
+/// A tensor's statistics: from the cache when it holds them, else analyzed (and then stored there).
+TensorStats tensor_stats(const Checkpoint& checkpoint, const TensorRecord& record, const ComputeDevice& device,
+                         StatsCache* cache, std::vector<std::string>& file_identities) {
+  if (!cache) return analyze_tensor(checkpoint, record, device);
+  std::string& file = file_identities[record.file];
+  if (file.empty()) file = StatsCache::file_identity(checkpoint, record.file);
+  if (auto stats = cache->find(file, record)) return *stats;
+  TensorStats stats = analyze_tensor(checkpoint, record, device);
+  cache->store(file, record, stats);
+  return stats;
+}
+
 void analyze_checkpoint(ModelReport& report, const Checkpoint& checkpoint, const TensorFilter& filter,
-                        const ComputeDevice& device) {
+                        const ComputeDevice& device, StatsCache* cache) {
+  std::vector<std::string> file_identities(checkpoint.files.size());
   std::vector<std::string> skipped;
   uint64_t optimizer_tensors = 0;
   for (const TensorRecord& record : checkpoint.tensors) {
@@ -42,7 +55,7 @@ void analyze_checkpoint(ModelReport& report, const Checkpoint& checkpoint, const
                         .role = record.role,
                         .shares_storage_with = record.shares_storage_with};
     if (dtype_kind(record.dtype) == DTypeKind::kFloat) {
-      tensor.stats = analyze_tensor(checkpoint, record, device);
+      tensor.stats = tensor_stats(checkpoint, record, device, cache, file_identities);
       if (in_summary) report.summary.add_stats(*tensor.stats);
       checkpoint.files[record.file]->release(record.offset, record.storage_nbytes);
     } else if (dtype_kind(record.dtype) == DTypeKind::kSkipped) {
@@ -81,7 +94,7 @@ Hints storage_hints(const ModelSummary& summary, const ModelSource& source) {
 }  // namespace
 
 ModelReport scan_model(const std::string& input, const ScanOptions& options, const RuleSet& rules,
-                       const ComputeDevice& device) {
+                       const ComputeDevice& device, StatsCache* cache) {
   ModelReport report;
   report.input = report.path = input;
   try {
@@ -91,7 +104,7 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     Checkpoint checkpoint = open_checkpoint(source);
     report.format = checkpoint.format;
     report.warnings = checkpoint.warnings;
-    analyze_checkpoint(report, checkpoint, options.filter, device);
+    analyze_checkpoint(report, checkpoint, options.filter, device, cache);
     report.verdict = classify(report.summary, rules, storage_hints(report.summary, source));
   } catch (const Error& e) {
     report.error = ModelError{std::string(to_string(e.code())), e.what()};
@@ -166,6 +179,7 @@ ExitCode run_scan(const ScanOptions& options) {
   if (inputs.empty())
     throw Error(ErrorCode::kNotFound, "no models to scan (empty --from lists or HF cache, or an empty --shard)");
   ScanReport report{.models = std::vector<ModelReport>(inputs.size())};
+  std::unique_ptr<StatsCache> cache = options.cache ? StatsCache::open(*options.cache) : nullptr;
   std::mutex announcing;
   Progress progress(inputs.size(), Progress::wanted(options.quiet));
   std::atomic<size_t> next = 0;
@@ -175,7 +189,7 @@ ExitCode run_scan(const ScanOptions& options) {
         std::lock_guard lock(announcing);
         progress.started(inputs[i]);
       }
-      ModelReport model = scan_model(inputs[i], options, rules, device);
+      ModelReport model = scan_model(inputs[i], options, rules, device, cache.get());
       model.gate_failures = gate_failures(model, options.gates);
       std::lock_guard lock(announcing);
       announce(model, options.jsonl, progress);

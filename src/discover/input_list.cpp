@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "precdetect/core/error.h"
+#include "precdetect/core/hash.h"
 #include "precdetect/core/text_file.h"
 #include "precdetect/discover/discover.h"
 
@@ -56,10 +57,6 @@ std::vector<std::string> find_model_folders(const fs::path& root) {
 
 namespace precdetect {
 
-bool in_shard(const std::string& input, const Shard& shard) {
-  uint64_t hash = 14695981039346656037ull;  // FNV-1a offset basis and prime
-  for (unsigned char byte : input) hash = (hash ^ byte) * 1099511628211ull;
-  return hash % shard.count == shard.index;
-}
+bool in_shard(const std::string& input, const Shard& shard) { return fnv1a(input) % shard.count == shard.index; }
 
 }  // namespace precdetect

@@ -5,6 +5,7 @@ import os
 import pty
 import re
 import shutil
+import sqlite3
 import subprocess
 import unittest
 from pathlib import Path
@@ -221,6 +222,86 @@ class ProgressLine(Zoo):
         _, shown = run_with_terminal_stderr("--json", "--jobs", "1", self.broken, self.fp16)
         self.assertIn("\r\x1b[Kprecdetect: ", shown)  # the line is erased before the message
         self.assertNotIn("[1/2]", run("--json", self.broken, self.fp16).stderr)
+
+
+class ResultsCache(Zoo):
+    """--cache: statistics come back from SQLite for unchanged files, and never for changed ones."""
+
+    def setUp(self):
+        super().setUp()
+        self.cache = self.tmp / "cache" / "stats.sqlite"
+        self.weights = self.fp16 / "model.safetensors"
+
+    def poison(self, abs_max):
+        """Overwrites every cached abs_max: a scan that shows it read the cache."""
+        with sqlite3.connect(self.cache) as db:
+            db.execute("UPDATE tensor_stats SET abs_max = ?", (abs_max,))
+
+    def scanned_abs_max(self, *args):
+        code, document, stderr = scan("--cache", self.cache, *args, self.fp16)
+        self.assertEqual(code, 0, stderr)
+        return document["models"][0]["summary"]["abs_max"]
+
+    def test_unchanged_files_are_read_from_the_cache_with_identical_output(self):
+        _, fresh, _ = scan(self.fp16)
+        _, first, _ = scan("--cache", self.cache, self.fp16)
+        _, second, _ = scan("--cache", self.cache, self.fp16)
+        self.assertEqual(first, fresh)
+        self.assertEqual(second, fresh)
+        self.poison(12345.0)
+        self.assertEqual(self.scanned_abs_max(), 12345.0)
+        # what follows the statistics is recomputed: a filter still applies to cached tensors
+        _, filtered, _ = scan("--include", "layer_norm", self.fp16)
+        _, cached, _ = scan("--cache", self.cache, "--include", "layer_norm", self.fp16)
+        self.assertEqual(cached["models"][0]["summary"]["tensors"], filtered["models"][0]["summary"]["tensors"])
+
+    def test_a_touched_or_rewritten_file_is_analyzed_again(self):
+        reference = self.references[self.fp16]["abs_max"]
+        scan("--cache", self.cache, self.fp16)
+        self.poison(12345.0)
+        stat = self.weights.stat()
+        os.utime(self.weights, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))  # mtime only
+        self.assertEqual(self.scanned_abs_max(), reference)
+        # same size, same mtime, different bytes in the first 64 KiB: the hash tells
+        self.poison(12345.0)
+        stat = self.weights.stat()
+        data = bytearray(self.weights.read_bytes())
+        first_value = 8 + int.from_bytes(data[:8], "little")
+        data[first_value + 1] ^= 0x40  # an exponent bit of the first stored fp16 value
+        self.weights.write_bytes(bytes(data))
+        os.utime(self.weights, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        self.assertEqual(self.weights.stat().st_mtime_ns, stat.st_mtime_ns)
+        _, fresh, _ = scan(self.fp16)
+        self.assertEqual(self.scanned_abs_max(), fresh["models"][0]["summary"]["abs_max"])
+
+    def test_a_corrupt_cache_is_reported_and_rebuilt(self):
+        self.cache.parent.mkdir()
+        self.cache.write_bytes(b"this is not a database" * 100)
+        code, document, stderr = scan("--cache", self.cache, self.fp16)
+        self.assertEqual(code, 0)
+        self.assertIn("is unusable", stderr)
+        self.assertEqual(document["models"][0]["summary"]["abs_max"], self.references[self.fp16]["abs_max"])
+        with sqlite3.connect(self.cache) as db:
+            self.assertGreater(db.execute("SELECT count(*) FROM tensor_stats").fetchone()[0], 0)
+
+    def test_concurrent_runs_share_one_cache(self):
+        inputs = [self.fp16, self.bf16] * 3
+        processes = [subprocess.Popen([BINARY, "--json", "--cache", str(self.cache), str(path)],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE) for path in inputs]
+        for process in processes:
+            out, err = process.communicate(timeout=300)
+            self.assertEqual(process.returncode, 0, err)
+            self.assertEqual(err, b"")
+        with sqlite3.connect(self.cache) as db:
+            rows = db.execute("SELECT count(*) FROM tensor_stats").fetchone()[0]
+        self.assertEqual(rows, sum(len(load_file(next(p.glob("*.safetensors")))) for p in (self.fp16, self.bf16)))
+
+    def test_environment_default_and_no_cache(self):
+        env = {"PRECDETECT_CACHE": str(self.cache)}
+        self.assertEqual(run("--no-cache", self.fp16, env=env).returncode, 0)
+        self.assertFalse(self.cache.exists())
+        self.assertEqual(run(self.fp16, env=env).returncode, 0)
+        self.assertTrue(self.cache.exists())
 
 
 class HubCache(ScanTestCase):

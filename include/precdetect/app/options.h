@@ -63,6 +63,7 @@ struct ScanOptions {
   size_t jobs = 0;                 ///< models scanned at once; 0: the default for the device
   bool jsonl = false;              ///< one JSON line per model as it finishes, then a summary line
   bool quiet = false;              ///< no progress line on stderr (it is drawn only on a terminal anyway)
+  std::optional<std::filesystem::path> cache;  ///< the SQLite results cache (--cache, $PRECDETECT_CACHE)
   bool json = false;                            ///< the JSON document on stdout instead of the table
   std::optional<std::filesystem::path> output;  ///< also write the JSON document here, atomically
   bool verbose = false;                         ///< per-tensor rows in the table

@@ -2,15 +2,17 @@
 /// The scan command: discover -> load -> analyze -> classify for each input, then report.
 
 #include "precdetect/analyze/device.h"
+#include "precdetect/analyze/stats_cache.h"
 #include "precdetect/app/options.h"
 #include "precdetect/classify/rules.h"
 #include "precdetect/report/report.h"
 
 namespace precdetect {
 
-/// Scans one input. Never throws precdetect::Error: a model that cannot be scanned comes back with `error` set.
+/// Scans one input, taking tensor statistics from `cache` where it has them (nullptr: no cache). Never throws
+/// precdetect::Error: a model that cannot be scanned comes back with `error` set.
 ModelReport scan_model(const std::string& input, const ScanOptions& options, const RuleSet& rules,
-                       const ComputeDevice& device);
+                       const ComputeDevice& device, StatsCache* cache);
 
 /// Runs the whole command: scans every input, prints the table or JSON, writes --output, and returns the exit
 /// code. Throws Error for problems that concern the whole run (bad --rules, unavailable --device).
