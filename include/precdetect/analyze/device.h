@@ -18,4 +18,8 @@ bool is_device_spec(const std::string& spec);
 /// is asked for and not available, or the ordinal does not exist.
 ComputeDevice resolve_device(const std::string& spec);
 
+/// CUDA devices libtorch can use, loading its CUDA support first (0 without it). Ask this, never
+/// torch::cuda::*, before CUDA support is loaded: libtorch remembers a "no CUDA" answer for the process.
+int cuda_device_count();
+
 }  // namespace precdetect
