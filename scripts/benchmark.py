@@ -4,14 +4,17 @@
 Generates 7B-shaped synthetic checkpoints (Llama-style tensor shapes, as many layers as fit --size-gb) in each
 dtype, warms the page cache, then measures, side by side in one run:
   read      read() of the whole file into a reused 64 MiB buffer (the page-cache ceiling for a reader)
-  seed      safetensors.torch.load_file, then abs().min(), abs().max(), linalg.norm per tensor (seed 000)
-  precdetect  build/precdetect --json --device DEVICE FILE
+  seed      safetensors.torch.load_file(device=DEVICE), then abs().min(), abs().max(), linalg.norm per tensor
+            (seed 000), in this process: its `import torch` and CUDA start-up are not timed
+  precdetect  build/precdetect --json --device DEVICE --io IO FILE
 and prints a Markdown table of GB/s (precdetect also without its fixed start-up), ratios (end to end) and
-precdetect's peak RSS. With --diff it also times `precdetect diff` of each checkpoint against itself (a lossless
+precdetect's peak RSS against the target of 256 MiB + 2 x the largest tensor. With --cold every timed run
+starts with the file dropped from the page cache (posix_fadvise DONTNEED) and precdetect runs with both
+--io mmap and --io pread. With --diff it also times `precdetect diff` of each checkpoint against itself (a lossless
 conversion) and against a fine-tuned copy (every weight moved by ~1e-3 relative, most below bf16's spacing), in
 GB/s of both files read. Timing lives here, never in tests.
 
-  .venv/bin/python scripts/benchmark.py --size-gb 1 --threads 2 [--diff]
+  .venv/bin/python scripts/benchmark.py --size-gb 1 --threads 2 [--device cuda] [--cold] [--diff]
 """
 
 import argparse
@@ -66,9 +69,24 @@ def make_tuned_copy(path, tuned):
     save_file(tensors, tuned)
 
 
-def timed(action, repeat):
+def largest_tensor_mib(dtype):
+    return VOCAB * HIDDEN * torch.tensor([], dtype=dtype).element_size() / 2**20  # the embedding
+
+
+def drop_from_page_cache(*paths):
+    """Cold reads without root: the kernel drops a file's clean cached pages when asked."""
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def timed(action, repeat, before=lambda: None):
     best = float("inf")
     for _ in range(repeat):
+        before()
         start = time.perf_counter()
         action()
         best = min(best, time.perf_counter() - start)
@@ -82,9 +100,9 @@ def plain_read(path):
             pass
 
 
-def seed_loop(path):
+def seed_loop(path, device):
     abs_min, abs_max, norm_min, norm_max = 1e10, 0, 1e10, 0
-    for p in load_file(path).values():
+    for p in load_file(path, device=device).values():
         p_abs = p.abs()
         abs_min, abs_max = min(abs_min, p_abs.min().item()), max(abs_max, p_abs.max().item())
         norm = torch.linalg.norm(p).item()
@@ -93,7 +111,7 @@ def seed_loop(path):
     return abs_min, abs_max, norm_min, norm_max
 
 
-def run_precdetect(*args):
+def run_precdetect(*args, check=True):
     """Runs build/precdetect ARGS under /usr/bin/time; returns its peak resident set size in MiB.
 
     Not os.wait4 on our own child: a child forked from this multi-GB process counts the parent's pages in its
@@ -101,7 +119,7 @@ def run_precdetect(*args):
     """
     with tempfile.NamedTemporaryFile("r") as report:
         subprocess.run(["/usr/bin/time", "-f", "%M", "-o", report.name, str(REPO / "build" / "precdetect"),
-                        *map(str, args)], check=True, stdout=subprocess.DEVNULL)
+                        *map(str, args)], check=check, stdout=subprocess.DEVNULL)
         return int(report.read().strip().splitlines()[-1]) / 1024
 
 
@@ -110,34 +128,45 @@ def main():
     parser.add_argument("--size-gb", type=float, default=1.0)
     parser.add_argument("--dtypes", default="bf16,f16,f32")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda, for precdetect and the seed loop")
+    parser.add_argument("--io", default="mmap", help="precdetect's --io (with --cold: both)")
+    parser.add_argument("--cold", action="store_true", help="drop the file from the page cache before each run")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/precdetect-bench"))
     parser.add_argument("--diff", action="store_true", help="also time precdetect diff")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     args.workdir.mkdir(parents=True, exist_ok=True)
+    device = "cuda" if args.device.startswith("cuda") else "cpu"
+    if device == "cuda":
+        torch.ones(1, device="cuda")  # CUDA start-up, untimed like `import torch`
+        print(f"GPU: {torch.cuda.get_device_name()}")
     print(f"machine: {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
-          f"torch {torch.__version__}, {args.threads} torch threads; device {args.device}; best of {args.repeat}\n")
+          f"torch {torch.__version__}, {args.threads} torch threads; device {args.device}; "
+          f"page cache {'cold' if args.cold else 'hot'}; best of {args.repeat}\n")
     # libtorch's static initialisation is a fixed cost per process; the seed loop's `import torch` is not timed
     # either, so both end-to-end and start-up-excluded figures are shown.
-    startup_s = timed(lambda: run_precdetect("--version"), args.repeat)
-    print(f"precdetect start-up (--version): {startup_s:.2f} s, peak RSS {run_precdetect('--version'):.0f} MiB\n")
-    print("| dtype | file GB | read GB/s | seed loop GB/s | precdetect GB/s | excl. start-up GB/s | vs read | vs seed "
-          "| peak RSS MiB |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    startup = ("--version",) if device == "cpu" else ("--device", args.device, "--json", "/nonexistent")
+    startup_s = timed(lambda: run_precdetect(*startup, check=False), args.repeat)
+    print(f"precdetect start-up ({' '.join(startup)}): {startup_s:.2f} s, "
+          f"peak RSS {run_precdetect(*startup, check=False):.0f} MiB\n")
+    print("| dtype | file GB | read GB/s | seed loop GB/s | io | precdetect GB/s | excl. start-up GB/s | vs read "
+          "| vs seed | peak RSS MiB | RSS target MiB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.dtypes.split(","):
         path = args.workdir / f"llama-{name}-{args.size_gb:g}gb.safetensors"
         make_checkpoint(path, DTYPES[name], args.size_gb)
         gb = path.stat().st_size / 1e9
-        plain_read(path)  # warm the page cache
-        read_s = timed(lambda: plain_read(path), args.repeat)
-        seed_s = timed(lambda: seed_loop(path), args.repeat)
-        ours_s = timed(lambda: run_precdetect("--json", "--device", args.device, path), args.repeat)
-        rss_mib = run_precdetect("--json", "--device", args.device, path)
-        print(f"| {name} | {gb:.2f} | {gb / read_s:.2f} | {gb / seed_s:.2f} | {gb / ours_s:.2f} | "
-              f"{gb / (ours_s - startup_s):.2f} | {read_s / ours_s:.2f}x | {seed_s / ours_s:.2f}x | {rss_mib:.0f} |",
-              flush=True)
+        before = (lambda: drop_from_page_cache(path)) if args.cold else (lambda: plain_read(path))
+        read_s = timed(lambda: plain_read(path), args.repeat, before)
+        seed_s = timed(lambda: seed_loop(path, device), args.repeat, before)
+        for io in ("mmap", "pread") if args.cold else (args.io,):
+            ours = ("--json", "--device", args.device, "--io", io, path)
+            ours_s = timed(lambda: run_precdetect(*ours), args.repeat, before)
+            rss_mib = run_precdetect(*ours)
+            print(f"| {name} | {gb:.2f} | {gb / read_s:.2f} | {gb / seed_s:.2f} | {io} | {gb / ours_s:.2f} | "
+                  f"{gb / (ours_s - startup_s):.2f} | {read_s / ours_s:.2f}x | {seed_s / ours_s:.2f}x | "
+                  f"{rss_mib:.0f} | {256 + 2 * largest_tensor_mib(DTYPES[name]):.0f} |", flush=True)
     if args.diff:
         time_diffs(args, startup_s)
 

@@ -11,25 +11,31 @@
 namespace precdetect {
 namespace {
 
-TensorStats analyze_on_cuda(const at::Tensor& host, const ComputeDevice& device, const TensorRecord& record) {
-  try {
-    // Bytes travel as uint8 into a fresh (aligned) device allocation, then are viewed as the dtype there:
-    // aliasing file bytes at an unaligned device address is a sticky CUDA error.
-    at::Tensor raw = host.reshape(-1).view(at::kByte);
-    at::Tensor on_device = raw.to(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device.index)));
-    return torch_tensor_stats(on_device.view(host.scalar_type()));
-  } catch (const c10::Error& e) {
-    throw Error(ErrorCode::kDevice,
-                fmt::format("tensor `{}` on {}: {}", record.name, device.name(), e.what_without_backtrace()));
-  }
+Error device_error(const ComputeDevice& device, const std::string& what, const c10::Error& e) {
+  return Error(ErrorCode::kDevice, fmt::format("{} on {}: {}", what, device.name(), e.what_without_backtrace()));
 }
 
 }  // namespace
 
-TensorStats analyze_tensor(const Checkpoint& checkpoint, const TensorRecord& record, const ComputeDevice& device) {
-  at::Tensor values = load_tensor(checkpoint, record).contiguous();  // a copy only for strided views
-  if (device.cuda) return analyze_on_cuda(values, device, record);
-  return cpu_tensor_stats(values.data_ptr(), record.dtype, record.numel);
+Analyzer::Analyzer(const ComputeDevice& device) : device_(device) {
+  if (!device.cuda) return;
+  try {
+    uploader_ = std::make_unique<CudaUploader>(device.index);
+  } catch (const c10::Error& e) {
+    throw device_error(device, "staging buffers", e);
+  }
+}
+
+TensorStats Analyzer::analyze(const Checkpoint& checkpoint, const TensorRecord& record) {
+  if (!uploader_) {
+    at::Tensor values = load_tensor(checkpoint, record).contiguous();  // a copy only for strided views
+    return cpu_tensor_stats(values.data_ptr(), record.dtype, record.numel);
+  }
+  try {
+    return torch_tensor_stats(uploader_->upload(checkpoint, record));
+  } catch (const c10::Error& e) {
+    throw device_error(device_, fmt::format("tensor `{}`", record.name), e);
+  }
 }
 
 }  // namespace precdetect

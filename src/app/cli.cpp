@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <map>
 #include <sstream>
 
 #include "precdetect/analyze/device.h"
@@ -92,6 +93,13 @@ void add_gate_options(CLI::App& app, Gates& gates) {
       ->check(CLI::NonNegativeNumber);
 }
 
+void add_io_option(CLI::App& app, ReadMode& mode) {
+  static const std::map<std::string, ReadMode> kModes{{"mmap", ReadMode::kMmap}, {"pread", ReadMode::kPread}};
+  app.add_option("--io", mode, "how weights are read: mmap (default; fastest from the page cache) or pread "
+                               "(parallel reads; for cold disks and network filesystems)")
+      ->transform(CLI::CheckedTransformer(kModes, CLI::ignore_case));
+}
+
 /// The scan options live on the top-level command; `scan` is an alias that hands its arguments back up.
 void add_scan_options(CLI::App& app, ScanOptions& options, std::string& include, std::string& exclude,
                       std::string& rules, std::string& shard, bool& no_cache) {
@@ -101,6 +109,7 @@ void add_scan_options(CLI::App& app, ScanOptions& options, std::string& include,
   app.add_flag("-v,--verbose", options.verbose, "add per-tensor rows to the table");
   app.add_option("--device", options.device, "cpu, cuda, cuda:N or auto (CUDA when available)")
       ->check(device_validator());
+  add_io_option(app, options.read_mode);
   app.add_option("--include", include, "analyze only tensors whose name matches REGEX");
   app.add_option("--exclude", exclude, "skip tensors whose name matches REGEX");
   app.add_option("--rules", rules, "classification rules file replacing the built-in ones (docs/rules.md)")
@@ -132,6 +141,7 @@ void add_diff_options(CLI::App& diff, DiffArguments& args) {
   diff.add_flag("--fail-if-changed", args.command.fail_if_changed, "exit 1 when any pair differs");
   diff.add_option("--device", args.command.device, "cpu, cuda, cuda:N or auto (CUDA when available)")
       ->check(device_validator());
+  add_io_option(diff, args.command.read_mode);
   diff.add_option("--include", args.include, "compare only tensors whose name matches REGEX");
   diff.add_option("--exclude", args.exclude, "skip tensors whose name matches REGEX");
 }

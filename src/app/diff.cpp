@@ -11,7 +11,9 @@
 namespace precdetect {
 namespace {
 
-Checkpoint open_input(const std::string& input) { return open_checkpoint(discover(input, hf_hub_cache())); }
+Checkpoint open_input(const std::string& input, ReadMode mode) {
+  return open_checkpoint(discover(input, hf_hub_cache()), mode);
+}
 
 ModelError error_of(const std::exception& e, const std::string& input) {
   if (const auto* ours = dynamic_cast<const Error*>(&e)) return {std::string(to_string(ours->code())), ours->what()};
@@ -22,7 +24,7 @@ ModelError error_of(const std::exception& e, const std::string& input) {
 PairDiff diff_pair(const Checkpoint& base, const std::string& other_input, const DiffCommand& command,
                    const ComputeDevice& device) {
   try {
-    return diff_checkpoints(base, open_input(other_input), command.filter, command.tolerances, device);
+    return diff_checkpoints(base, open_input(other_input, command.read_mode), command.filter, command.tolerances, device);
   } catch (const std::exception& e) {
     return PairDiff{.error = error_of(e, other_input)};
   }
@@ -35,7 +37,7 @@ ExitCode run_diff(const DiffCommand& command) {
   std::optional<Checkpoint> base;
   std::optional<ModelError> base_error;  // a base that cannot be read fails every pair, opened once all the same
   try {
-    base = open_input(command.base);
+    base = open_input(command.base, command.read_mode);
   } catch (const std::exception& e) {
     base_error = error_of(e, command.base);
   }

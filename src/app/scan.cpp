@@ -26,19 +26,19 @@ namespace precdetect {
 namespace {
 
 /// A tensor's statistics: from the cache when it holds them, else analyzed (and then stored there).
-TensorStats tensor_stats(const Checkpoint& checkpoint, const TensorRecord& record, const ComputeDevice& device,
+TensorStats tensor_stats(const Checkpoint& checkpoint, const TensorRecord& record, Analyzer& analyzer,
                          StatsCache* cache, std::vector<std::string>& file_identities) {
-  if (!cache) return analyze_tensor(checkpoint, record, device);
+  if (!cache) return analyzer.analyze(checkpoint, record);
   std::string& file = file_identities[record.file];
   if (file.empty()) file = StatsCache::file_identity(checkpoint, record.file);
   if (auto stats = cache->find(file, record)) return *stats;
-  TensorStats stats = analyze_tensor(checkpoint, record, device);
+  TensorStats stats = analyzer.analyze(checkpoint, record);
   cache->store(file, record, stats);
   return stats;
 }
 
 void analyze_checkpoint(ModelReport& report, const Checkpoint& checkpoint, const TensorFilter& filter,
-                        const ComputeDevice& device, StatsCache* cache) {
+                        Analyzer& analyzer, StatsCache* cache) {
   std::vector<std::string> file_identities(checkpoint.files.size());
   std::vector<std::string> skipped;
   uint64_t optimizer_tensors = 0;
@@ -55,7 +55,7 @@ void analyze_checkpoint(ModelReport& report, const Checkpoint& checkpoint, const
                         .role = record.role,
                         .shares_storage_with = record.shares_storage_with};
     if (dtype_kind(record.dtype) == DTypeKind::kFloat) {
-      tensor.stats = tensor_stats(checkpoint, record, device, cache, file_identities);
+      tensor.stats = tensor_stats(checkpoint, record, analyzer, cache, file_identities);
       if (in_summary) report.summary.add_stats(*tensor.stats);
       checkpoint.files[record.file]->release(record.offset, record.storage_nbytes);
     } else if (dtype_kind(record.dtype) == DTypeKind::kSkipped) {
@@ -94,17 +94,17 @@ Hints storage_hints(const ModelSummary& summary, const ModelSource& source) {
 }  // namespace
 
 ModelReport scan_model(const std::string& input, const ScanOptions& options, const RuleSet& rules,
-                       const ComputeDevice& device, StatsCache* cache) {
+                       Analyzer& analyzer, StatsCache* cache) {
   ModelReport report;
   report.input = report.path = input;
   try {
     ModelSource source = discover(input, hf_hub_cache());
     report.path = source.path.string();
     for (const auto& file : source.files) report.files.push_back(file.string());
-    Checkpoint checkpoint = open_checkpoint(source);
+    Checkpoint checkpoint = open_checkpoint(source, options.read_mode);
     report.format = checkpoint.format;
     report.warnings = checkpoint.warnings;
-    analyze_checkpoint(report, checkpoint, options.filter, device, cache);
+    analyze_checkpoint(report, checkpoint, options.filter, analyzer, cache);
     report.verdict = classify(report.summary, rules, storage_hints(report.summary, source));
   } catch (const Error& e) {
     report.error = ModelError{std::string(to_string(e.code())), e.what()};
@@ -182,14 +182,18 @@ ExitCode run_scan(const ScanOptions& options) {
   std::unique_ptr<StatsCache> cache = options.cache ? StatsCache::open(*options.cache) : nullptr;
   std::mutex announcing;
   Progress progress(inputs.size(), Progress::wanted(options.quiet));
+  // One analyzer per worker, made here: a device that cannot give them fails the run, not a worker thread.
+  size_t jobs = std::min(options.jobs ? options.jobs : default_jobs(device), inputs.size());
+  std::vector<Analyzer> analyzers;
+  while (analyzers.size() < jobs) analyzers.emplace_back(device);
   std::atomic<size_t> next = 0;
-  auto worker = [&] {
+  auto worker = [&](Analyzer& analyzer) {
     for (size_t i = next++; i < inputs.size(); i = next++) {
       {
         std::lock_guard lock(announcing);
         progress.started(inputs[i]);
       }
-      ModelReport model = scan_model(inputs[i], options, rules, device, cache.get());
+      ModelReport model = scan_model(inputs[i], options, rules, analyzer, cache.get());
       model.gate_failures = gate_failures(model, options.gates);
       std::lock_guard lock(announcing);
       announce(model, options.jsonl, progress);
@@ -197,9 +201,9 @@ ExitCode run_scan(const ScanOptions& options) {
     }
   };
   {
-    std::vector<std::jthread> workers(std::min(options.jobs ? options.jobs : default_jobs(device), inputs.size()) - 1);
-    for (auto& thread : workers) thread = std::jthread(worker);
-    worker();
+    std::vector<std::jthread> workers;
+    for (size_t k = 1; k < analyzers.size(); ++k) workers.emplace_back(worker, std::ref(analyzers[k]));
+    worker(analyzers.front());
   }  // joined
   std::string table = options.json || options.jsonl ? std::string() : render_table(report, options.verbose);
   publish(to_json(report), options.output, options.json, table);

@@ -12,9 +12,15 @@
 
 #include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
+#include "precdetect/core/parallel.h"
 
 namespace precdetect {
 namespace {
+
+// Reads are split into parts of at least 8 MiB: enough requests in flight for a cold disk or a network
+// filesystem (at least 8, more on larger machines), and for a hot page cache one memcpy per core.
+constexpr uint64_t kMinReadPart = 8 << 20;
+uint64_t read_parts() { return std::max(8u, std::thread::hardware_concurrency()); }
 
 /// Shared range check: every view is validated against the source's size before a byte is touched.
 std::span<const std::byte> checked_view(const ByteSource& source, const std::byte* base, uint64_t offset,
@@ -28,7 +34,7 @@ std::span<const std::byte> checked_view(const ByteSource& source, const std::byt
 
 class MappedFile final : public ByteSource {
  public:
-  explicit MappedFile(std::filesystem::path path) : path_(std::move(path)) {
+  MappedFile(std::filesystem::path path, ReadMode mode) : path_(std::move(path)), mode_(mode) {
     int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) fail(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, path_, std::strerror(errno));
     struct stat st {};
@@ -47,10 +53,14 @@ class MappedFile final : public ByteSource {
       }
       data_ = static_cast<const std::byte*>(mapped);
     }
-    ::close(fd);  // the mapping keeps the file open
+    if (mode_ == ReadMode::kPread)
+      fd_ = fd;
+    else
+      ::close(fd);  // the mapping keeps the file open
   }
   ~MappedFile() override {
     if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+    if (fd_ >= 0) ::close(fd_);
   }
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -68,9 +78,30 @@ class MappedFile final : public ByteSource {
     uint64_t last = std::min(offset + length, size_) / kPage * kPage;
     if (data_ && first < last) ::madvise(const_cast<std::byte*>(data_) + first, last - first, MADV_DONTNEED);
   }
+  void read(uint64_t offset, std::span<std::byte> dest) const override {
+    if (mode_ == ReadMode::kMmap) return ByteSource::read(offset, dest);
+    checked_view(*this, data_, offset, dest.size());
+    for_parts_in_parallel(dest.size(), kMinReadPart, read_parts(), [&](uint64_t begin, uint64_t end) {
+      pread_fully(offset + begin, dest.subspan(begin, end - begin));
+    });
+  }
+  bool zero_copy() const override { return mode_ == ReadMode::kMmap; }
 
  private:
+  void pread_fully(uint64_t offset, std::span<std::byte> dest) const {
+    while (!dest.empty()) {
+      ssize_t got = ::pread(fd_, dest.data(), dest.size(), static_cast<off_t>(offset));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) fail(ErrorCode::kIo, path_, fmt::format("read at offset {}: {}", offset, std::strerror(errno)));
+      if (got == 0) fail(ErrorCode::kIo, path_, fmt::format("the file ended at offset {} while being read", offset));
+      dest = dest.subspan(static_cast<size_t>(got));
+      offset += static_cast<uint64_t>(got);
+    }
+  }
+
   std::filesystem::path path_;
+  ReadMode mode_;
+  int fd_ = -1;  ///< open for pread in ReadMode::kPread
   const std::byte* data_ = nullptr;
   uint64_t size_ = 0;
 };
@@ -91,7 +122,16 @@ class MemorySource final : public ByteSource {
 
 }  // namespace
 
-std::unique_ptr<ByteSource> map_file(const std::filesystem::path& path) { return std::make_unique<MappedFile>(path); }
+void ByteSource::read(uint64_t offset, std::span<std::byte> dest) const {
+  std::span<const std::byte> source = view(offset, dest.size());
+  for_parts_in_parallel(dest.size(), kMinReadPart, read_parts(), [&](uint64_t begin, uint64_t end) {
+    std::memcpy(dest.data() + begin, source.data() + begin, end - begin);
+  });
+}
+
+std::unique_ptr<ByteSource> map_file(const std::filesystem::path& path, ReadMode mode) {
+  return std::make_unique<MappedFile>(path, mode);
+}
 
 std::unique_ptr<ByteSource> memory_source(std::string bytes, std::filesystem::path path) {
   return std::make_unique<MemorySource>(std::move(bytes), std::move(path));

@@ -45,10 +45,10 @@ void check_against_index(Checkpoint& checkpoint, const ModelSource& source) {
 
 }  // namespace
 
-Checkpoint open_checkpoint(const ModelSource& source) {
+Checkpoint open_checkpoint(const ModelSource& source, ReadMode mode) {
   Checkpoint checkpoint;
   for (const auto& file : source.files) {
-    checkpoint.files.push_back(map_file(file));
+    checkpoint.files.push_back(map_file(file, mode));
     std::string format = read_file(checkpoint, checkpoint.files.size() - 1);
     if (!checkpoint.format.empty() && checkpoint.format != format)
       checkpoint.warnings.push_back(fmt::format("files of several formats: {} and {}", checkpoint.format, format));

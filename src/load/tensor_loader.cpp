@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <cstring>
 
 namespace precdetect {
 
@@ -29,29 +28,36 @@ DType stored_dtype(c10::ScalarType type) {
 
 namespace {
 
-/// The whole storage as a 1-D tensor: over the mapped bytes when aligned, else an aligned copy.
+/// The whole storage as a 1-D tensor: over the mapped bytes when aligned, else read into an aligned tensor
+/// (always so with ReadMode::kPread).
 at::Tensor load_storage(const Checkpoint& checkpoint, const TensorRecord& record) {
-  auto bytes = checkpoint.files[record.file]->view(record.offset, record.storage_nbytes);
+  const ByteSource& file = *checkpoint.files[record.file];
+  auto bytes = file.view(record.offset, record.storage_nbytes);  // checks the range
   auto options = at::TensorOptions().dtype(torch_scalar_type(record.dtype)).device(at::kCPU);
   int64_t element_size = dtype_bits(record.dtype) / 8;
   int64_t numel = static_cast<int64_t>(bytes.size()) / element_size;
   auto* data = const_cast<std::byte*>(bytes.data());  // from_blob wants void*; nothing ever writes through it
   at::Tensor storage;
-  if (reinterpret_cast<uintptr_t>(data) % static_cast<uintptr_t>(element_size) == 0) {
+  if (file.zero_copy() && reinterpret_cast<uintptr_t>(data) % static_cast<uintptr_t>(element_size) == 0) {
     storage = at::from_blob(data, {numel}, options);
   } else {
     storage = at::empty({numel}, options);
-    std::memcpy(storage.data_ptr(), data, static_cast<size_t>(numel * element_size));
+    file.read(record.offset, {static_cast<std::byte*>(storage.data_ptr()), static_cast<size_t>(storage.nbytes())});
   }
-  if (record.big_endian)  // reverse the bytes of every element (a copy)
-    storage = storage.view(at::kByte).view({numel, element_size}).flip({1}).reshape({-1}).view(storage.scalar_type());
   return storage;
 }
 
 }  // namespace
 
 at::Tensor load_tensor(const Checkpoint& checkpoint, const TensorRecord& record) {
-  at::Tensor storage = load_storage(checkpoint, record);
+  return view_storage(load_storage(checkpoint, record), record);
+}
+
+at::Tensor view_storage(at::Tensor storage, const TensorRecord& record) {
+  if (record.big_endian) {  // reverse the bytes of every element (a copy)
+    int64_t element_size = dtype_bits(record.dtype) / 8;
+    storage = storage.view(at::kByte).view({-1, element_size}).flip({1}).reshape({-1}).view(storage.scalar_type());
+  }
   auto offset = static_cast<int64_t>(record.storage_offset);
   if (record.stride.empty()) return storage.narrow(0, offset, static_cast<int64_t>(record.numel)).view(record.shape);
   return storage.as_strided(record.shape, record.stride, offset);

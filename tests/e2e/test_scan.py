@@ -7,7 +7,7 @@ import unittest
 import torch
 from safetensors.torch import save_file
 
-from helpers import ScanTestCase, scan
+from helpers import ScanTestCase, run, scan
 
 
 def planted(tensor, *values):
@@ -90,11 +90,13 @@ class Misaligned(ScanTestCase):
         header = json.dumps(entries).encode()
         header += b" " * ((8 - len(header)) % 8 + 1)  # an odd header length: the data section starts unaligned
         (self.tmp / "odd.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + data)
-        code, document, _ = scan(self.tmp / "odd.safetensors")
-        self.assertEqual(code, 0)
-        reported = {t["name"]: t for t in document["models"][0]["tensors"]}
-        for name, tensor in values.items():
-            self.assertTensorStats(reported[name], tensor, name)
+        for io in ("mmap", "pread"):  # pread: into our own aligned buffers
+            code, document, _ = scan("--io", io, self.tmp / "odd.safetensors")
+            self.assertEqual(code, 0)
+            reported = {t["name"]: t for t in document["models"][0]["tensors"]}
+            for name, tensor in values.items():
+                self.assertTensorStats(reported[name], tensor, f"{name}, --io {io}")
+        self.assertEqual(run("--io", "nfs", self.tmp).returncode, 2)
 
 
 class Selection(ScanTestCase):

@@ -40,7 +40,7 @@ TEST(TorchStats, EmptyAndAllNanTensors) {
   EXPECT_EQ(nan.sum_squares, 0.0);
 }
 
-/// A one-file checkpoint over in-memory safetensors bytes, for analyze_tensor.
+/// A one-file checkpoint over in-memory safetensors bytes, for the Analyzer.
 Checkpoint checkpoint_of(const std::string& bytes) {
   Checkpoint checkpoint{.format = "safetensors"};
   checkpoint.files.push_back(memory_source(bytes, "gpu.safetensors"));
@@ -59,7 +59,7 @@ TEST(CudaPath, AgreesWithCpuPathOnEveryDtype) {
                                      dtype_name(dtype), 1'000'003, 1 + data.size());
     Checkpoint checkpoint = checkpoint_of(testing::safetensors_bytes(header, "\x7f" + data));
     const TensorRecord& record = checkpoint.tensors.back();
-    expect_same_stats(analyze_tensor(checkpoint, record, {.cuda = true}), analyze_tensor(checkpoint, record, {}),
+    expect_same_stats(Analyzer({.cuda = true}).analyze(checkpoint, record), Analyzer({}).analyze(checkpoint, record),
                       1e-12);
   }
 }

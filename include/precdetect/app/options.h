@@ -9,6 +9,7 @@
 
 #include "precdetect/diff/diff_options.h"
 #include "precdetect/discover/input_list.h"
+#include "precdetect/load/byte_source.h"
 
 namespace precdetect {
 
@@ -34,6 +35,7 @@ struct DiffCommand {
   std::optional<std::filesystem::path> output;
   size_t top = 20;  ///< most-changed tensors shown per pair in the table
   std::string device = "auto";
+  ReadMode read_mode = ReadMode::kMmap;
   TensorFilter filter;
   bool fail_if_changed = false;  ///< exit 1 when any pair differs (a lossless-conversion check)
 };
@@ -68,6 +70,7 @@ struct ScanOptions {
   std::optional<std::filesystem::path> output;  ///< also write the JSON document here, atomically
   bool verbose = false;                         ///< per-tensor rows in the table
   std::string device = "auto";
+  ReadMode read_mode = ReadMode::kMmap;
   TensorFilter filter;
   std::optional<std::filesystem::path> rules;
   Gates gates;

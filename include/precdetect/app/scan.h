@@ -1,7 +1,7 @@
 #pragma once
 /// The scan command: discover -> load -> analyze -> classify for each input, then report.
 
-#include "precdetect/analyze/device.h"
+#include "precdetect/analyze/analyzer.h"
 #include "precdetect/analyze/stats_cache.h"
 #include "precdetect/app/options.h"
 #include "precdetect/classify/rules.h"
@@ -9,10 +9,10 @@
 
 namespace precdetect {
 
-/// Scans one input, taking tensor statistics from `cache` where it has them (nullptr: no cache). Never throws
-/// precdetect::Error: a model that cannot be scanned comes back with `error` set.
+/// Scans one input with `analyzer`, taking tensor statistics from `cache` where it has them (nullptr: no cache).
+/// Never throws precdetect::Error: a model that cannot be scanned comes back with `error` set.
 ModelReport scan_model(const std::string& input, const ScanOptions& options, const RuleSet& rules,
-                       const ComputeDevice& device, StatsCache* cache);
+                       Analyzer& analyzer, StatsCache* cache);
 
 /// Runs the whole command: scans every input, prints the table or JSON, writes --output, and returns the exit
 /// code. Throws Error for problems that concern the whole run (bad --rules, unavailable --device).

@@ -24,4 +24,17 @@ auto reduce_in_parallel(uint64_t numel, uint64_t min_per_thread, Range range) {
   return result;
 }
 
+/// Runs `part(begin, end)` on up to `max_parts` parts of [0, total) at once, none smaller than `min_part`
+/// (the last may be), and returns when all are done. Exceptions from any part reach the caller.
+template <typename Part>
+void for_parts_in_parallel(uint64_t total, uint64_t min_part, uint64_t max_parts, Part part) {
+  uint64_t parts = std::clamp<uint64_t>(total / std::max<uint64_t>(min_part, 1), 1, std::max<uint64_t>(max_parts, 1));
+  uint64_t size = (total + parts - 1) / parts;
+  std::vector<std::future<void>> others;
+  for (uint64_t begin = size; begin < total; begin += size)
+    others.push_back(std::async(std::launch::async, part, begin, std::min(total, begin + size)));
+  part(0, std::min(total, size));
+  for (auto& other : others) other.get();
+}
+
 }  // namespace precdetect

@@ -10,6 +10,12 @@
 
 namespace precdetect {
 
+/// How tensor bytes come off a file (--io). Headers are always read through the mapping.
+enum class ReadMode {
+  kMmap,   ///< straight from the mapping: fastest when the page cache holds the file
+  kPread,  ///< parallel pread into our own buffers: many requests in flight, for cold disks and network filesystems
+};
+
 class ByteSource {
  public:
   virtual ~ByteSource() = default;
@@ -21,10 +27,16 @@ class ByteSource {
   /// Hint that bytes [offset, offset+length) will not be read again, so resident memory stays bounded by the
   /// tensor in hand rather than growing with the file. Views of that range stay valid (pages are re-read).
   virtual void release(uint64_t offset, uint64_t length) const { (void)offset, (void)length; }
+  /// Copies bytes [offset, offset + dest.size()) into `dest`, large ranges in parallel parts. Throws
+  /// Error(kOffsetPastEnd) like view(), Error(kIo) when the file cannot be read.
+  virtual void read(uint64_t offset, std::span<std::byte> dest) const;
+  /// True when view() is the cheap way to a tensor's bytes; false when they should be read() (ReadMode::kPread).
+  virtual bool zero_copy() const { return true; }
 };
 
-/// Maps `path` read-only. Throws Error(kNotFound / kIo) naming the path. The mapping lives as long as the object.
-std::unique_ptr<ByteSource> map_file(const std::filesystem::path& path);
+/// Maps `path` read-only; with ReadMode::kPread also keeps it open for read(). Throws Error(kNotFound / kIo)
+/// naming the path. The mapping lives as long as the object.
+std::unique_ptr<ByteSource> map_file(const std::filesystem::path& path, ReadMode mode = ReadMode::kMmap);
 
 /// Owns a copy of `bytes`, reported as coming from `path`.
 std::unique_ptr<ByteSource> memory_source(std::string bytes, std::filesystem::path path = "<memory>");

@@ -19,7 +19,8 @@ struct Checkpoint {
 };
 
 /// Maps every file and reads its header; with a shard index, checks that each indexed tensor is in its shard.
-/// Throws Error: kUnknownFormat, kMissingTensor, or the format's own codes (docs/errors.md).
-Checkpoint open_checkpoint(const ModelSource& source);
+/// `mode` says how tensor bytes will be read. Throws Error: kUnknownFormat, kMissingTensor, or the format's own
+/// codes (docs/errors.md).
+Checkpoint open_checkpoint(const ModelSource& source, ReadMode mode = ReadMode::kMmap);
 
 }  // namespace precdetect

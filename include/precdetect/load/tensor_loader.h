@@ -19,4 +19,8 @@ DType stored_dtype(c10::ScalarType type);
 /// `checkpoint` lives, and never write to it (the mapping is read-only).
 at::Tensor load_tensor(const Checkpoint& checkpoint, const TensorRecord& record);
 
+/// `record`'s tensor over `storage`, a 1-D tensor of the record's dtype holding its storage's stored bytes (on
+/// any device): bytes swapped for big-endian storages, then offset, shape and strides applied.
+at::Tensor view_storage(at::Tensor storage, const TensorRecord& record);
+
 }  // namespace precdetect

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds, tests and benchmarks precdetect on a GPU machine that reaches no package registry (the project's lent
+# H100: Ubuntu 24.04, python3 with torch 2.11.0+cu130, CUDA 13.0). Fetch what it lacks first, on a machine that
+# has the network: scripts/device_check.sh --fetch (Debian's .debs of the C++ dependencies and the Python test
+# tools' wheels, into .deps/). Then, there: scripts/device_check.sh [benchmark.py arguments...]
+# Prints the test results and the benchmark tables; writes them under $OUT when it is set.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--fetch" ]; then
+  mkdir -p .deps/wheels && cd .deps
+  apt-get download libcli11-dev nlohmann-json3-dev libfmt-dev libfmt9 libgtest-dev libgmock-dev libsqlite3-dev \
+    libsqlite3-0
+  python3 -m pip download -q --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 \
+    --platform manylinux_2_17_x86_64 -d wheels "safetensors==0.8.*" "numpy>=2,<3"
+  exit 0
+fi
+
+out="${OUT:-/tmp/precdetect-device}"
+mkdir -p "$out" /tmp/deps /tmp/pylib
+for deb in .deps/*.deb; do dpkg -x "$deb" /tmp/deps; done
+python3 -c 'import safetensors, numpy' 2>/dev/null ||
+  python3 -m pip install -q --no-index --find-links .deps/wheels --target /tmp/pylib safetensors numpy
+export PYTHONPATH=/tmp/pylib${PYTHONPATH:+:$PYTHONPATH}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+
+torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_prefix;/tmp/deps/usr" \
+  -DPRECDETECT_PYTHON="$(command -v python3)" >"$out/configure.log"
+cmake --build build -j "$(nproc)" >"$out/build.log"
+ctest --test-dir build -j 8 --output-on-failure >"$out/ctest.log" 2>&1 || true
+grep -E "tests passed|Skipped|Failed|\(Failed\)" "$out/ctest.log"
+python3 scripts/benchmark.py "$@" | tee "$out/benchmark.md"

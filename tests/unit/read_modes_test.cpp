@@ -1,0 +1,113 @@
+// --io pread and the CUDA upload against the mapped bytes: every way to a tensor's bytes gives the same bytes.
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "precdetect/analyze/device.h"
+#include "precdetect/core/error.h"
+#include "precdetect/load/cuda_upload.h"
+#include "precdetect/load/safetensors.h"
+#include "precdetect/load/tensor_loader.h"
+#include "stats_reference.h"
+#include "test_util.h"
+
+namespace precdetect {
+namespace {
+
+/// A safetensors file on disk: a 1-byte pad (misaligning every tensor after it), then one tensor per dtype and
+/// size, sizes that end mid-part and mid-staging-buffer.
+class ReadModes : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    path_ = std::filesystem::temp_directory_path() / fmt::format("precdetect-read-modes-{}.safetensors", getpid());
+    std::string header = R"({"pad":{"dtype":"U8","shape":[1],"data_offsets":[0,1]})";
+    std::string data = "\x7f";
+    uint32_t seed = 1;
+    for (DType dtype : {DType::BF16, DType::F16, DType::F32, DType::F64, DType::F8_E4M3})
+      for (size_t numel : {1, 7, 1'000'003}) {
+        std::string bytes = testing::random_tensor_bytes(dtype, numel, seed++);
+        header += fmt::format(R"(,"{}_{}":{{"dtype":"{}","shape":[{}],"data_offsets":[{},{}]}})", dtype_name(dtype),
+                              numel, dtype_name(dtype), numel, data.size(), data.size() + bytes.size());
+        data += bytes;
+      }
+    std::ofstream(path_, std::ios::binary) << testing::safetensors_bytes(header + "}", data);
+  }
+  static void TearDownTestSuite() { std::filesystem::remove(path_); }
+
+  static Checkpoint open(ReadMode mode) {
+    Checkpoint checkpoint{.format = "safetensors"};
+    checkpoint.files.push_back(map_file(path_, mode));
+    checkpoint.tensors = read_safetensors_header(*checkpoint.files.front()).tensors;
+    return checkpoint;
+  }
+
+  static std::filesystem::path path_;
+};
+std::filesystem::path ReadModes::path_;
+
+/// The stored bytes of a tensor, whatever its device, layout and dtype.
+std::string bytes_of(const at::Tensor& tensor) {
+  at::Tensor bytes = tensor.cpu().contiguous().reshape(-1).view(at::kByte);
+  return {reinterpret_cast<const char*>(bytes.data_ptr()), static_cast<size_t>(bytes.numel())};
+}
+
+/// A transposed view of a 2-D storage, and the same storage marked big-endian: layouts torch.save can produce.
+std::vector<TensorRecord> unusual_layouts(const TensorRecord& record) {
+  TensorRecord transposed = record, big_endian = record;
+  transposed.shape = {1000, 1000};
+  transposed.stride = {1, 1000};
+  transposed.numel = 1'000'000;
+  transposed.storage_offset = 3;
+  big_endian.big_endian = true;
+  return {transposed, big_endian};
+}
+
+TEST_F(ReadModes, PreadReadsWhatTheMappingHolds) {
+  Checkpoint mapped = open(ReadMode::kMmap), pread = open(ReadMode::kPread);
+  const ByteSource& file = *pread.files.front();
+  EXPECT_FALSE(file.zero_copy());
+  uint64_t length = file.size() - 5;  // many 8 MiB parts, starting and ending off any boundary
+  std::string read(length, '\0');
+  file.read(3, {reinterpret_cast<std::byte*>(read.data()), length});
+  auto view = mapped.files.front()->view(3, length);
+  EXPECT_EQ(read, std::string(reinterpret_cast<const char*>(view.data()), length));
+  try {
+    file.read(4, {reinterpret_cast<std::byte*>(read.data()), length + 5});
+    FAIL() << "read past the end";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kOffsetPastEnd);
+  }
+}
+
+TEST_F(ReadModes, PreadTensorsEqualMappedOnes) {
+  Checkpoint mapped = open(ReadMode::kMmap), pread = open(ReadMode::kPread);
+  for (size_t i = 1; i < mapped.tensors.size(); ++i) {
+    SCOPED_TRACE(mapped.tensors[i].name);
+    EXPECT_EQ(bytes_of(load_tensor(pread, pread.tensors[i])), bytes_of(load_tensor(mapped, mapped.tensors[i])));
+  }
+  for (const TensorRecord& record : unusual_layouts(mapped.tensors.back() /* F8 1M */))
+    EXPECT_EQ(bytes_of(load_tensor(pread, record)), bytes_of(load_tensor(mapped, record)));
+}
+
+TEST_F(ReadModes, CudaUploadEqualsTheCpuTensor) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device: the CUDA path is tested on GPU machines";
+  for (ReadMode mode : {ReadMode::kMmap, ReadMode::kPread}) {
+    Checkpoint checkpoint = open(mode);
+    std::vector<TensorRecord> records(checkpoint.tensors.begin() + 1, checkpoint.tensors.end());
+    for (const TensorRecord& layout : unusual_layouts(records.back())) records.push_back(layout);
+    CudaUploader uploader(0, /*buffer_bytes=*/40'009);  // many chunks per tensor, split mid-element
+    for (const TensorRecord& record : records) {
+      SCOPED_TRACE(record.name);
+      at::Tensor uploaded = uploader.upload(checkpoint, record);
+      EXPECT_TRUE(uploaded.is_cuda());
+      EXPECT_EQ(uploaded.sizes(), load_tensor(checkpoint, record).sizes());
+      EXPECT_EQ(bytes_of(uploaded), bytes_of(load_tensor(checkpoint, record)));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace precdetect
