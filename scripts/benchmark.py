@@ -129,7 +129,8 @@ def main():
     parser.add_argument("--dtypes", default="bf16,f16,f32")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--device", default="cpu", help="cpu or cuda, for precdetect and the seed loop")
-    parser.add_argument("--io", default="mmap", help="precdetect's --io (with --cold: both)")
+    parser.add_argument("--io", default=None, help="precdetect's --io, or several: mmap,pread (default: mmap hot, "
+                        "both with --cold)")
     parser.add_argument("--cold", action="store_true", help="drop the file from the page cache before each run")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/precdetect-bench"))
@@ -160,7 +161,7 @@ def main():
         before = (lambda: drop_from_page_cache(path)) if args.cold else (lambda: plain_read(path))
         read_s = timed(lambda: plain_read(path), args.repeat, before)
         seed_s = timed(lambda: seed_loop(path, device), args.repeat, before)
-        for io in ("mmap", "pread") if args.cold else (args.io,):
+        for io in (args.io or ("mmap,pread" if args.cold else "mmap")).split(","):
             ours = ("--json", "--device", args.device, "--io", io, path)
             ours_s = timed(lambda: run_precdetect(*ours), args.repeat, before)
             rss_mib = run_precdetect(*ours)

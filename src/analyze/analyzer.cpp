@@ -1,7 +1,10 @@
 #include "precdetect/analyze/analyzer.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <fmt/format.h>
+
+#include <optional>
 
 #include "precdetect/analyze/cpu_kernel.h"
 #include "precdetect/analyze/torch_stats.h"
@@ -15,6 +18,30 @@ Error device_error(const ComputeDevice& device, const std::string& what, const c
   return Error(ErrorCode::kDevice, fmt::format("{} on {}: {}", what, device.name(), e.what_without_backtrace()));
 }
 
+void release(const Checkpoint& checkpoint, const TensorRecord& record) {
+  checkpoint.files[record.file]->release(record.offset, record.storage_nbytes);
+}
+
+/// A tensor's statistics still being computed on the GPU: its summary on its way into pinned host memory.
+class PendingStats {
+ public:
+  PendingStats(const at::Tensor& values, const c10::Stream& stream) : numel_(static_cast<uint64_t>(values.numel())) {
+    if (numel_ == 0) return;
+    summary_ = at::empty({6}, at::TensorOptions().dtype(at::kDouble).pinned_memory(true));
+    summary_.copy_(torch_stats_summary(values), /*non_blocking=*/true);
+    copied_.record(stream);
+  }
+  TensorStats wait() const {
+    copied_.synchronize();
+    return stats_from_summary(numel_, summary_);
+  }
+
+ private:
+  uint64_t numel_;
+  at::Tensor summary_;
+  c10::Event copied_{c10::DeviceType::CUDA};
+};
+
 }  // namespace
 
 Analyzer::Analyzer(const ComputeDevice& device) : device_(device) {
@@ -26,16 +53,37 @@ Analyzer::Analyzer(const ComputeDevice& device) : device_(device) {
   }
 }
 
-TensorStats Analyzer::analyze(const Checkpoint& checkpoint, const TensorRecord& record) {
-  if (!uploader_) {
-    at::Tensor values = load_tensor(checkpoint, record).contiguous();  // a copy only for strided views
-    return cpu_tensor_stats(values.data_ptr(), record.dtype, record.numel);
+std::vector<TensorStats> Analyzer::analyze(const Checkpoint& checkpoint, std::span<const TensorRecord* const> records) {
+  if (uploader_) return analyze_on_cuda(checkpoint, records);
+  std::vector<TensorStats> stats;
+  for (const TensorRecord* record : records) {
+    at::Tensor values = load_tensor(checkpoint, *record).contiguous();  // a copy only for strided views
+    stats.push_back(cpu_tensor_stats(values.data_ptr(), record->dtype, record->numel));
+    release(checkpoint, *record);
   }
+  return stats;
+}
+
+std::vector<TensorStats> Analyzer::analyze_on_cuda(const Checkpoint& checkpoint,
+                                                   std::span<const TensorRecord* const> records) {
+  c10::Device device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(device_.index));
+  c10::Stream stream = c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getStream(device);
+  std::vector<TensorStats> stats;
+  std::optional<PendingStats> in_flight;  // one tensor: the GPU computes it while the host stages the next
+  const TensorRecord* current = nullptr;  // named in errors
   try {
-    return torch_tensor_stats(uploader_->upload(checkpoint, record));
+    for (const TensorRecord* record : records) {
+      current = record;
+      PendingStats next(uploader_->upload(checkpoint, *record), stream);
+      release(checkpoint, *record);  // its bytes are in staging buffers or on the device now
+      if (in_flight) stats.push_back(in_flight->wait());
+      in_flight.emplace(std::move(next));
+    }
+    if (in_flight) stats.push_back(in_flight->wait());
   } catch (const c10::Error& e) {
-    throw device_error(device_, fmt::format("tensor `{}`", record.name), e);
+    throw device_error(device_, fmt::format("tensor `{}`", current->name), e);
   }
+  return stats;
 }
 
 }  // namespace precdetect

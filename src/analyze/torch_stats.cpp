@@ -6,15 +6,13 @@
 
 namespace precdetect {
 
-TensorStats torch_tensor_stats(const at::Tensor& values) {
-  TensorStats stats{.numel = static_cast<uint64_t>(values.numel())};
-  if (stats.numel == 0) return stats;
+at::Tensor torch_stats_summary(const at::Tensor& values) {
   // float64 throughout: exact squares for every narrower dtype, and a float64 sum (PyTorch's float32 norm
   // loses about 1.6% on a 131M-element tensor, per issue 2).
   at::Tensor magnitudes = values.reshape(-1).to(at::kDouble).abs();
   at::Tensor nan = magnitudes.isnan();
   at::Tensor finite_or_inf = magnitudes.masked_fill(nan, 0.0);
-  at::Tensor summary = at::stack({
+  return at::stack({
       nan.sum().to(at::kDouble),
       magnitudes.isinf().sum().to(at::kDouble),
       magnitudes.eq(0.0).sum().to(at::kDouble),
@@ -22,7 +20,11 @@ TensorStats torch_tensor_stats(const at::Tensor& values) {
       finite_or_inf.max(),
       magnitudes.masked_fill(nan, std::numeric_limits<double>::infinity()).min(),
   });
-  summary = summary.cpu();  // one device-to-host transfer per tensor
+}
+
+TensorStats stats_from_summary(uint64_t numel, const at::Tensor& summary) {
+  TensorStats stats{.numel = numel};
+  if (numel == 0) return stats;
   const double* result = summary.data_ptr<double>();
   stats.nans = static_cast<uint64_t>(result[0]);
   stats.infs = static_cast<uint64_t>(result[1]);
@@ -33,6 +35,11 @@ TensorStats torch_tensor_stats(const at::Tensor& values) {
     stats.abs_min = result[5];
   }
   return stats;
+}
+
+TensorStats torch_tensor_stats(const at::Tensor& values) {
+  auto numel = static_cast<uint64_t>(values.numel());
+  return stats_from_summary(numel, numel ? torch_stats_summary(values).cpu() : at::Tensor());
 }
 
 }  // namespace precdetect

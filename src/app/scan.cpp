@@ -25,23 +25,41 @@
 namespace precdetect {
 namespace {
 
-/// A tensor's statistics: from the cache when it holds them, else analyzed (and then stored there).
-TensorStats tensor_stats(const Checkpoint& checkpoint, const TensorRecord& record, Analyzer& analyzer,
-                         StatsCache* cache, std::vector<std::string>& file_identities) {
-  if (!cache) return analyzer.analyze(checkpoint, record);
-  std::string& file = file_identities[record.file];
-  if (file.empty()) file = StatsCache::file_identity(checkpoint, record.file);
-  if (auto stats = cache->find(file, record)) return *stats;
-  TensorStats stats = analyzer.analyze(checkpoint, record);
-  cache->store(file, record, stats);
+/// The statistics of `floats`, in order: from the cache where it holds them, the others analyzed in one go (and
+/// then stored there).
+std::vector<TensorStats> float_stats(const Checkpoint& checkpoint, const std::vector<const TensorRecord*>& floats,
+                                     Analyzer& analyzer, StatsCache* cache) {
+  if (!cache) return analyzer.analyze(checkpoint, floats);
+  std::vector<std::string> file_identities(checkpoint.files.size());
+  auto identity = [&](const TensorRecord& record) -> const std::string& {
+    std::string& file = file_identities[record.file];
+    if (file.empty()) file = StatsCache::file_identity(checkpoint, record.file);
+    return file;
+  };
+  std::vector<std::optional<TensorStats>> cached;
+  std::vector<const TensorRecord*> missing;
+  for (const TensorRecord* record : floats) {
+    cached.push_back(cache->find(identity(*record), *record));
+    if (!cached.back()) missing.push_back(record);
+  }
+  std::vector<TensorStats> analyzed = analyzer.analyze(checkpoint, missing);
+  std::vector<TensorStats> stats;
+  for (size_t i = 0, next = 0; i < floats.size(); ++i) {
+    if (!cached[i]) cache->store(identity(*floats[i]), *floats[i], analyzed[next]);
+    stats.push_back(cached[i] ? *cached[i] : analyzed[next++]);
+  }
   return stats;
 }
 
 void analyze_checkpoint(ModelReport& report, const Checkpoint& checkpoint, const TensorFilter& filter,
                         Analyzer& analyzer, StatsCache* cache) {
-  std::vector<std::string> file_identities(checkpoint.files.size());
+  std::vector<const TensorRecord*> floats;
+  for (const TensorRecord& record : checkpoint.tensors)
+    if (filter.selects(record.name) && dtype_kind(record.dtype) == DTypeKind::kFloat) floats.push_back(&record);
+  std::vector<TensorStats> stats = float_stats(checkpoint, floats, analyzer, cache);
   std::vector<std::string> skipped;
   uint64_t optimizer_tensors = 0;
+  size_t next_float = 0;
   for (const TensorRecord& record : checkpoint.tensors) {
     if (!filter.selects(record.name)) continue;
     // Optimizer state and second references to a tied tensor are reported, but kept out of the model's numbers.
@@ -55,9 +73,8 @@ void analyze_checkpoint(ModelReport& report, const Checkpoint& checkpoint, const
                         .role = record.role,
                         .shares_storage_with = record.shares_storage_with};
     if (dtype_kind(record.dtype) == DTypeKind::kFloat) {
-      tensor.stats = tensor_stats(checkpoint, record, analyzer, cache, file_identities);
+      tensor.stats = stats[next_float++];
       if (in_summary) report.summary.add_stats(*tensor.stats);
-      checkpoint.files[record.file]->release(record.offset, record.storage_nbytes);
     } else if (dtype_kind(record.dtype) == DTypeKind::kSkipped) {
       skipped.push_back(fmt::format("{} ({})", record.name, dtype_name(record.dtype)));
     }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "precdetect/analyze/analyzer.h"
 #include "precdetect/analyze/device.h"
 #include "precdetect/core/error.h"
 #include "precdetect/load/cuda_upload.h"
@@ -106,6 +107,41 @@ TEST_F(ReadModes, CudaUploadEqualsTheCpuTensor) {
       EXPECT_EQ(uploaded.sizes(), load_tensor(checkpoint, record).sizes());
       EXPECT_EQ(bytes_of(uploaded), bytes_of(load_tensor(checkpoint, record)));
     }
+  }
+}
+
+/// Every tensor after the pad.
+std::vector<const TensorRecord*> records_of(const Checkpoint& checkpoint) {
+  std::vector<const TensorRecord*> records;
+  for (size_t i = 1; i < checkpoint.tensors.size(); ++i) records.push_back(&checkpoint.tensors[i]);
+  return records;
+}
+
+TEST_F(ReadModes, AnalyzerMatchesTheReferenceInBothReadModes) {
+  Checkpoint mapped = open(ReadMode::kMmap), pread = open(ReadMode::kPread);
+  std::vector<const TensorRecord*> records = records_of(mapped);
+  std::vector<TensorStats> from_mmap = Analyzer({}).analyze(mapped, records);
+  std::vector<TensorStats> from_pread = Analyzer({}).analyze(pread, records_of(pread));
+  ASSERT_EQ(from_mmap.size(), records.size());
+  ASSERT_EQ(from_pread.size(), records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    SCOPED_TRACE(records[i]->name);
+    std::vector<double> values = testing::torch_decoded(bytes_of(load_tensor(mapped, *records[i])), records[i]->dtype);
+    testing::expect_same_stats(from_mmap[i], testing::reference_stats(values), 1e-12);
+    testing::expect_same_stats(from_pread[i], from_mmap[i], 0.0);
+  }
+}
+
+/// The whole checkpoint at once: on CUDA one tensor is computed while the next is staged, so results handed to
+/// the wrong tensor would show here.
+TEST_F(ReadModes, CudaAnalyzerAgreesWithTheCpuOne) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device: the CUDA path is tested on GPU machines";
+  for (ReadMode mode : {ReadMode::kMmap, ReadMode::kPread}) {
+    Checkpoint checkpoint = open(mode);
+    std::vector<TensorStats> on_cpu = Analyzer({}).analyze(checkpoint, records_of(checkpoint));
+    std::vector<TensorStats> on_gpu = Analyzer({.cuda = true}).analyze(checkpoint, records_of(checkpoint));
+    ASSERT_EQ(on_gpu.size(), on_cpu.size());
+    for (size_t i = 0; i < on_cpu.size(); ++i) testing::expect_same_stats(on_gpu[i], on_cpu[i], 1e-12);
   }
 }
 

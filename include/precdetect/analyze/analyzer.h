@@ -2,6 +2,8 @@
 /// Stage 3: the statistics of stored tensors, on the CPU (our kernel) or a CUDA device (libtorch ops).
 
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "precdetect/analyze/device.h"
 #include "precdetect/analyze/tensor_stats.h"
@@ -15,11 +17,15 @@ class Analyzer {
  public:
   explicit Analyzer(const ComputeDevice& device);
 
-  /// Loads a floating `record` into a libtorch tensor and computes its statistics. Both devices use the same
-  /// definitions and agree to float64 rounding. Throws Error(kDevice) if the CUDA path fails.
-  TensorStats analyze(const Checkpoint& checkpoint, const TensorRecord& record);
+  /// The statistics of `records` (floating tensors of `checkpoint`), in order. Both devices use the same
+  /// definitions and agree to float64 rounding. Each tensor's mapped pages are released once it has been read.
+  /// On CUDA the host stages the next tensor while the GPU still computes the last. Throws Error(kDevice) if
+  /// the CUDA path fails.
+  std::vector<TensorStats> analyze(const Checkpoint& checkpoint, std::span<const TensorRecord* const> records);
 
  private:
+  std::vector<TensorStats> analyze_on_cuda(const Checkpoint& checkpoint, std::span<const TensorRecord* const> records);
+
   ComputeDevice device_;
   std::unique_ptr<CudaUploader> uploader_;  ///< on CUDA only
 };
