@@ -7,7 +7,8 @@ dtype, warms the page cache, then measures, side by side in one run:
   seed      safetensors.torch.load_file(device=DEVICE), then abs().min(), abs().max(), linalg.norm per tensor
             (seed 000), in this process: its `import torch` and CUDA start-up are not timed
   precdetect  build/precdetect --json --device DEVICE --io IO FILE
-and prints a Markdown table of GB/s (precdetect also without its fixed start-up), ratios (end to end) and
+and prints a Markdown table of GB/s (precdetect also without its fixed start-up, and "in a batch": the file
+scanned 3 times in one process, less once, i.e. what each further model of a batch costs), ratios (end to end) and
 precdetect's peak RSS against the target of 256 MiB + 2 x the largest tensor. With --cold every timed run
 starts with the file dropped from the page cache (posix_fadvise DONTNEED) and precdetect runs with both
 --io mmap and --io pread. With --diff it also times `precdetect diff` of each checkpoint against itself (a lossless
@@ -152,8 +153,8 @@ def main():
     print(f"precdetect start-up ({' '.join(startup)}): {startup_s:.2f} s, "
           f"peak RSS {run_precdetect(*startup, check=False):.0f} MiB\n")
     print("| dtype | file GB | read GB/s | seed loop GB/s | io | precdetect GB/s | excl. start-up GB/s | vs read "
-          "| vs seed | peak RSS MiB | RSS target MiB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| vs seed | in a batch GB/s | batch vs seed | peak RSS MiB | RSS target MiB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.dtypes.split(","):
         path = args.workdir / f"llama-{name}-{args.size_gb:g}gb.safetensors"
         make_checkpoint(path, DTYPES[name], args.size_gb)
@@ -164,10 +165,12 @@ def main():
         for io in (args.io or ("mmap,pread" if args.cold else "mmap")).split(","):
             ours = ("--json", "--device", args.device, "--io", io, path)
             ours_s = timed(lambda: run_precdetect(*ours), args.repeat, before)
+            batch_s = timed(lambda: run_precdetect("--jobs", "1", *ours, path, path), args.repeat, before) - ours_s
             rss_mib = run_precdetect(*ours)
             print(f"| {name} | {gb:.2f} | {gb / read_s:.2f} | {gb / seed_s:.2f} | {io} | {gb / ours_s:.2f} | "
                   f"{gb / (ours_s - startup_s):.2f} | {read_s / ours_s:.2f}x | {seed_s / ours_s:.2f}x | "
-                  f"{rss_mib:.0f} | {256 + 2 * largest_tensor_mib(DTYPES[name]):.0f} |", flush=True)
+                  f"{2 * gb / batch_s:.2f} | {seed_s / (batch_s / 2):.2f}x | {rss_mib:.0f} | "
+                  f"{256 + 2 * largest_tensor_mib(DTYPES[name]):.0f} |", flush=True)
     if args.diff:
         time_diffs(args, startup_s)
 

@@ -2,7 +2,7 @@
 # Builds, tests and benchmarks precdetect on a GPU machine that reaches no package registry (the project's lent
 # H100: Ubuntu 24.04, python3 with torch 2.11.0+cu130, CUDA 13.0). Fetch what it lacks first, on a machine that
 # has the network: scripts/device_check.sh --fetch (Debian's .debs of the C++ dependencies and the Python test
-# tools' wheels, into .deps/). Then, there: scripts/device_check.sh [benchmark.py arguments...]
+# tools' wheels, into .deps/). Then, there: scripts/device_check.sh [--no-tests] [benchmark.py arguments...]
 # Prints the test results and the benchmark tables; writes them under $OUT when it is set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,8 @@ if [ "${1:-}" = "--fetch" ]; then
   exit 0
 fi
 
+tests=1
+if [ "${1:-}" = "--no-tests" ]; then tests=0 && shift; fi
 out="${OUT:-/tmp/precdetect-device}"
 mkdir -p "$out" /tmp/deps /tmp/pylib
 for deb in .deps/*.deb; do dpkg -x "$deb" /tmp/deps; done
@@ -28,6 +30,8 @@ torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_prefix;/tmp/deps/usr" \
   -DPRECDETECT_PYTHON="$(command -v python3)" >"$out/configure.log"
 cmake --build build -j "$(nproc)" >"$out/build.log"
-ctest --test-dir build -j 8 --output-on-failure >"$out/ctest.log" 2>&1 || true
-grep -E "tests passed|Skipped|Failed|\(Failed\)" "$out/ctest.log"
+if ((tests)); then
+  ctest --test-dir build -j 8 --output-on-failure >"$out/ctest.log" 2>&1 || true
+  grep -E "tests passed|Skipped|Failed|\(Failed\)" "$out/ctest.log"
+fi
 python3 scripts/benchmark.py "$@" | tee "$out/benchmark.md"
