@@ -27,7 +27,7 @@ std::vector<std::string> read_input_list(const std::string& list_file) {
   if (list_file == "-")
     text << std::cin.rdbuf();
   else
-    text << read_text_file(list_file, "input list (--from)");
+    text << read_text_file(list_file, "input list (--from)", TextOrigin::kList);
   std::vector<std::string> inputs;
   for (std::string line; std::getline(text, line);) {
     std::string input = trimmed(line);

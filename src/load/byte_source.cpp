@@ -32,17 +32,29 @@ std::span<const std::byte> checked_view(const ByteSource& source, const std::byt
   return {base + offset, static_cast<size_t>(length)};
 }
 
+struct OpenFile {
+  int fd;
+  uint64_t size;
+};
+
+/// Opens `path` for reading, refusing anything but a regular file: opening a FIFO would wait for a writer
+/// forever, and a device has no end.
+OpenFile open_regular_file(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // O_NONBLOCK: a FIFO's open returns at once
+  if (fd < 0) fail(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(ErrorCode::kIo, path, "not a regular file");
+  }
+  return {fd, static_cast<uint64_t>(st.st_size)};
+}
+
 class MappedFile final : public ByteSource {
  public:
   MappedFile(std::filesystem::path path, ReadMode mode) : path_(std::move(path)), mode_(mode) {
-    int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, path_, std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      fail(ErrorCode::kIo, path_, "not a regular file");
-    }
-    size_ = static_cast<uint64_t>(st.st_size);
+    auto [fd, size] = open_regular_file(path_);
+    size_ = size;
     // mmap of length 0 is invalid; an empty file simply has no bytes to view.
     if (size_ > 0) {
       void* mapped = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);

@@ -17,6 +17,9 @@ using nlohmann::json;
 constexpr uint64_t kLengthPrefix = 8;
 // A valid header nests three deep (header -> tensor -> shape); anything far deeper is hostile.
 constexpr int kMaxJsonDepth = 16;
+// The largest real checkpoints hold tens of thousands of tensors across all their shards; a header declaring
+// more than this in one file is hostile, and would cost seconds and gigabytes to take apart.
+constexpr size_t kMaxTensorsPerFile = 1 << 18;
 
 bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
@@ -39,19 +42,62 @@ bool is_valid_utf8(std::string_view text) {
   return true;
 }
 
-/// nlohmann keeps the last of duplicate keys silently; the format forbids them, so a parse callback rejects them.
-json parse_header_json(std::string_view text, const std::filesystem::path& path) {
-  std::vector<std::set<std::string>> open_objects;
-  auto on_event = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (depth > kMaxJsonDepth) fail(ErrorCode::kInvalidHeader, path, "header JSON nests too deeply");
-    if (event == json::parse_event_t::object_start) open_objects.emplace_back();
-    if (event == json::parse_event_t::object_end) open_objects.pop_back();
-    if (event == json::parse_event_t::key && !open_objects.back().insert(parsed.get<std::string>()).second)
-      fail(ErrorCode::kDuplicateKey, path, fmt::format("duplicate key `{}` in header", parsed.get<std::string>()));
+/// A first pass over the header that builds nothing: it rejects duplicate keys (nlohmann keeps the last one
+/// silently; the format forbids them) and deep nesting. Not json::parse's callback, which is quadratic in the
+/// members of one object in nlohmann 3.11 (a million-tensor header took minutes; nlohmann/json#5457).
+class HeaderChecker : public nlohmann::json_sax<json> {
+ public:
+  explicit HeaderChecker(const std::filesystem::path& path) : path_(path) {}
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    open_objects_.emplace_back();
+    return enter();
+  }
+  bool key(string_t& key) override {
+    if (depth_ == 1 && ++top_level_keys_ > kMaxTensorsPerFile)
+      fail(ErrorCode::kInvalidHeader, path_,
+           fmt::format("the header declares more than {} tensors, the most precdetect accepts in one file",
+                       kMaxTensorsPerFile));
+    if (!open_objects_.back().insert(key).second)
+      fail(ErrorCode::kDuplicateKey, path_, fmt::format("duplicate key `{}` in header", key));
     return true;
-  };
+  }
+  bool end_object() override {
+    open_objects_.pop_back();
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override { return enter(); }
+  bool end_array() override {
+    --depth_;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;  // json::parse names the error
+  }
+
+ private:
+  bool enter() {
+    if (++depth_ > kMaxJsonDepth) fail(ErrorCode::kInvalidHeader, path_, "header JSON nests too deeply");
+    return true;
+  }
+  const std::filesystem::path& path_;
+  std::vector<std::set<std::string>> open_objects_;
+  int depth_ = 0;
+  size_t top_level_keys_ = 0;
+};
+
+json parse_header_json(std::string_view text, const std::filesystem::path& path) {
+  HeaderChecker checker(path);
   try {
-    return json::parse(text, on_event);
+    json::sax_parse(text, &checker);
+    return json::parse(text);
   } catch (const json::exception& e) {
     fail(ErrorCode::kInvalidJson, path, fmt::format("invalid JSON in header: {}", e.what()));
   }

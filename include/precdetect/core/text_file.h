@@ -1,12 +1,21 @@
 #pragma once
-/// Small text files (indexes, rules, config.json), read whole.
+/// Small text files (indexes, config.json, rules, input lists), read whole, within limits.
 
 #include <filesystem>
 #include <string>
 
 namespace precdetect {
 
-/// The file's bytes. Throws Error(kNotFound) when it cannot be opened, naming the path and `what` it is.
-std::string read_text_file(const std::filesystem::path& path, std::string_view what);
+/// Where a text file comes from, which sets what it may be.
+enum class TextOrigin {
+  kModel,  ///< beside the weights (index, config.json), or a rules file: a regular file of at most 64 MiB
+  kList,   ///< a --from list: may also be a pipe (`--from <(find ...)`), of at most 1 GiB
+};
+
+/// The file's bytes. Throws Error(kNotFound) when it cannot be opened, Error(kIo) when it is not what `origin`
+/// allows (a FIFO beside the weights would block forever, /dev/zero never ends) or larger, naming the path and
+/// `what` it is.
+std::string read_text_file(const std::filesystem::path& path, std::string_view what,
+                           TextOrigin origin = TextOrigin::kModel);
 
 }  // namespace precdetect

@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""Writes the malformed-input corpus: one broken model per case, each with the error precdetect must name.
+
+  .venv/bin/python tests/malformed_corpus.py DEST     # DEST/<case> for every case, and DEST/expected.json
+
+Every safetensors validation rule, zip and ZIP64 damage, pickle damage (unknown opcodes, stack underflow, memo
+misuse, nesting bombs, huge lengths), legacy torch.save damage, overflowing shapes, absurd tensor counts, shard
+indexes that point outside their folder, symlink loops, FIFOs and folders without weights. tests/e2e/
+test_malformed.py scans each case (named error, path, exit 2, valid JSON) and all of them in one batch.
+"""
+
+import io
+import json
+import os
+import struct
+import sys
+import zipfile
+from pathlib import Path
+
+import torch
+
+
+def safetensors(header, data=b"", length=None):
+    """A safetensors file: the 8-byte header length (or `length`), the header (bytes, or JSON of a dict), data."""
+    text = header if isinstance(header, bytes) else json.dumps(header).encode()
+    return struct.pack("<Q", len(text) if length is None else length) + text + data
+
+
+def f32(name="w", shape=(4,), begin=0):
+    end = begin + 4 * (shape[0] if shape else 1)
+    return {name: {"dtype": "F32", "shape": list(shape), "data_offsets": [begin, end]}}
+
+
+SAFETENSORS = {  # case: (file bytes, expected error code)
+    "st-empty-file": (b"", "header_too_small"),
+    "st-shorter-than-its-length": (b"\x05\x00\x00", "header_too_small"),
+    "st-length-past-the-end": (safetensors(f32(), bytes(16), length=4096), "invalid_header_length"),
+    "st-length-2-to-the-63": (safetensors(f32(), bytes(16), length=1 << 63), "header_too_large"),
+    "st-header-over-100-mb": (struct.pack("<Q", 200_000_000) + b"{" + b" " * 64, "header_too_large"),
+    "st-header-not-utf8": (safetensors(b'{"w\xff\xfe": 1}'), "invalid_utf8"),
+    "st-header-not-json": (safetensors(b"{not json"), "invalid_json"),
+    "st-header-is-an-array": (safetensors(b"[1, 2, 3]"), "invalid_header"),
+    "st-entry-without-dtype": (safetensors({"w": {"shape": [1], "data_offsets": [0, 4]}}, bytes(4)), "invalid_header"),
+    "st-unknown-dtype": (safetensors({"w": {"dtype": "F7", "shape": [1], "data_offsets": [0, 4]}}, bytes(4)),
+                         "unknown_dtype"),
+    "st-duplicate-key": (safetensors(b'{"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, '
+                                     b'"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}', bytes(4)),
+                         "duplicate_key"),
+    "st-offsets-reversed": (safetensors({"w": {"dtype": "F32", "shape": [1], "data_offsets": [4, 0]}}, bytes(4)),
+                            "invalid_offset"),
+    "st-offsets-past-the-end": (safetensors(f32(shape=(1024,))), "offset_past_end"),
+    "st-gap-between-tensors": (safetensors({**f32("a"), **f32("b", begin=20)}, bytes(36)), "invalid_offset"),
+    "st-overlapping-tensors": (safetensors({**f32("a"), **f32("b", begin=8)}, bytes(24)), "invalid_offset"),
+    "st-shape-product-overflows": (safetensors({"w": {"dtype": "F32", "shape": [1 << 32, 1 << 32, 1 << 32],
+                                                      "data_offsets": [0, 4]}}, bytes(4)), "validation_overflow"),
+    "st-size-mismatch": (safetensors({"w": {"dtype": "F32", "shape": [3], "data_offsets": [0, 16]}}, bytes(16)),
+                         "size_mismatch"),
+    "st-negative-dimension": (safetensors({"w": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}}, bytes(4)),
+                              "invalid_header"),
+    "st-fractional-offset": (safetensors({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4.5]}}, bytes(8)),
+                             "invalid_header"),
+    "st-metadata-not-strings": (safetensors({"__metadata__": {"a": 1}, **f32()}, bytes(16)), "invalid_header"),
+    "st-nesting-bomb": (safetensors(b'{"__metadata__": {"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}"),
+                        "invalid_header"),
+    "st-a-million-tensors": (safetensors({f"t{i}": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}
+                                          for i in range(1_000_000)}), "invalid_header"),
+    "st-truncated-data": (safetensors(f32(shape=(256,)), bytes(1000)), "offset_past_end"),
+}
+
+
+def torch_zip(entries=None, compression=zipfile.ZIP_STORED, drop=(), data_pkl=None):
+    """torch.save's zip of {'w': ones(64)}, rewritten with zipfile: entries replaced, dropped or compressed."""
+    saved = io.BytesIO()
+    torch.save({"w": torch.ones(64)}, saved)
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(saved.getvalue())) as original, zipfile.ZipFile(out, "w", compression) as copy:
+        for info in original.infolist():
+            name = info.filename.split("/", 1)[1]
+            if name in drop:
+                continue
+            content = original.read(info)
+            if name == "data.pkl" and data_pkl is not None:
+                content = data_pkl
+            copy.writestr(info.filename, (entries or {}).get(name, content))
+    return out.getvalue()
+
+
+def eocd_offset(data):
+    return data.rindex(b"PK\x05\x06")
+
+
+def with_central_directory_at(data, offset):
+    """The end-of-central-directory record pointing its directory at `offset`."""
+    at = eocd_offset(data) + 16
+    return data[:at] + struct.pack("<I", offset) + data[at + 4:]
+
+
+def with_entry_count(data, count):
+    at = eocd_offset(data) + 8
+    return data[:at] + struct.pack("<HH", count, count) + data[at + 4:]
+
+
+def with_zip64_locator(data, target):
+    """A ZIP64 end-of-directory locator before the EOCD, pointing at `target`; the EOCD asks for ZIP64."""
+    at = eocd_offset(data)
+    locator = b"PK\x06\x07" + struct.pack("<IQI", 0, target, 1)
+    eocd = bytearray(data[at:])
+    eocd[16:20] = b"\xff\xff\xff\xff"
+    return data[:at] + locator + bytes(eocd)
+
+
+def torch_zip_pickle():
+    with zipfile.ZipFile(io.BytesIO(torch_zip())) as archive:
+        return archive.read(next(n for n in archive.namelist() if n.endswith("data.pkl")))
+
+
+def pickled(*opcodes):
+    return b"\x80\x02" + b"".join(opcodes)
+
+
+ZIP_AND_PICKLE = {
+    "zip-without-end-record": (torch_zip()[:-22], "invalid_zip"),
+    "zip-directory-past-the-end": (with_central_directory_at(torch_zip(), 1 << 30), "invalid_zip"),
+    "zip-65535-entries-claimed": (with_entry_count(torch_zip(), 65535), "invalid_zip"),
+    "zip64-locator-past-the-end": (with_zip64_locator(torch_zip(), 1 << 40), "invalid_zip"),
+    "zip-deflated-pickle": (torch_zip(compression=zipfile.ZIP_DEFLATED), "compressed_entry"),
+    "zip-without-data-pkl": (torch_zip(drop=("data.pkl",)), "missing_record"),
+    "zip-storage-record-missing": (torch_zip(drop=("data/0",)), "missing_record"),
+    "zip-storage-too-small": (torch_zip(entries={"data/0": bytes(8)}), "storage_too_small"),
+    "pickle-unknown-opcode": (torch_zip(data_pkl=pickled(b"\xff.")), "invalid_pickle"),
+    "pickle-stack-underflow": (torch_zip(data_pkl=pickled(b"R.")), "invalid_pickle"),
+    "pickle-memo-get-of-nothing": (torch_zip(data_pkl=pickled(b"}h\x05.")), "invalid_pickle"),
+    "pickle-memo-index-2-to-the-32": (torch_zip(data_pkl=pickled(b"}q\x00j\xff\xff\xff\xff.")), "invalid_pickle"),
+    "pickle-nesting-bomb": (torch_zip(data_pkl=pickled(b"(" * 200_000, b"t" * 200_000, b".")), "invalid_pickle"),
+    "pickle-list-nesting-bomb": (torch_zip(data_pkl=pickled(b"]" * 200_000, b"a" * 199_999, b".")),
+                                 "invalid_pickle"),
+    "pickle-binbytes-2-gb": (torch_zip(data_pkl=b"\x80\x03B\xff\xff\xff\x7f."), "invalid_pickle"),
+    "pickle-binbytes8-2-to-the-62": (torch_zip(data_pkl=b"\x80\x04\x8e" + struct.pack("<Q", 1 << 62) + b"."),
+                                     "invalid_pickle"),
+    "pickle-long4-2-gb": (torch_zip(data_pkl=pickled(b"\x8b\xff\xff\xff\x7f.")), "invalid_pickle"),
+    "pickle-without-stop": (torch_zip(data_pkl=pickled(b"}")), "invalid_pickle"),
+    "pickle-truncated": (torch_zip(data_pkl=torch_zip_pickle()[:40]), "invalid_pickle"),
+}
+
+
+def legacy(tensors=None):
+    saved = io.BytesIO()
+    torch.save(tensors or {"w": torch.ones(64)}, saved, _use_new_zipfile_serialization=False)
+    return saved.getvalue()
+
+
+LEGACY = {
+    # the first 15 bytes: the pickled magic number; then protocol version 999 where 1001 belongs
+    "legacy-unknown-protocol-version": (legacy()[:15] + pickled(b"M\xe7\x03."), "invalid_legacy"),
+    "legacy-garbage-after-magic": (legacy()[:15] + b"\xff" * 64, "invalid_pickle"),
+    "legacy-truncated-storage": (legacy()[:-100], "invalid_legacy"),
+    "legacy-truncated-header": (legacy()[:200], "invalid_pickle"),  # its header is a pickle: named with offset
+    "bin-that-is-text": (b"this is not a checkpoint\n" * 10, "unknown_format"),
+    "bin-empty": (b"", "unknown_format"),
+}
+
+
+def write_folders(dest):
+    """Cases that are folders; returns {case: expected code}."""
+    expected = {}
+
+    def folder(name, code, files=None):
+        path = dest / name
+        path.mkdir()
+        for file, content in (files or {}).items():
+            (path / file).write_bytes(content if isinstance(content, bytes) else json.dumps(content).encode())
+        expected[name] = code
+        return path
+
+    good = safetensors(f32(), bytes(16))
+    folder("folder-empty", "no_weights")
+    folder("folder-config-only", "no_weights", {"config.json": {"torch_dtype": "bfloat16"}})
+    folder("folder-readme-and-text", "no_weights", {"README.md": b"# model\n", "notes.txt": b"weights elsewhere\n"})
+    index = "model.safetensors.index.json"
+    folder("index-escapes-the-folder", "invalid_index",
+           {index: {"weight_map": {"w": "../../etc/passwd"}}, "model-00001.safetensors": good})
+    folder("index-absolute-path", "invalid_index", {index: {"weight_map": {"w": "/etc/passwd"}}})
+    folder("index-missing-shard", "missing_shard", {index: {"weight_map": {"w": "model-00002.safetensors"}},
+                                                    "model-00001.safetensors": good})
+    folder("index-not-json", "invalid_index", {index: b"{weight_map: ", "model-00001.safetensors": good})
+    folder("index-without-weight-map", "invalid_index", {index: {"metadata": {}}, "model-00001.safetensors": good})
+    folder("index-tensor-not-in-shard", "missing_tensor",
+           {index: {"weight_map": {"w": "model-00001.safetensors", "v": "model-00001.safetensors"}},
+            "model-00001.safetensors": good})
+    loop = folder("symlink-loop", "io_error")
+    os.symlink("other.safetensors", loop / "model.safetensors")
+    os.symlink("model.safetensors", loop / "other.safetensors")
+    dangling = folder("symlink-dangling", "no_weights")
+    os.symlink("gone.safetensors", dangling / "model.safetensors")
+    fifo = folder("fifo-weights", "no_weights")  # a folder's weights are its regular files
+    os.mkfifo(fifo / "model.safetensors")
+    folder("index-larger-than-64-mib", "io_error",
+           {index: b'{"weight_map": {}}' + b" " * (64 << 20), "model-00001.safetensors": good})
+    os.mkfifo(dest / "fifo-given-directly.safetensors")
+    expected["fifo-given-directly.safetensors"] = "io_error"
+    return expected
+
+
+def build(dest):
+    """Writes every case under `dest` (created); returns {case: expected error code}, also in expected.json."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    expected = {}
+    for cases, suffix in ((SAFETENSORS, ".safetensors"), (ZIP_AND_PICKLE, ".pt"), (LEGACY, ".bin")):
+        for name, (content, code) in cases.items():
+            (dest / (name + suffix)).write_bytes(content)
+            expected[name + suffix] = code
+    expected.update(write_folders(dest))
+    (dest / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
+    return expected
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    print(f"{len(build(sys.argv[1]))} cases in {sys.argv[1]}")
