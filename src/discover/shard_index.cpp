@@ -20,8 +20,7 @@ bool stays_inside(const std::filesystem::path& relative) {
   return true;
 }
 
-nlohmann::json read_json(const std::filesystem::path& path) {
-  std::string text = read_text_file(path, "shard index");
+nlohmann::json parse_json(std::string_view text, const std::filesystem::path& path) {
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
@@ -32,7 +31,11 @@ nlohmann::json read_json(const std::filesystem::path& path) {
 }  // namespace
 
 ShardIndex read_shard_index(const std::filesystem::path& index_path) {
-  nlohmann::json index = read_json(index_path);
+  return parse_shard_index(read_text_file(index_path, "shard index"), index_path);
+}
+
+ShardIndex parse_shard_index(std::string_view text, const std::filesystem::path& index_path) {
+  nlohmann::json index = parse_json(text, index_path);
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
     fail(ErrorCode::kInvalidIndex, index_path, "shard index has no \"weight_map\" object");
   ShardIndex result;

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace precdetect {
@@ -16,5 +17,8 @@ struct ShardIndex {
 /// Reads and validates an index: JSON object with a string->string "weight_map"; every shard name is a plain
 /// relative path that stays inside the index's folder. Throws Error(kInvalidIndex) naming the index.
 ShardIndex read_shard_index(const std::filesystem::path& index_path);
+
+/// The same over the index's text, named `index_path` in errors.
+ShardIndex parse_shard_index(std::string_view text, const std::filesystem::path& index_path);
 
 }  // namespace precdetect

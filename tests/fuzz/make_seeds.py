@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Writes the fuzz targets' seed corpora into tests/fuzz/seeds/<target>/: small valid inputs of each kind, so the
+fuzzer starts from the formats' real structure (docs/fuzzing.md). Run again after changing it; the seeds are
+committed."""
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import torch
+from safetensors.torch import save
+
+SEEDS = Path(__file__).resolve().parent / "seeds"
+
+
+def write(target, name, data):
+    (SEEDS / target).mkdir(parents=True, exist_ok=True)
+    (SEEDS / target / name).write_bytes(data)
+
+
+def torch_zip(obj):
+    saved = io.BytesIO()
+    torch.save(obj, saved)
+    return saved.getvalue()
+
+
+def main():
+    small = {"w": torch.arange(6, dtype=torch.float32).reshape(2, 3), "b": torch.ones(3, dtype=torch.bfloat16)}
+    write("safetensors_header", "two-tensors", save(small, metadata={"format": "pt"}))
+    write("safetensors_header", "empty", save({}))
+    write("shard_index", "index", json.dumps({"metadata": {"total_size": 40},
+                                              "weight_map": {"w": "model-00001.safetensors",
+                                                             "b": "model-00002.safetensors"}}).encode())
+    state = {"model": small, "epoch": 3, "optimizer": {"state": {0: {"step": torch.tensor(1.0)}}}}
+    zipped = torch_zip(state)
+    write("zip_directory", "state-dict", zipped)
+    write("pickle_machine", "state-dict", torch_zip_pickle(state))
+    write("pickle_machine", "views", torch_zip_pickle({"a": torch.ones(8)[2:6], "t": torch.ones(2, 4).t()}))
+    legacy = io.BytesIO()
+    torch.save(small, legacy, _use_new_zipfile_serialization=False)
+    write("torch_legacy", "state-dict", legacy.getvalue())
+    print(f"seeds in {SEEDS}")
+
+
+def torch_zip_pickle(obj):
+    with zipfile.ZipFile(io.BytesIO(torch_zip(obj))) as archive:
+        return archive.read(next(n for n in archive.namelist() if n.endswith("data.pkl")))
+
+
+if __name__ == "__main__":
+    main()
