@@ -1,17 +1,17 @@
 #include "precdetect/load/byte_source.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
+#include "precdetect/core/open_file.h"
 #include "precdetect/core/parallel.h"
 
 namespace precdetect {
@@ -32,47 +32,21 @@ std::span<const std::byte> checked_view(const ByteSource& source, const std::byt
   return {base + offset, static_cast<size_t>(length)};
 }
 
-struct OpenFile {
-  int fd;
-  uint64_t size;
-};
-
-/// Opens `path` for reading, refusing anything but a regular file: opening a FIFO would wait for a writer
-/// forever, and a device has no end.
-OpenFile open_regular_file(const std::filesystem::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // O_NONBLOCK: a FIFO's open returns at once
-  if (fd < 0) fail(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, path, std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(ErrorCode::kIo, path, "not a regular file");
-  }
-  return {fd, static_cast<uint64_t>(st.st_size)};
-}
-
 class MappedFile final : public ByteSource {
  public:
   MappedFile(std::filesystem::path path, ReadMode mode) : path_(std::move(path)), mode_(mode) {
-    auto [fd, size] = open_regular_file(path_);
-    size_ = size;
+    OpenFile file = open_for_reading(path_, "weights file");
+    size_ = file.size();
     // mmap of length 0 is invalid; an empty file simply has no bytes to view.
     if (size_ > 0) {
-      void* mapped = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (mapped == MAP_FAILED) {
-        int err = errno;
-        ::close(fd);
-        fail(ErrorCode::kIo, path_, fmt::format("mmap failed: {}", std::strerror(err)));
-      }
+      void* mapped = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, file.fd(), 0);
+      if (mapped == MAP_FAILED) fail(ErrorCode::kIo, path_, fmt::format("mmap failed: {}", std::strerror(errno)));
       data_ = static_cast<const std::byte*>(mapped);
     }
-    if (mode_ == ReadMode::kPread)
-      fd_ = fd;
-    else
-      ::close(fd);  // the mapping keeps the file open
+    if (mode_ == ReadMode::kPread) kept_open_.emplace(std::move(file));  // else the mapping keeps the file open
   }
   ~MappedFile() override {
     if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
-    if (fd_ >= 0) ::close(fd_);
   }
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -102,7 +76,7 @@ class MappedFile final : public ByteSource {
  private:
   void pread_fully(uint64_t offset, std::span<std::byte> dest) const {
     while (!dest.empty()) {
-      ssize_t got = ::pread(fd_, dest.data(), dest.size(), static_cast<off_t>(offset));
+      ssize_t got = ::pread(kept_open_->fd(), dest.data(), dest.size(), static_cast<off_t>(offset));
       if (got < 0 && errno == EINTR) continue;
       if (got < 0) fail(ErrorCode::kIo, path_, fmt::format("read at offset {}: {}", offset, std::strerror(errno)));
       if (got == 0) fail(ErrorCode::kIo, path_, fmt::format("the file ended at offset {} while being read", offset));
@@ -113,7 +87,7 @@ class MappedFile final : public ByteSource {
 
   std::filesystem::path path_;
   ReadMode mode_;
-  int fd_ = -1;  ///< open for pread in ReadMode::kPread
+  std::optional<OpenFile> kept_open_;  ///< for pread, in ReadMode::kPread
   const std::byte* data_ = nullptr;
   uint64_t size_ = 0;
 };
