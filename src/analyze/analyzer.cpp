@@ -25,19 +25,21 @@ void release(const Checkpoint& checkpoint, const TensorRecord& record) {
 /// A tensor's statistics still being computed on the GPU: its summary on its way into pinned host memory.
 class PendingStats {
  public:
-  PendingStats(const at::Tensor& values, const c10::Stream& stream) : numel_(static_cast<uint64_t>(values.numel())) {
-    if (numel_ == 0) return;
-    summary_ = at::empty({6}, at::TensorOptions().dtype(at::kDouble).pinned_memory(true));
-    summary_.copy_(torch_stats_summary(values), /*non_blocking=*/true);
+  PendingStats(const at::Tensor& values, DType dtype, const c10::Stream& stream) : dtype_(dtype) {
+    if (values.numel() == 0) return;
+    at::Tensor summary = torch_stats_summary(values, dtype);
+    summary_ = at::empty(summary.sizes(), summary.options().device(at::kCPU).pinned_memory(true));
+    summary_.copy_(summary, /*non_blocking=*/true);
     copied_.record(stream);
   }
   TensorStats wait() const {
+    if (!summary_.defined()) return {};
     copied_.synchronize();
-    return stats_from_summary(numel_, summary_);
+    return stats_from_summary(dtype_, summary_);
   }
 
  private:
-  uint64_t numel_;
+  DType dtype_;
   at::Tensor summary_;
   c10::Event copied_{c10::DeviceType::CUDA};
 };
@@ -74,7 +76,7 @@ std::vector<TensorStats> Analyzer::analyze_on_cuda(const Checkpoint& checkpoint,
   try {
     for (const TensorRecord* record : records) {
       current = record;
-      PendingStats next(uploader_->upload(checkpoint, *record), stream);
+      PendingStats next(uploader_->upload(checkpoint, *record), record->dtype, stream);
       release(checkpoint, *record);  // its bytes are in staging buffers or on the device now
       if (in_flight) stats.push_back(in_flight->wait());
       in_flight.emplace(std::move(next));

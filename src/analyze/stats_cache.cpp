@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <type_traits>
 
 #include "precdetect/core/hash.h"
 
@@ -17,12 +19,12 @@ namespace {
 constexpr const char* kSchema = R"sql(
   PRAGMA journal_mode = WAL;
   PRAGMA synchronous = NORMAL;
-  CREATE TABLE IF NOT EXISTS tensor_stats (
-    key TEXT PRIMARY KEY,
-    numel INTEGER NOT NULL, zeros INTEGER NOT NULL, nans INTEGER NOT NULL, infs INTEGER NOT NULL,
-    abs_min REAL, abs_max REAL, sum_squares REAL);
-  SELECT count(*) FROM tensor_stats;
+  CREATE TABLE IF NOT EXISTS tensor_stats_v2 (key TEXT PRIMARY KEY, stats BLOB NOT NULL);
+  SELECT count(*) FROM tensor_stats_v2;
 )sql";
+// Statistics are stored as their bytes: this machine wrote them and only this build's layout reads them back
+// (a row of another size is a miss). The table name changes whenever TensorStats does.
+static_assert(std::is_trivially_copyable_v<TensorStats>);
 constexpr int kBusyTimeoutMs = 30'000;
 constexpr uint64_t kHashedBytes = 64 << 10;
 
@@ -89,19 +91,12 @@ std::optional<TensorStats> StatsCache::find(const std::string& file, const Tenso
   sqlite3_stmt* query = nullptr;
   std::string key = tensor_key(file, record);
   std::optional<TensorStats> found;
-  int rc = sqlite3_prepare_v2(db_,
-                              "SELECT numel, zeros, nans, infs, abs_min, abs_max, sum_squares FROM tensor_stats "
-                              "WHERE key = ?",
-                              -1, &query, nullptr);
+  int rc = sqlite3_prepare_v2(db_, "SELECT stats FROM tensor_stats_v2 WHERE key = ?", -1, &query, nullptr);
   if (rc == SQLITE_OK) rc = sqlite3_bind_text(query, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
   if (rc == SQLITE_OK) rc = sqlite3_step(query);
-  // A NULL real is a NaN SQLite could not store: treated as a miss, the tensor is analyzed again.
-  if (rc == SQLITE_ROW && sqlite3_column_type(query, 4) != SQLITE_NULL && sqlite3_column_type(query, 5) != SQLITE_NULL &&
-      sqlite3_column_type(query, 6) != SQLITE_NULL) {
-    auto count = [&](int column) { return static_cast<uint64_t>(sqlite3_column_int64(query, column)); };
-    found = TensorStats{.numel = count(0), .zeros = count(1), .nans = count(2), .infs = count(3),
-                        .abs_min = sqlite3_column_double(query, 4), .abs_max = sqlite3_column_double(query, 5),
-                        .sum_squares = sqlite3_column_double(query, 6)};
+  if (rc == SQLITE_ROW && sqlite3_column_bytes(query, 0) == static_cast<int>(sizeof(TensorStats))) {
+    found.emplace();
+    std::memcpy(&*found, sqlite3_column_blob(query, 0), sizeof(TensorStats));
   } else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
     disable(sqlite3_errmsg(db_));
   }
@@ -114,14 +109,9 @@ void StatsCache::store(const std::string& file, const TensorRecord& record, cons
   if (!db_) return;
   sqlite3_stmt* insert = nullptr;
   std::string key = tensor_key(file, record);
-  int rc = sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO tensor_stats VALUES (?, ?, ?, ?, ?, ?, ?, ?)", -1, &insert,
-                              nullptr);
+  int rc = sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO tensor_stats_v2 VALUES (?, ?)", -1, &insert, nullptr);
   if (rc == SQLITE_OK) rc = sqlite3_bind_text(insert, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
-  int column = 2;
-  for (uint64_t count : {stats.numel, stats.zeros, stats.nans, stats.infs})
-    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(insert, column++, static_cast<sqlite3_int64>(count));
-  for (double value : {stats.abs_min, stats.abs_max, stats.sum_squares})
-    if (rc == SQLITE_OK) rc = sqlite3_bind_double(insert, column++, value);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_blob(insert, 2, &stats, sizeof(stats), SQLITE_TRANSIENT);
   if (rc == SQLITE_OK) rc = sqlite3_step(insert);
   if (rc != SQLITE_DONE) disable(sqlite3_errmsg(db_));
   sqlite3_finalize(insert);

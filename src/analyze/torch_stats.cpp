@@ -4,42 +4,108 @@
 
 #include <limits>
 
-namespace precdetect {
+#include "precdetect/analyze/scalar_stats.h"
 
-at::Tensor torch_stats_summary(const at::Tensor& values) {
-  // float64 throughout: exact squares for every narrower dtype, and a float64 sum (PyTorch's float32 norm
-  // loses about 1.6% on a 131M-element tensor, per issue 2).
-  at::Tensor magnitudes = values.reshape(-1).to(at::kDouble).abs();
+namespace precdetect {
+namespace {
+
+// Every reduction below is one whose result stays on the device: nothing waits on the GPU until the summary
+// is copied back. (at::bincount would read its input's maximum back first; histc with fixed bounds does not.)
+// Counts are float64 (exact below 2^53), and work is sliced so temporaries stay a few hundred MiB.
+constexpr int64_t kSlice = int64_t{1} << 26;
+
+bool counted_by_code(DType dtype) { return dtype_bits(dtype) <= 16; }
+
+/// How often each magnitude code (stored bits without the sign) occurs: one float64 count per code.
+at::Tensor code_counts(const at::Tensor& values, DType dtype) {
+  auto codes_count = static_cast<int64_t>(magnitude_code_count(dtype));
+  at::Tensor raw = values.reshape(-1).view(dtype_bits(dtype) == 16 ? at::kShort : at::kByte);
+  at::Tensor counts = at::zeros({codes_count}, values.options().dtype(at::kDouble));
+  for (int64_t begin = 0; begin < raw.numel(); begin += kSlice) {
+    at::Tensor codes = raw.slice(0, begin, begin + kSlice).bitwise_and(codes_count - 1).to(at::kDouble);
+    counts.add_(at::histc(codes, codes_count, 0, static_cast<double>(codes_count)));
+  }
+  return counts;
+}
+
+/// Where each statistic of an F32/F64 slice sits in its float64 summary.
+enum Field { kNumel, kNans, kInfs, kZeros, kSumSquares, kMax, kMin, kAboveSeed, kAboveE4m3, kAboveE5m2, kAboveFp16,
+             kBf16Exact, kFp16Exact, kExponents };
+constexpr int64_t kWideSummarySize = kExponents + ExponentHistogram::kBins;
+
+/// F32 and F64: the statistics of one slice as float64 values, in Field order.
+at::Tensor wide_summary(const at::Tensor& values) {
+  at::Tensor magnitudes = values.to(at::kDouble).abs();
   at::Tensor nan = magnitudes.isnan();
+  at::Tensor finite = magnitudes.isfinite();
   at::Tensor finite_or_inf = magnitudes.masked_fill(nan, 0.0);
-  return at::stack({
-      nan.sum().to(at::kDouble),
-      magnitudes.isinf().sum().to(at::kDouble),
-      magnitudes.eq(0.0).sum().to(at::kDouble),
-      finite_or_inf.square().sum(),
-      finite_or_inf.max(),
-      magnitudes.masked_fill(nan, std::numeric_limits<double>::infinity()).min(),
+  at::Tensor finite_only = magnitudes.masked_fill(finite.logical_not(), 0.0);
+  auto count = [](const at::Tensor& mask) { return mask.sum().to(at::kDouble).reshape({1}); };
+  auto exact_in = [&](at::ScalarType narrow) { return count(magnitudes.to(narrow).to(at::kDouble).eq(magnitudes)); };
+  // frexp: m = f * 2^e with f in [0.5, 1), so floor(log2 m) = e - 1 and its bin e - 1 + 127. Zeros, Inf and
+  // NaN go to -1, outside histc's bounds.
+  at::Tensor bins = std::get<1>(at::frexp(finite_only)).to(at::kDouble).add(ExponentHistogram::kBias - 1);
+  bins = bins.clamp(0, ExponentHistogram::kBins - 1).masked_fill(finite.logical_and(magnitudes.ne(0)).logical_not(), -1);
+  return at::cat({
+      at::full({1}, static_cast<double>(values.numel()), magnitudes.options()),
+      count(nan),
+      count(magnitudes.isinf()),
+      count(magnitudes.eq(0.0)),
+      finite_or_inf.square().sum().reshape({1}),
+      finite_or_inf.max().reshape({1}),
+      magnitudes.masked_fill(nan, std::numeric_limits<double>::infinity()).min().reshape({1}),
+      count(finite_only.gt(limits::kSeedThreshold)),
+      count(finite_only.gt(limits::kE4m3Max)),
+      count(finite_only.gt(limits::kE5m2Max)),
+      count(finite_only.gt(limits::kFp16Max)),
+      exact_in(at::kBFloat16),
+      exact_in(at::kHalf),
+      at::histc(bins, ExponentHistogram::kBins, 0, ExponentHistogram::kBins),
   });
 }
 
-TensorStats stats_from_summary(uint64_t numel, const at::Tensor& summary) {
-  TensorStats stats{.numel = numel};
-  if (numel == 0) return stats;
-  const double* result = summary.data_ptr<double>();
-  stats.nans = static_cast<uint64_t>(result[0]);
-  stats.infs = static_cast<uint64_t>(result[1]);
-  stats.zeros = static_cast<uint64_t>(result[2]);
-  stats.sum_squares = result[3];
+/// Reads one wide_summary back into statistics.
+TensorStats stats_from_wide_summary(const double* summary) {
+  auto count = [&](int field) { return static_cast<uint64_t>(summary[field]); };
+  TensorStats stats{.numel = count(kNumel), .zeros = count(kZeros), .nans = count(kNans), .infs = count(kInfs),
+                    .sum_squares = summary[kSumSquares]};
   if (stats.has_values()) {
-    stats.abs_max = result[4];
-    stats.abs_min = result[5];
+    stats.abs_max = summary[kMax];
+    stats.abs_min = summary[kMin];
   }
+  stats.above_seed_threshold = count(kAboveSeed);
+  stats.above_e4m3_max = count(kAboveE4m3);
+  stats.above_e5m2_max = count(kAboveE5m2);
+  stats.above_fp16_max = count(kAboveFp16);
+  stats.bf16_exact = count(kBf16Exact);
+  stats.fp16_exact = count(kFp16Exact);
+  for (int bin = 0; bin < ExponentHistogram::kBins; ++bin) stats.exponents.counts[bin] = count(kExponents + bin);
   return stats;
 }
 
-TensorStats torch_tensor_stats(const at::Tensor& values) {
-  auto numel = static_cast<uint64_t>(values.numel());
-  return stats_from_summary(numel, numel ? torch_stats_summary(values).cpu() : at::Tensor());
+}  // namespace
+
+at::Tensor torch_stats_summary(const at::Tensor& values, DType dtype) {
+  if (counted_by_code(dtype)) return code_counts(values, dtype);
+  at::Tensor flat = values.reshape(-1);
+  std::vector<at::Tensor> slices;
+  for (int64_t begin = 0; begin < flat.numel(); begin += kSlice)
+    slices.push_back(wide_summary(flat.slice(0, begin, begin + kSlice)));
+  return at::stack(slices);
+}
+
+TensorStats stats_from_summary(DType dtype, const at::Tensor& summary) {
+  const double* values = summary.data_ptr<double>();
+  if (counted_by_code(dtype)) return stats_from_code_counts(dtype, values);
+  TensorStats stats;
+  for (int64_t slice = 0; slice < summary.size(0); ++slice)
+    stats.merge(stats_from_wide_summary(values + slice * kWideSummarySize));
+  return stats;
+}
+
+TensorStats torch_tensor_stats(const at::Tensor& values, DType dtype) {
+  if (values.numel() == 0) return {};
+  return stats_from_summary(dtype, torch_stats_summary(values, dtype).cpu());
 }
 
 }  // namespace precdetect

@@ -65,7 +65,6 @@ void analyze_checkpoint(ModelReport& report, const Checkpoint& checkpoint, const
     // Optimizer state and second references to a tied tensor are reported, but kept out of the model's numbers.
     bool in_summary = record.role == TensorRole::kModel && record.counted;
     optimizer_tensors += record.role == TensorRole::kOptimizer;
-    if (in_summary) report.summary.add_stored(record);
     TensorReport tensor{.name = record.name,
                         .dtype = record.dtype,
                         .shape = record.shape,
@@ -74,10 +73,10 @@ void analyze_checkpoint(ModelReport& report, const Checkpoint& checkpoint, const
                         .shares_storage_with = record.shares_storage_with};
     if (dtype_kind(record.dtype) == DTypeKind::kFloat) {
       tensor.stats = stats[next_float++];
-      if (in_summary) report.summary.add_stats(*tensor.stats);
     } else if (dtype_kind(record.dtype) == DTypeKind::kSkipped) {
       skipped.push_back(fmt::format("{} ({})", record.name, dtype_name(record.dtype)));
     }
+    if (in_summary) report.summary.add(record, tensor.stats ? &*tensor.stats : nullptr);
     report.tensors.push_back(std::move(tensor));
   }
   if (!skipped.empty())
@@ -94,16 +93,17 @@ void analyze_checkpoint(ModelReport& report, const Checkpoint& checkpoint, const
     report.warnings.push_back("no tensor matches --include/--exclude; nothing to classify (widen the filter)");
   else if (report.summary.analyzed_tensors == 0)
     report.warnings.push_back("the model has no floating-point tensors; nothing to classify");
-  if (report.summary.nans + report.summary.infs > 0)
+  const TensorStats& totals = report.summary.totals;
+  if (totals.nans + totals.infs > 0)
     report.warnings.push_back(
         fmt::format("the weights hold {} NaN and {} Inf values: the checkpoint is damaged or "
                     "overflowed during training",
-                    report.summary.nans, report.summary.infs));
+                    totals.nans, totals.infs));
 }
 
 Hints storage_hints(const ModelSummary& summary, const ModelSource& source) {
   Hints hints;
-  for (const auto& [dtype, count] : summary.dtypes) hints.stored_dtypes.push_back(dtype);
+  for (const auto& [dtype, census] : summary.census) hints.stored_dtypes.push_back(dtype);
   if (source.config) hints.config_dtype = read_config_dtype(*source.config);
   return hints;
 }

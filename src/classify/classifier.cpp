@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "precdetect/analyze/cast_safety.h"
 #include "precdetect/core/text_file.h"
 
 namespace precdetect {
@@ -12,9 +13,17 @@ std::optional<double> summary_stat(const ModelSummary& summary, const std::strin
   if (stat == "abs_max") return summary.has_values ? std::optional(summary.abs_max) : std::nullopt;
   if (stat == "norm_min") return summary.has_nonzero_norm ? std::optional(summary.norm_min) : std::nullopt;
   if (stat == "norm_max") return summary.has_nonzero_norm ? std::optional(summary.norm_max) : std::nullopt;
-  if (stat == "nans") return static_cast<double>(summary.nans);
-  if (stat == "infs") return static_cast<double>(summary.infs);
+  const TensorStats& totals = summary.totals;
+  if (stat == "nans") return static_cast<double>(totals.nans);
+  if (stat == "infs") return static_cast<double>(totals.infs);
   if (stat == "parameters") return static_cast<double>(summary.parameters);
+  if (stat == "above_1e2") return static_cast<double>(totals.above_seed_threshold);
+  if (stat == "fp16_overflow") return static_cast<double>(totals.above_fp16_max);
+  if (stat == "square_overflow") return static_cast<double>(square_overflow(totals));
+  // Storage-cast evidence: only F32/F64 tensors have a fraction; a model without them has no such statistic.
+  double wide = static_cast<double>(summary.wide_values);
+  if (stat == "bf16_exact_fraction") return wide > 0 ? std::optional(totals.bf16_exact / wide) : std::nullopt;
+  if (stat == "fp16_exact_fraction") return wide > 0 ? std::optional(totals.fp16_exact / wide) : std::nullopt;
   return std::nullopt;  // parse_rules admits no other names
 }
 

@@ -14,8 +14,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 7> kStats = {"abs_min", "abs_max", "norm_min",  "norm_max",
-                                                    "nans",    "infs",    "parameters"};
+constexpr std::array<std::string_view, 12> kStats = {
+    "abs_min",         "abs_max",    "norm_min",         "norm_max",          "nans",
+    "infs",            "parameters", "above_1e2",        "fp16_overflow",     "square_overflow",
+    "bf16_exact_fraction", "fp16_exact_fraction"};
 constexpr std::array<std::string_view, 4> kOps = {">", ">=", "<", "<="};
 constexpr std::array<std::string_view, 4> kLabels = {"fp16", "bf16", "fp32", "unknown"};
 

@@ -2,6 +2,10 @@
 
 #include "precdetect/report/batch_counts.h"
 
+#include "precdetect/analyze/cast_safety.h"
+#include "precdetect/analyze/tensor_groups.h"
+#include "precdetect/classify/storage_cast.h"
+
 #include <cmath>
 
 namespace precdetect {
@@ -13,7 +17,48 @@ using nlohmann::ordered_json;
 ordered_json number(double value) { return std::isinf(value) ? ordered_json("inf") : ordered_json(value); }
 ordered_json number_if(bool present, double value) { return present ? number(value) : ordered_json(nullptr); }
 
-ordered_json summary_json(const ModelSummary& summary) {
+/// [[exponent, count], ...] for the non-empty bins, ascending: values in [2^e, 2^(e+1)); e = -127 stands for
+/// everything below 2^-126 and e = 128 for 2^128 and more (docs/json-schema.md).
+ordered_json exponents_json(const ExponentHistogram& histogram) {
+  ordered_json bins = ordered_json::array();
+  for (int bin = 0; bin < ExponentHistogram::kBins; ++bin)
+    if (histogram.counts[bin] != 0) bins.push_back({bin - ExponentHistogram::kBias, histogram.counts[bin]});
+  return bins;
+}
+
+/// The precision diagnostics of a tensor or a set of them; `wide_values` (non-NaN F32/F64 values) is what the
+/// exact fractions are out of, and none are given without them.
+ordered_json precision_json(const TensorStats& stats, uint64_t wide_values) {
+  ordered_json item = {{"above_1e2", stats.above_seed_threshold}, {"square_overflow", square_overflow(stats)}};
+  for (const NarrowFormat& format : kNarrowFormats) {
+    FormatFit fit = format_fit(stats, format);
+    item[std::string(format.name)] = {
+        {"overflow", fit.overflow}, {"underflow", fit.underflow}, {"subnormal", fit.subnormal}};
+  }
+  auto fraction = [&](uint64_t exact) {
+    return wide_values ? ordered_json(static_cast<double>(exact) / static_cast<double>(wide_values)) : nullptr;
+  };
+  item["bf16_exact"] = fraction(stats.bf16_exact);
+  item["fp16_exact"] = fraction(stats.fp16_exact);
+  item["exponents"] = exponents_json(stats.exponents);
+  return item;
+}
+
+ordered_json census_json(const std::map<std::string, DTypeCensus>& census) {
+  ordered_json item = ordered_json::object();
+  for (const auto& [dtype, counts] : census)
+    item[dtype] = {{"tensors", counts.tensors}, {"parameters", counts.parameters}, {"bytes", counts.bytes}};
+  return item;
+}
+
+/// Bytes the parameters would take cast to each width (seed 002's memory table).
+ordered_json footprint_json(uint64_t parameters) {
+  return {{"fp32", parameters * 4}, {"fp16_bf16", parameters * 2}, {"int8_fp8", parameters}};
+}
+
+ordered_json value_summary_json(const ValueSummary& summary) {
+  ordered_json dtypes = ordered_json::object();
+  for (const auto& [dtype, counts] : summary.census) dtypes[dtype] = counts.tensors;
   return {{"abs_min", number_if(summary.has_values, summary.abs_min)},
           {"abs_max", number_if(summary.has_values, summary.abs_max)},
           {"norm_min", number_if(summary.has_nonzero_norm, summary.norm_min)},
@@ -21,10 +66,37 @@ ordered_json summary_json(const ModelSummary& summary) {
           {"tensors", summary.tensors},
           {"parameters", summary.parameters},
           {"bytes", summary.bytes},
-          {"dtypes", summary.dtypes},
+          {"dtypes", dtypes},
           {"analyzed_tensors", summary.analyzed_tensors},
-          {"nans", summary.nans},
-          {"infs", summary.infs}};
+          {"nans", summary.totals.nans},
+          {"infs", summary.totals.infs},
+          {"census", census_json(summary.census)},
+          {"footprint", footprint_json(summary.parameters)},
+          {"precision", precision_json(summary.totals, summary.wide_values)}};
+}
+
+ordered_json summary_json(const ModelSummary& summary) {
+  ordered_json item = value_summary_json(summary);
+  ordered_json groups = ordered_json::object();
+  for (const auto& [name, group] : summary.groups) groups[name] = value_summary_json(group);
+  ordered_json layers = ordered_json::array();
+  for (const auto& [layer, part] : summary.layers) {
+    ordered_json entry = {{"stack", layer.stack}, {"index", layer.index}};
+    entry.update(value_summary_json(part));
+    layers.push_back(std::move(entry));
+  }
+  item["groups"] = std::move(groups);
+  item["layers"] = std::move(layers);
+  return item;
+}
+
+ordered_json storage_cast_json(const ModelSummary& summary) {
+  std::optional<StorageCast> cast = storage_cast(summary);
+  if (!cast) return nullptr;
+  return {{"wide_values", cast->wide_values},
+          {"bf16_exact", cast->bf16_exact},
+          {"fp16_exact", cast->fp16_exact},
+          {"says", cast->says}};
 }
 
 ordered_json evidence_json(const Evidence& evidence) {
@@ -67,6 +139,11 @@ ordered_json tensor_json(const TensorReport& tensor) {
   item["zeros"] = s ? ordered_json(s->zeros) : ordered_json(nullptr);
   item["nans"] = s ? ordered_json(s->nans) : ordered_json(nullptr);
   item["infs"] = s ? ordered_json(s->infs) : ordered_json(nullptr);
+  item["group"] = tensor_group(tensor.name);
+  std::optional<Layer> layer = tensor_layer(tensor.name);
+  item["layer"] = layer ? ordered_json({{"stack", layer->stack}, {"index", layer->index}}) : ordered_json(nullptr);
+  bool wide = tensor.dtype == DType::F32 || tensor.dtype == DType::F64;
+  item["precision"] = s ? precision_json(*s, wide ? s->numel - s->nans : 0) : ordered_json(nullptr);
   item["role"] = tensor.role == TensorRole::kOptimizer ? "optimizer" : "model";
   item["shares_storage_with"] = tensor.shares_storage_with ? ordered_json(*tensor.shares_storage_with) : nullptr;
   return item;
@@ -85,6 +162,7 @@ ordered_json model_json(const ModelReport& model) {
           {"files", model.files},
           {"summary", summary_json(model.summary)},
           {"verdict", verdict_json(model.verdict)},
+          {"storage_cast", storage_cast_json(model.summary)},
           {"tensors", tensors},
           {"warnings", model.warnings},
           {"error", error},

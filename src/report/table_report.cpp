@@ -37,8 +37,8 @@ std::string human_count(uint64_t count) {
 
 std::string dtype_census(const ModelSummary& summary) {
   std::string text;
-  for (const auto& [dtype, count] : summary.dtypes)
-    text += fmt::format("{}{}:{}", text.empty() ? "" : ",", dtype, count);
+  for (const auto& [dtype, census] : summary.census)
+    text += fmt::format("{}{}:{}", text.empty() ? "" : ",", dtype, census.tensors);
   return text.empty() ? "-" : text;
 }
 

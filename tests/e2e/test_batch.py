@@ -6,6 +6,7 @@ import pty
 import re
 import shutil
 import sqlite3
+import struct
 import subprocess
 import unittest
 from pathlib import Path
@@ -183,9 +184,10 @@ class Gates(Zoo):
 
 
 def run_with_terminal_stderr(*args, env=None):
-    """Runs precdetect with stderr on a pseudo-terminal (stdout a pipe); returns (exit code, what stderr showed)."""
+    """Runs precdetect with stderr on a pseudo-terminal (stdout discarded); returns (exit code, what stderr showed)."""
     leader, follower = pty.openpty()
-    process = subprocess.Popen([BINARY, *map(str, args)], stdout=subprocess.PIPE, stderr=follower,
+    # stdout is discarded, not piped: a pipe nobody reads would block a large document, and stderr with it
+    process = subprocess.Popen([BINARY, *map(str, args)], stdout=subprocess.DEVNULL, stderr=follower,
                                env=dict(os.environ, **(env or {})))
     os.close(follower)
     shown = b""
@@ -233,9 +235,11 @@ class ResultsCache(Zoo):
         self.weights = self.fp16 / "model.safetensors"
 
     def poison(self, abs_max):
-        """Overwrites every cached abs_max: a scan that shows it read the cache."""
+        """Overwrites every cached abs_max: a scan that shows it read the cache. Rows hold TensorStats' bytes;
+        abs_max is its sixth 8-byte field (numel, zeros, nans, infs, abs_min, abs_max)."""
         with sqlite3.connect(self.cache) as db:
-            db.execute("UPDATE tensor_stats SET abs_max = ?", (abs_max,))
+            db.execute("UPDATE tensor_stats_v2 SET stats = substr(stats, 1, 40) || ? || substr(stats, 49)",
+                       (struct.pack("<d", abs_max),))
 
     def scanned_abs_max(self, *args):
         code, document, stderr = scan("--cache", self.cache, *args, self.fp16)
@@ -282,7 +286,7 @@ class ResultsCache(Zoo):
         self.assertIn("is unusable", stderr)
         self.assertEqual(document["models"][0]["summary"]["abs_max"], self.references[self.fp16]["abs_max"])
         with sqlite3.connect(self.cache) as db:
-            self.assertGreater(db.execute("SELECT count(*) FROM tensor_stats").fetchone()[0], 0)
+            self.assertGreater(db.execute("SELECT count(*) FROM tensor_stats_v2").fetchone()[0], 0)
 
     def test_concurrent_runs_share_one_cache(self):
         inputs = [self.fp16, self.bf16] * 3
@@ -293,7 +297,7 @@ class ResultsCache(Zoo):
             self.assertEqual(process.returncode, 0, err)
             self.assertEqual(err, b"")
         with sqlite3.connect(self.cache) as db:
-            rows = db.execute("SELECT count(*) FROM tensor_stats").fetchone()[0]
+            rows = db.execute("SELECT count(*) FROM tensor_stats_v2").fetchone()[0]
         self.assertEqual(rows, sum(len(load_file(next(p.glob("*.safetensors")))) for p in (self.fp16, self.bf16)))
 
     def test_environment_default_and_no_cache(self):

@@ -1,6 +1,8 @@
 // The CPU kernel against independent references: libtorch's dtype conversions and long-double sums.
 #include "precdetect/analyze/cpu_kernel.h"
 
+#include "precdetect/analyze/cast_safety.h"
+
 #include <gtest/gtest.h>
 
 #include "stats_reference.h"
@@ -66,7 +68,7 @@ TEST_P(CpuKernelRandom, MatchesLongDoubleReference) {
   auto [dtype, numel] = GetParam();
   std::string bytes =
       random_tensor_bytes(dtype, numel, static_cast<uint32_t>(numel) * 31 + static_cast<uint32_t>(dtype));
-  TensorStats expected = reference_stats(torch_decoded(bytes, dtype));
+  TensorStats expected = reference_stats(torch_decoded(bytes, dtype), dtype);
   expect_same_stats(cpu_tensor_stats(bytes.data(), dtype, numel), expected, 1e-12);
 }
 
@@ -107,6 +109,59 @@ TEST(CpuKernel, NormOfLargeTensorMatchesFloat64ToOneInABillion) {
 TEST(CpuKernel, RejectsNonFloatingDtypes) {
   int32_t value = 1;
   EXPECT_THROW(cpu_tensor_stats(&value, DType::I32, 1), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace precdetect
+
+namespace precdetect {
+namespace {
+
+// Each narrow-format boundary, on both sides, with the counts worked out by hand from the definitions.
+const std::vector<float> kBoundaryValues = {
+    65504.0f, std::nextafter(65504.0f, INFINITY), 65520.0f, -65536.0f,  // fp16 max, above, rounds to Inf, 2^16
+    448.0f, std::nextafter(448.0f, INFINITY), 57344.0f, -std::nextafter(57344.0f, INFINITY),  // fp8 maxima
+    100.0f, std::nextafter(100.0f, INFINITY), 256.0f, 255.0f,                                 // seed, 2^8
+    0x1p-24f, -0x1p-25f, 0x1.8p-24f, 0x1p-14f, 0x1p-15f, 1023 * 0x1p-24f, 1e-45f,              // fp16 small end
+    0.0f, -INFINITY, NAN, 1 + 0x1p-10f, 1 + 0x1p-7f, -(1 + 0x1p-11f)};                          // precision
+
+void expect_boundary_counts(const TensorStats& stats, uint64_t copies) {
+  EXPECT_EQ(stats.above_seed_threshold, 11 * copies);  // every value above 100 but Inf: 100 itself is not
+  EXPECT_EQ(stats.above_e4m3_max, 7 * copies);
+  EXPECT_EQ(stats.above_e5m2_max, 5 * copies);
+  EXPECT_EQ(stats.above_fp16_max, 3 * copies);
+  // fp16: 65504 448 57344 100 256 255 2^-24 2^-14 2^-15 1023*2^-24 0 Inf 1+2^-10 1+2^-7
+  EXPECT_EQ(stats.fp16_exact, 14 * copies);
+  // bf16: 2^16 448 57344 100 256 255 2^-24 2^-25 1.5*2^-24 2^-14 2^-15 0 Inf 1+2^-7
+  EXPECT_EQ(stats.bf16_exact, 14 * copies);
+  FormatFit fp16 = format_fit(stats, kNarrowFormats[0]);
+  EXPECT_EQ(fp16.overflow, 3 * copies);
+  EXPECT_EQ(fp16.underflow, 2 * copies);  // 2^-25, 1e-45
+  EXPECT_EQ(fp16.subnormal, 4 * copies);  // 2^-24, 1.5*2^-24, 2^-15, 1023*2^-24
+  EXPECT_EQ(square_overflow(stats), 9 * copies);  // 256 and up (255 is not), Inf excluded
+  FormatFit e4m3 = format_fit(stats, kNarrowFormats[1]);
+  EXPECT_EQ(e4m3.underflow, 7 * copies);  // the seven nonzero values below 2^-9
+  EXPECT_EQ(e4m3.subnormal, 0u);
+}
+
+TEST(CpuKernel, CountsAtNarrowFormatBoundaries) {
+  std::vector<float> values;
+  for (int copy = 0; copy < 3; ++copy) values.insert(values.end(), kBoundaryValues.begin(), kBoundaryValues.end());
+  // 75 values: 72 through the vector path, 3 through the scalar tail.
+  SCOPED_TRACE("F32");
+  expect_boundary_counts(cpu_tensor_stats(values.data(), DType::F32, values.size()), 3);
+  std::vector<double> wide(values.begin(), values.end());
+  SCOPED_TRACE("F64");
+  expect_boundary_counts(cpu_tensor_stats(wide.data(), DType::F64, wide.size()), 3);
+}
+
+TEST(CpuKernel, ExponentBinsOfF64ExtremesClampToTheEndBins) {
+  std::vector<double> values = {1e300, 0x1p128, 0x1p127, 1e-300, 0x1p-126, 0x1p-127};
+  TensorStats stats = cpu_tensor_stats(values.data(), DType::F64, values.size());
+  EXPECT_EQ(stats.exponents.counts[255], 2u);
+  EXPECT_EQ(stats.exponents.counts[254], 1u);
+  EXPECT_EQ(stats.exponents.counts[1], 1u);
+  EXPECT_EQ(stats.exponents.counts[0], 2u);
 }
 
 }  // namespace

@@ -67,8 +67,15 @@ inline std::vector<double> torch_decoded(const std::string& bytes, DType dtype) 
   return {wide.data_ptr<double>(), wide.data_ptr<double>() + numel};
 }
 
-/// The statistics as defined (NaN ignored by min, max and norm), summed in long double.
-inline TensorStats reference_stats(const std::vector<double>& values) {
+/// Values of `values` (float64) that survive a round trip through `narrow` unchanged, by libtorch's casts.
+inline uint64_t count_exact_in(const std::vector<double>& values, at::ScalarType narrow) {
+  at::Tensor wide = at::tensor(values, at::kDouble);
+  return static_cast<uint64_t>(wide.to(narrow).to(at::kDouble).eq(wide).sum().item<int64_t>());  // NaN != NaN
+}
+
+/// The statistics as defined (NaN ignored by min, max and norm), summed in long double; exponents by frexp,
+/// exactness (counted for F32/F64 only) by libtorch's casts.
+inline TensorStats reference_stats(const std::vector<double>& values, DType dtype) {
   TensorStats stats{.numel = values.size()};
   long double squares = 0;
   for (double value : values) {
@@ -82,8 +89,20 @@ inline TensorStats reference_stats(const std::vector<double>& values) {
     stats.abs_min = std::min(stats.abs_min, magnitude);
     stats.abs_max = std::max(stats.abs_max, magnitude);
     squares += static_cast<long double>(magnitude) * magnitude;
+    if (magnitude == 0 || std::isinf(magnitude)) continue;
+    int exponent = 0;
+    std::frexp(magnitude, &exponent);  // magnitude = m * 2^exponent, m in [0.5, 1)
+    stats.exponents.counts[std::clamp(exponent - 1 + 127, 0, 255)]++;
+    stats.above_seed_threshold += magnitude > 100.0;
+    stats.above_e4m3_max += magnitude > 448.0;
+    stats.above_e5m2_max += magnitude > 57344.0;
+    stats.above_fp16_max += magnitude > 65504.0;
   }
   stats.sum_squares = static_cast<double>(squares);
+  if (dtype == DType::F32 || dtype == DType::F64) {
+    stats.bf16_exact = count_exact_in(values, at::kBFloat16);
+    stats.fp16_exact = count_exact_in(values, at::kHalf);
+  }
   return stats;
 }
 
@@ -98,6 +117,13 @@ inline void expect_same_stats(const TensorStats& actual, const TensorStats& expe
     EXPECT_EQ(actual.abs_min, expected.abs_min);
     EXPECT_EQ(actual.abs_max, expected.abs_max);
   }
+  EXPECT_EQ(actual.above_seed_threshold, expected.above_seed_threshold);
+  EXPECT_EQ(actual.above_e4m3_max, expected.above_e4m3_max);
+  EXPECT_EQ(actual.above_e5m2_max, expected.above_e5m2_max);
+  EXPECT_EQ(actual.above_fp16_max, expected.above_fp16_max);
+  EXPECT_EQ(actual.bf16_exact, expected.bf16_exact);
+  EXPECT_EQ(actual.fp16_exact, expected.fp16_exact);
+  EXPECT_EQ(actual.exponents.counts, expected.exponents.counts);
   if (std::isinf(expected.sum_squares))
     EXPECT_TRUE(std::isinf(actual.sum_squares));
   else

@@ -27,14 +27,14 @@ TEST(TorchStats, AgreesWithCpuKernelOnEveryDtype) {
   for (DType dtype : kFloatDtypes) {
     SCOPED_TRACE(std::string(dtype_name(dtype)));
     std::string bytes = random_tensor_bytes(dtype, 100'003, 11);
-    expect_same_stats(torch_tensor_stats(as_tensor(bytes, dtype)), cpu_tensor_stats(bytes.data(), dtype, 100'003),
-                      1e-12);
+    expect_same_stats(torch_tensor_stats(as_tensor(bytes, dtype), dtype),
+                      cpu_tensor_stats(bytes.data(), dtype, 100'003), 1e-12);
   }
 }
 
 TEST(TorchStats, EmptyAndAllNanTensors) {
-  EXPECT_FALSE(torch_tensor_stats(at::empty({0, 3})).has_values());
-  TensorStats nan = torch_tensor_stats(at::full({5}, NAN));
+  EXPECT_FALSE(torch_tensor_stats(at::empty({0, 3}), DType::F32).has_values());
+  TensorStats nan = torch_tensor_stats(at::full({5}, NAN), DType::F32);
   EXPECT_EQ(nan.nans, 5u);
   EXPECT_FALSE(nan.has_values());
   EXPECT_EQ(nan.sum_squares, 0.0);

@@ -1,17 +1,24 @@
 #pragma once
-/// The model-level summary, defined exactly as seed 000's analyze(): abs min over every value (zeros
-/// included), abs max, and norm min/max over the per-tensor L2 norms, norm min skipping all-zero tensors.
+/// Summaries of sets of tensors (the model, each group, each layer), defined exactly as seed 000's analyze():
+/// abs min over every value (zeros included), abs max, and norm min/max over the per-tensor L2 norms, norm min
+/// skipping all-zero tensors; with the dtype census and every tensor's counts merged.
 
 #include <cstdint>
 #include <map>
 #include <string>
 
+#include "precdetect/analyze/tensor_groups.h"
 #include "precdetect/analyze/tensor_stats.h"
 #include "precdetect/load/tensor_record.h"
 
 namespace precdetect {
 
-struct ModelSummary {
+/// Tensors, parameters and stored bytes of one dtype.
+struct DTypeCensus {
+  uint64_t tensors = 0, parameters = 0, bytes = 0;
+};
+
+struct ValueSummary {
   double abs_min = 0.0, abs_max = 0.0, norm_min = 0.0, norm_max = 0.0;
   bool has_values = false;        ///< false until a floating tensor with a non-NaN value is added
   bool has_nonzero_norm = false;  ///< false until a tensor with a non-zero norm is added
@@ -19,13 +26,20 @@ struct ModelSummary {
   uint64_t parameters = 0;        ///< elements of every selected tensor
   uint64_t bytes = 0;             ///< stored bytes of every selected tensor
   uint64_t analyzed_tensors = 0;  ///< floating tensors whose values were analyzed
-  uint64_t nans = 0, infs = 0;
-  std::map<std::string, uint64_t> dtypes;  ///< stored dtype -> tensor count
+  std::map<std::string, DTypeCensus> census;  ///< by stored dtype name
+  TensorStats totals;             ///< every analyzed tensor's statistics merged (counts, exponents, NaN, Inf)
+  uint64_t wide_values = 0;       ///< non-NaN values of F32/F64 tensors: what bf16/fp16_exact are out of
 
-  /// Counts a selected tensor in the census (tensors, parameters, bytes, dtypes).
-  void add_stored(const TensorRecord& record);
-  /// Folds one analyzed tensor's statistics into the model's.
-  void add_stats(const TensorStats& stats);
+  /// Counts a selected tensor, and folds in its statistics when it is a floating tensor (`stats` non-null).
+  void add(const TensorRecord& record, const TensorStats* stats);
+};
+
+struct ModelSummary : ValueSummary {
+  std::map<std::string, ValueSummary> groups;  ///< by tensor_group()
+  std::map<Layer, ValueSummary> layers;        ///< by tensor_layer(), for the tensors that name one
+
+  /// Adds the tensor to the model, its group and its layer.
+  void add(const TensorRecord& record, const TensorStats* stats);
 };
 
 }  // namespace precdetect
