@@ -73,8 +73,11 @@ void add_batch_options(CLI::App& app, ScanOptions& options, std::string& shard, 
       ->envname("PRECDETECT_CACHE");
   app.add_flag("--no-cache", no_cache, "no results cache, even when --cache or PRECDETECT_CACHE names one");
   app.add_flag("-q,--quiet", options.quiet, "no progress line on stderr (drawn only when stderr is a terminal)");
-  app.add_flag("--jsonl", options.jsonl, "print one JSON line per model as it finishes, then a summary line")
-      ->excludes("--json");
+  app.add_flag_callback(
+         "--jsonl", [&options] { options.format = OutputFormat::kJsonl; },
+         "print one JSON line per model as it finishes, then a summary line (--format jsonl)")
+      ->excludes("--json")
+      ->excludes("--format");
 }
 
 const std::vector<std::string> kLabels = {"fp16", "bf16", "fp32", "unknown"};
@@ -104,9 +107,21 @@ void add_io_option(CLI::App& app, ReadMode& mode) {
 void add_scan_options(CLI::App& app, ScanOptions& options, std::string& include, std::string& exclude,
                       std::string& rules, std::string& shard, bool& no_cache) {
   app.add_option("paths", options.inputs, "model folders, checkpoint files, index files or HF ids");
-  app.add_flag("--json", options.json, "print the JSON document (docs/json-schema.md) instead of the table");
+  static const std::map<std::string, OutputFormat> kFormats{{"table", OutputFormat::kTable},
+                                                            {"json", OutputFormat::kJson},
+                                                            {"jsonl", OutputFormat::kJsonl},
+                                                            {"csv", OutputFormat::kCsv},
+                                                            {"markdown", OutputFormat::kMarkdown}};
+  app.add_option("--format", options.format,
+                 "table (default), json (docs/json-schema.md), jsonl (a line per model), csv (a row per tensor) "
+                 "or markdown (seed 000's table)")
+      ->transform(CLI::CheckedTransformer(kFormats, CLI::ignore_case));
+  app.add_flag_callback(
+         "--json", [&options] { options.format = OutputFormat::kJson; }, "print the JSON document (--format json)")
+      ->excludes("--format");
   app.add_option("-o,--output", options.output, "also write the JSON document to FILE (atomically)");
-  app.add_flag("-v,--verbose", options.verbose, "add per-tensor rows to the table");
+  app.add_flag("-v,--verbose", options.verbose,
+               "table: per-tensor rows, fp16 cast counts, groups and the exponent chart; markdown: groups");
   app.add_option("--device", options.device, "cpu, cuda, cuda:N or auto (CUDA when available)")
       ->check(device_validator());
   add_io_option(app, options.read_mode);

@@ -19,7 +19,9 @@
 #include "precdetect/discover/input_list.h"
 #include "precdetect/load/checkpoint.h"
 #include "precdetect/report/batch_counts.h"
+#include "precdetect/report/csv_report.h"
 #include "precdetect/report/json_report.h"
+#include "precdetect/report/markdown_report.h"
 #include "precdetect/report/table_report.h"
 
 namespace precdetect {
@@ -99,6 +101,20 @@ void analyze_checkpoint(ModelReport& report, const Checkpoint& checkpoint, const
         fmt::format("the weights hold {} NaN and {} Inf values: the checkpoint is damaged or "
                     "overflowed during training",
                     totals.nans, totals.infs));
+}
+
+/// What stdout shows for the text formats (JSON is printed by publish; JSON lines as models finish).
+std::string rendered(const ScanReport& report, const ScanOptions& options) {
+  switch (options.format) {
+    case OutputFormat::kTable:
+      return render_table(report, options.verbose);
+    case OutputFormat::kCsv:
+      return render_csv(report);
+    case OutputFormat::kMarkdown:
+      return render_markdown(report, options.verbose);
+    default:
+      return "";
+  }
 }
 
 Hints storage_hints(const ModelSummary& summary, const ModelSource& source) {
@@ -213,7 +229,7 @@ ExitCode run_scan(const ScanOptions& options) {
       ModelReport model = scan_model(inputs[i], options, rules, analyzer, cache.get());
       model.gate_failures = gate_failures(model, options.gates);
       std::lock_guard lock(announcing);
-      announce(model, options.jsonl, progress);
+      announce(model, options.format == OutputFormat::kJsonl, progress);
       report.models[i] = std::move(model);
     }
   };
@@ -222,9 +238,8 @@ ExitCode run_scan(const ScanOptions& options) {
     for (size_t k = 1; k < analyzers.size(); ++k) workers.emplace_back(worker, std::ref(analyzers[k]));
     worker(analyzers.front());
   }  // joined
-  std::string table = options.json || options.jsonl ? std::string() : render_table(report, options.verbose);
-  publish(to_json(report), options.output, options.json, table);
-  if (options.jsonl) print_json_line(batch_summary_json(report));
+  publish(to_json(report), options.output, options.format == OutputFormat::kJson, rendered(report, options));
+  if (options.format == OutputFormat::kJsonl) print_json_line(batch_summary_json(report));
   return exit_code(report);
 }
 

@@ -6,7 +6,10 @@
 #include <array>
 #include <cmath>
 
+#include "precdetect/analyze/cast_safety.h"
+#include "precdetect/classify/storage_cast.h"
 #include "precdetect/report/batch_counts.h"
+#include "precdetect/report/exponent_chart.h"
 
 namespace precdetect {
 namespace {
@@ -86,6 +89,29 @@ void append_tensor_rows(std::string& out, const ModelReport& model) {
   }
 }
 
+/// Under -v: what casts to narrower formats would do, the groups, and the exponent chart.
+void append_precision(std::string& out, const ModelReport& model) {
+  const ModelSummary& summary = model.summary;
+  const TensorStats& totals = summary.totals;
+  for (const NarrowFormat& format : kNarrowFormats) {
+    FormatFit fit = format_fit(totals, format);
+    out += fmt::format("  cast to {:<8}: {} overflow (> {}), {} subnormal, {} flushed to zero\n", format.name,
+                       fit.overflow, format.max, fit.subnormal, fit.underflow);
+  }
+  out += fmt::format("  {} values above 1e2; {} at or above 256 (their squares overflow fp16)\n",
+                     totals.above_seed_threshold, square_overflow(totals));
+  if (std::optional<StorageCast> cast = storage_cast(summary))
+    out += fmt::format("  storage: {:.1f}% of F32/F64 values are bf16-exact, {:.1f}% fp16-exact: {}\n",
+                       100 * cast->bf16_exact, 100 * cast->fp16_exact, cast->says);
+  out += fmt::format("  {:<10} | {:>7} | {:^9} | {:^9} | {:>9} | {:>13}\n", "group", "params", "abs max", "norm max",
+                     "> 1e2", "fp16 overflow");
+  for (const auto& [name, group] : summary.groups)
+    out += fmt::format("  {:<10} | {:>7} | {:>9} | {:>9} | {:>9} | {:>13}\n", name, human_count(group.parameters),
+                       format_stat(group.has_values, group.abs_max), format_stat(group.has_nonzero_norm, group.norm_max),
+                       group.totals.above_seed_threshold, group.totals.above_fp16_max);
+  out += render_exponent_chart(totals.exponents, "  ");
+}
+
 }  // namespace
 
 std::string render_table(const ScanReport& report, bool per_tensor) {
@@ -102,7 +128,10 @@ std::string render_table(const ScanReport& report, bool per_tensor) {
                     width, format_stat(s.has_values, s.abs_min), format_stat(s.has_values, s.abs_max),
                     format_stat(s.has_nonzero_norm, s.norm_min), format_stat(s.has_nonzero_norm, s.norm_max),
                     human_count(s.parameters), dtype_census(s), verdict_cell(model));
-    if (per_tensor && !model.error) append_tensor_rows(out, model);
+    if (per_tensor && !model.error) {
+      append_tensor_rows(out, model);
+      append_precision(out, model);
+    }
   }
   if (report.models.size() > 1) out += batch_line(report);
   return out;

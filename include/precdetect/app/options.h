@@ -55,6 +55,9 @@ struct Gates {
   std::optional<double> max_norm;  ///< the largest per-tensor L2 norm allowed
 };
 
+/// What a scan prints on stdout (--format; --json and --jsonl are its short forms).
+enum class OutputFormat { kTable, kJson, kJsonl, kCsv, kMarkdown };
+
 struct ScanOptions {
   std::vector<std::string> inputs;
   std::vector<std::string> lists;  ///< --from files naming more inputs ("-": standard input)
@@ -63,12 +66,12 @@ struct ScanOptions {
   bool all_revisions = false;      ///< with hf_cache: every snapshot, not only the one refs/main names
   Shard shard;                     ///< scan only this part of the inputs (--shard K/N)
   size_t jobs = 0;                 ///< models scanned at once; 0: the default for the device
-  bool jsonl = false;              ///< one JSON line per model as it finishes, then a summary line
   bool quiet = false;              ///< no progress line on stderr (it is drawn only on a terminal anyway)
   std::optional<std::filesystem::path> cache;  ///< the SQLite results cache (--cache, $PRECDETECT_CACHE)
-  bool json = false;                            ///< the JSON document on stdout instead of the table
+  /// kJsonl: one JSON line per model as it finishes, then a summary line
+  OutputFormat format = OutputFormat::kTable;
   std::optional<std::filesystem::path> output;  ///< also write the JSON document here, atomically
-  bool verbose = false;                         ///< per-tensor rows in the table
+  bool verbose = false;  ///< per-tensor rows, cast counts and exponent chart in the table; groups in markdown
   std::string device = "auto";
   ReadMode read_mode = ReadMode::kMmap;
   TensorFilter filter;

@@ -1,0 +1,60 @@
+#include "precdetect/report/markdown_report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "precdetect/analyze/cast_safety.h"
+
+namespace precdetect {
+namespace {
+
+std::string stat(bool present, double value) {
+  if (!present) return "-";
+  return std::isinf(value) ? "inf" : fmt::format("{:.3e}", value);
+}
+
+/// Markdown table cells may not hold a raw `|`.
+std::string cell(const std::string& text) {
+  std::string out;
+  for (char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+std::string stats_cells(const ValueSummary& s) {
+  FormatFit fp16 = format_fit(s.totals, kNarrowFormats[0]);
+  return fmt::format("{} | {} | {} | {} | {} | {} | {}", stat(s.has_values, s.abs_min), stat(s.has_values, s.abs_max),
+                     stat(s.has_nonzero_norm, s.norm_min), stat(s.has_nonzero_norm, s.norm_max),
+                     s.totals.above_seed_threshold, fp16.overflow, fp16.underflow + fp16.subnormal);
+}
+
+constexpr const char* kStatsHeader = "abs min | abs max | norm min | norm max | > 1e2 | fp16 overflow | fp16 underflow/subnormal";
+constexpr const char* kStatsRule = "--:|--:|--:|--:|--:|--:|--:";
+
+std::string verdict(const ModelReport& model) {
+  if (model.error) return "error: " + model.error->code;
+  return fmt::format("{} ({:.2f}){}", model.verdict.label, model.verdict.confidence,
+                     model.verdict.fp16_risk ? ", fp16 risk" : "");
+}
+
+std::string group_table(const ModelReport& model) {
+  std::string out = fmt::format("\n**{}** by group\n\n| group | params | {} |\n|---|--:|{}|\n", cell(model.input),
+                                kStatsHeader, kStatsRule);
+  for (const auto& [name, group] : model.summary.groups)
+    out += fmt::format("| {} | {} | {} |\n", name, group.parameters, stats_cells(group));
+  return out;
+}
+
+}  // namespace
+
+std::string render_markdown(const ScanReport& report, bool per_group) {
+  std::string out = fmt::format("| name | {} | verdict |\n|---|{}|---|\n", kStatsHeader, kStatsRule);
+  for (const ModelReport& model : report.models)
+    out += fmt::format("| {} | {} | {} |\n", cell(model.input), stats_cells(model.summary), verdict(model));
+  if (per_group)
+    for (const ModelReport& model : report.models)
+      if (!model.error) out += group_table(model);
+  return out;
+}
+
+}  // namespace precdetect
