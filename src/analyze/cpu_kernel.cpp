@@ -89,7 +89,7 @@ struct FloatVectorLanes {
   }
 };
 
-/// F32 counts against narrower formats (add_magnitude's limits, add_exactness), kWidth lanes at a time. Only
+/// F32 counts against narrower formats (add_wide_magnitude's limits and exactness), kWidth lanes at a time. Only
 /// values above the lowest limit or with their low 13 mantissa bits zero can count, and most vectors of trained
 /// fp32 weights hold neither: `add` skips those (a test and a branch) and does the full work for the rest.
 struct NarrowFormatLanes {
@@ -184,11 +184,7 @@ TensorStats reduce_floats(const uint32_t* data, size_t begin, size_t end) {
   total.numel = i - begin;
   exponents.flush_into(total, total.zeros);
   TensorStats tail;
-  for (; i < end; ++i) {
-    double magnitude = std::fabs(static_cast<double>(std::bit_cast<float>(data[i])));
-    add_magnitude(tail, magnitude);
-    if (!std::isnan(magnitude)) add_exactness(tail, magnitude);
-  }
+  for (; i < end; ++i) add_wide_magnitude(tail, std::fabs(static_cast<double>(std::bit_cast<float>(data[i]))));
   total.merge(tail);
   return total;
 }
@@ -198,11 +194,7 @@ TensorStats reduce_doubles(const double* data, size_t begin, size_t end) {
   TensorStats total;
   for (size_t block = begin; block < end; block += kBlock) {
     TensorStats part;
-    for (size_t i = block; i < std::min(end, block + kBlock); ++i) {
-      double magnitude = std::fabs(data[i]);
-      add_magnitude(part, magnitude);
-      if (!std::isnan(magnitude)) add_exactness(part, magnitude);
-    }
+    for (size_t i = block; i < std::min(end, block + kBlock); ++i) add_wide_magnitude(part, std::fabs(data[i]));
     total.merge(part);
   }
   return total;

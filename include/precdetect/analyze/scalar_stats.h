@@ -12,8 +12,8 @@ namespace precdetect {
 /// Adds `count` values of magnitude `magnitude` (|x|, NaN allowed) to every statistic but the exactness counts.
 void add_magnitude(TensorStats& stats, double magnitude, uint64_t count = 1);
 
-/// Adds one non-NaN magnitude to `bf16_exact` / `fp16_exact` (wider dtypes only).
-void add_exactness(TensorStats& stats, double magnitude);
+/// Adds one F32/F64 magnitude to every statistic, the exactness counts included.
+void add_wide_magnitude(TensorStats& stats, double magnitude);
 
 /// Magnitude codes of an 8- or 16-bit float dtype: its stored bits without the sign bit.
 uint32_t magnitude_code_count(DType dtype);
