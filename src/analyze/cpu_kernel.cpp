@@ -182,6 +182,7 @@ TensorStats reduce_floats(const uint32_t* data, size_t begin, size_t end) {
     exponents.count(data, block_begin, i);
   }
   total.numel = i - begin;
+  total.exactness_checked = total.numel - total.nans;
   exponents.flush_into(total, total.zeros);
   TensorStats tail;
   for (; i < end; ++i) add_wide_magnitude(tail, std::fabs(static_cast<double>(std::bit_cast<float>(data[i]))));

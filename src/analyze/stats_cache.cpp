@@ -19,8 +19,8 @@ namespace {
 constexpr const char* kSchema = R"sql(
   PRAGMA journal_mode = WAL;
   PRAGMA synchronous = NORMAL;
-  CREATE TABLE IF NOT EXISTS tensor_stats_v2 (key TEXT PRIMARY KEY, stats BLOB NOT NULL);
-  SELECT count(*) FROM tensor_stats_v2;
+  CREATE TABLE IF NOT EXISTS tensor_stats_v3 (key TEXT PRIMARY KEY, stats BLOB NOT NULL);
+  SELECT count(*) FROM tensor_stats_v3;
 )sql";
 // Statistics are stored as their bytes: this machine wrote them and only this build's layout reads them back
 // (a row of another size is a miss). The table name changes whenever TensorStats does.
@@ -91,7 +91,7 @@ std::optional<TensorStats> StatsCache::find(const std::string& file, const Tenso
   sqlite3_stmt* query = nullptr;
   std::string key = tensor_key(file, record);
   std::optional<TensorStats> found;
-  int rc = sqlite3_prepare_v2(db_, "SELECT stats FROM tensor_stats_v2 WHERE key = ?", -1, &query, nullptr);
+  int rc = sqlite3_prepare_v2(db_, "SELECT stats FROM tensor_stats_v3 WHERE key = ?", -1, &query, nullptr);
   if (rc == SQLITE_OK) rc = sqlite3_bind_text(query, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
   if (rc == SQLITE_OK) rc = sqlite3_step(query);
   if (rc == SQLITE_ROW && sqlite3_column_bytes(query, 0) == static_cast<int>(sizeof(TensorStats))) {
@@ -109,7 +109,7 @@ void StatsCache::store(const std::string& file, const TensorRecord& record, cons
   if (!db_) return;
   sqlite3_stmt* insert = nullptr;
   std::string key = tensor_key(file, record);
-  int rc = sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO tensor_stats_v2 VALUES (?, ?)", -1, &insert, nullptr);
+  int rc = sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO tensor_stats_v3 VALUES (?, ?)", -1, &insert, nullptr);
   if (rc == SQLITE_OK) rc = sqlite3_bind_text(insert, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
   if (rc == SQLITE_OK) rc = sqlite3_bind_blob(insert, 2, &stats, sizeof(stats), SQLITE_TRANSIENT);
   if (rc == SQLITE_OK) rc = sqlite3_step(insert);

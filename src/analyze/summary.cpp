@@ -15,7 +15,6 @@ void ValueSummary::add(const TensorRecord& record, const TensorStats* stats) {
   if (!stats) return;
   ++analyzed_tensors;
   totals.merge(*stats);
-  if (record.dtype == DType::F32 || record.dtype == DType::F64) wide_values += stats->numel - stats->nans;
   if (stats->has_values()) {
     abs_min = has_values ? std::min(abs_min, stats->abs_min) : stats->abs_min;
     abs_max = has_values ? std::max(abs_max, stats->abs_max) : stats->abs_max;

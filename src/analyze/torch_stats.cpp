@@ -79,6 +79,7 @@ TensorStats stats_from_wide_summary(const double* summary) {
   stats.above_fp16_max = count(kAboveFp16);
   stats.bf16_exact = count(kBf16Exact);
   stats.fp16_exact = count(kFp16Exact);
+  stats.exactness_checked = stats.numel - stats.nans;
   for (int bin = 0; bin < ExponentHistogram::kBins; ++bin) stats.exponents.counts[bin] = count(kExponents + bin);
   return stats;
 }

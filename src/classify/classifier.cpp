@@ -21,9 +21,8 @@ std::optional<double> summary_stat(const ModelSummary& summary, const std::strin
   if (stat == "fp16_overflow") return static_cast<double>(totals.above_fp16_max);
   if (stat == "square_overflow") return static_cast<double>(square_overflow(totals));
   // Storage-cast evidence: only F32/F64 tensors have a fraction; a model without them has no such statistic.
-  double wide = static_cast<double>(summary.wide_values);
-  if (stat == "bf16_exact_fraction") return wide > 0 ? std::optional(totals.bf16_exact / wide) : std::nullopt;
-  if (stat == "fp16_exact_fraction") return wide > 0 ? std::optional(totals.fp16_exact / wide) : std::nullopt;
+  if (stat == "bf16_exact_fraction") return totals.bf16_exact_fraction();
+  if (stat == "fp16_exact_fraction") return totals.fp16_exact_fraction();
   return std::nullopt;  // parse_rules admits no other names
 }
 

@@ -2,14 +2,13 @@
 
 namespace precdetect {
 
-std::optional<StorageCast> storage_cast(const ValueSummary& summary) {
-  if (summary.wide_values == 0) return std::nullopt;
-  auto wide = static_cast<double>(summary.wide_values);
-  StorageCast cast{.wide_values = summary.wide_values,
-                   .bf16_exact = static_cast<double>(summary.totals.bf16_exact) / wide,
-                   .fp16_exact = static_cast<double>(summary.totals.fp16_exact) / wide};
-  bool from_bf16 = summary.totals.bf16_exact == summary.wide_values;
-  bool from_fp16 = summary.totals.fp16_exact == summary.wide_values;
+std::optional<StorageCast> storage_cast(const TensorStats& totals) {
+  if (totals.exactness_checked == 0) return std::nullopt;
+  StorageCast cast{.wide_values = totals.exactness_checked,
+                   .bf16_exact = *totals.bf16_exact_fraction(),
+                   .fp16_exact = *totals.fp16_exact_fraction()};
+  bool from_bf16 = totals.bf16_exact == totals.exactness_checked;
+  bool from_fp16 = totals.fp16_exact == totals.exactness_checked;
   if (from_bf16 && from_fp16)
     cast.says = "every F32/F64 value is exact in both bf16 and fp16: the values cannot tell which one they came from";
   else if (from_bf16)

@@ -58,12 +58,9 @@ std::vector<std::string> row(const ModelReport& model, const TensorReport& tenso
     FormatFit fit = s ? format_fit(*s, format) : FormatFit{};
     for (uint64_t n : {fit.overflow, fit.underflow, fit.subnormal}) cells.push_back(count(n));
   }
-  bool wide = s && (tensor.dtype == DType::F32 || tensor.dtype == DType::F64) && s->numel > s->nans;
-  auto fraction = [&](uint64_t exact) {
-    return wide ? number(static_cast<double>(exact) / static_cast<double>(s->numel - s->nans)) : std::string();
-  };
-  cells.push_back(fraction(s ? s->bf16_exact : 0));
-  cells.push_back(fraction(s ? s->fp16_exact : 0));
+  auto fraction = [](std::optional<double> value) { return value ? number(*value) : std::string(); };
+  cells.push_back(fraction(s ? s->bf16_exact_fraction() : std::nullopt));
+  cells.push_back(fraction(s ? s->fp16_exact_fraction() : std::nullopt));
   return cells;
 }
 

@@ -26,20 +26,17 @@ ordered_json exponents_json(const ExponentHistogram& histogram) {
   return bins;
 }
 
-/// The precision diagnostics of a tensor or a set of them; `wide_values` (non-NaN F32/F64 values) is what the
-/// exact fractions are out of, and none are given without them.
-ordered_json precision_json(const TensorStats& stats, uint64_t wide_values) {
+/// The precision diagnostics of a tensor or a set of them.
+ordered_json precision_json(const TensorStats& stats) {
   ordered_json item = {{"above_1e2", stats.above_seed_threshold}, {"square_overflow", square_overflow(stats)}};
   for (const NarrowFormat& format : kNarrowFormats) {
     FormatFit fit = format_fit(stats, format);
     item[std::string(format.name)] = {
         {"overflow", fit.overflow}, {"underflow", fit.underflow}, {"subnormal", fit.subnormal}};
   }
-  auto fraction = [&](uint64_t exact) {
-    return wide_values ? ordered_json(static_cast<double>(exact) / static_cast<double>(wide_values)) : nullptr;
-  };
-  item["bf16_exact"] = fraction(stats.bf16_exact);
-  item["fp16_exact"] = fraction(stats.fp16_exact);
+  auto fraction = [](std::optional<double> value) { return value ? ordered_json(*value) : ordered_json(nullptr); };
+  item["bf16_exact"] = fraction(stats.bf16_exact_fraction());
+  item["fp16_exact"] = fraction(stats.fp16_exact_fraction());
   item["exponents"] = exponents_json(stats.exponents);
   return item;
 }
@@ -72,7 +69,7 @@ ordered_json value_summary_json(const ValueSummary& summary) {
           {"infs", summary.totals.infs},
           {"census", census_json(summary.census)},
           {"footprint", footprint_json(summary.parameters)},
-          {"precision", precision_json(summary.totals, summary.wide_values)}};
+          {"precision", precision_json(summary.totals)}};
 }
 
 ordered_json summary_json(const ModelSummary& summary) {
@@ -91,7 +88,7 @@ ordered_json summary_json(const ModelSummary& summary) {
 }
 
 ordered_json storage_cast_json(const ModelSummary& summary) {
-  std::optional<StorageCast> cast = storage_cast(summary);
+  std::optional<StorageCast> cast = storage_cast(summary.totals);
   if (!cast) return nullptr;
   return {{"wide_values", cast->wide_values},
           {"bf16_exact", cast->bf16_exact},
@@ -142,8 +139,7 @@ ordered_json tensor_json(const TensorReport& tensor) {
   item["group"] = tensor_group(tensor.name);
   std::optional<Layer> layer = tensor_layer(tensor.name);
   item["layer"] = layer ? ordered_json({{"stack", layer->stack}, {"index", layer->index}}) : ordered_json(nullptr);
-  bool wide = tensor.dtype == DType::F32 || tensor.dtype == DType::F64;
-  item["precision"] = s ? precision_json(*s, wide ? s->numel - s->nans : 0) : ordered_json(nullptr);
+  item["precision"] = s ? precision_json(*s) : ordered_json(nullptr);
   item["role"] = tensor.role == TensorRole::kOptimizer ? "optimizer" : "model";
   item["shares_storage_with"] = tensor.shares_storage_with ? ordered_json(*tensor.shares_storage_with) : nullptr;
   return item;

@@ -100,7 +100,7 @@ void append_precision(std::string& out, const ModelReport& model) {
   }
   out += fmt::format("  {} values above 1e2; {} at or above 256 (their squares overflow fp16)\n",
                      totals.above_seed_threshold, square_overflow(totals));
-  if (std::optional<StorageCast> cast = storage_cast(summary))
+  if (std::optional<StorageCast> cast = storage_cast(totals))
     out += fmt::format("  storage: {:.1f}% of F32/F64 values are bf16-exact, {:.1f}% fp16-exact: {}\n",
                        100 * cast->bf16_exact, 100 * cast->fp16_exact, cast->says);
   out += fmt::format("  {:<10} | {:>7} | {:^9} | {:^9} | {:>9} | {:>13}\n", "group", "params", "abs max", "norm max",

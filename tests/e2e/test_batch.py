@@ -238,7 +238,7 @@ class ResultsCache(Zoo):
         """Overwrites every cached abs_max: a scan that shows it read the cache. Rows hold TensorStats' bytes;
         abs_max is its sixth 8-byte field (numel, zeros, nans, infs, abs_min, abs_max)."""
         with sqlite3.connect(self.cache) as db:
-            db.execute("UPDATE tensor_stats_v2 SET stats = substr(stats, 1, 40) || ? || substr(stats, 49)",
+            db.execute("UPDATE tensor_stats_v3 SET stats = substr(stats, 1, 40) || ? || substr(stats, 49)",
                        (struct.pack("<d", abs_max),))
 
     def scanned_abs_max(self, *args):
@@ -286,7 +286,7 @@ class ResultsCache(Zoo):
         self.assertIn("is unusable", stderr)
         self.assertEqual(document["models"][0]["summary"]["abs_max"], self.references[self.fp16]["abs_max"])
         with sqlite3.connect(self.cache) as db:
-            self.assertGreater(db.execute("SELECT count(*) FROM tensor_stats_v2").fetchone()[0], 0)
+            self.assertGreater(db.execute("SELECT count(*) FROM tensor_stats_v3").fetchone()[0], 0)
 
     def test_concurrent_runs_share_one_cache(self):
         inputs = [self.fp16, self.bf16] * 3
@@ -297,7 +297,7 @@ class ResultsCache(Zoo):
             self.assertEqual(process.returncode, 0, err)
             self.assertEqual(err, b"")
         with sqlite3.connect(self.cache) as db:
-            rows = db.execute("SELECT count(*) FROM tensor_stats_v2").fetchone()[0]
+            rows = db.execute("SELECT count(*) FROM tensor_stats_v3").fetchone()[0]
         self.assertEqual(rows, sum(len(load_file(next(p.glob("*.safetensors")))) for p in (self.fp16, self.bf16)))
 
     def test_environment_default_and_no_cache(self):

@@ -102,6 +102,7 @@ inline TensorStats reference_stats(const std::vector<double>& values, DType dtyp
   if (dtype == DType::F32 || dtype == DType::F64) {
     stats.bf16_exact = count_exact_in(values, at::kBFloat16);
     stats.fp16_exact = count_exact_in(values, at::kHalf);
+    stats.exactness_checked = stats.numel - stats.nans;
   }
   return stats;
 }
@@ -123,6 +124,7 @@ inline void expect_same_stats(const TensorStats& actual, const TensorStats& expe
   EXPECT_EQ(actual.above_fp16_max, expected.above_fp16_max);
   EXPECT_EQ(actual.bf16_exact, expected.bf16_exact);
   EXPECT_EQ(actual.fp16_exact, expected.fp16_exact);
+  EXPECT_EQ(actual.exactness_checked, expected.exactness_checked);
   EXPECT_EQ(actual.exponents.counts, expected.exponents.counts);
   if (std::isinf(expected.sum_squares))
     EXPECT_TRUE(std::isinf(actual.sum_squares));

@@ -28,7 +28,6 @@ struct ValueSummary {
   uint64_t analyzed_tensors = 0;  ///< floating tensors whose values were analyzed
   std::map<std::string, DTypeCensus> census;  ///< by stored dtype name
   TensorStats totals;             ///< every analyzed tensor's statistics merged (counts, exponents, NaN, Inf)
-  uint64_t wide_values = 0;       ///< non-NaN values of F32/F64 tensors: what bf16/fp16_exact are out of
 
   /// Counts a selected tensor, and folds in its statistics when it is a floating tensor (`stats` non-null).
   void add(const TensorRecord& record, const TensorStats* stats);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 
 namespace precdetect {
 
@@ -54,12 +55,15 @@ struct TensorStats {
 
   /// Finite values with a magnitude strictly above each of `limits` (Inf is counted in `infs` only).
   uint64_t above_seed_threshold = 0, above_e4m3_max = 0, above_e5m2_max = 0, above_fp16_max = 0;
-  /// Non-NaN values exactly representable in bf16 / fp16 (Inf and zero are). Counted for F32 and F64 only: a
-  /// narrower dtype says its own precision.
-  uint64_t bf16_exact = 0, fp16_exact = 0;
+  /// Non-NaN values exactly representable in bf16 / fp16 (Inf and zero are), out of `exactness_checked`: the
+  /// non-NaN values of F32 and F64 tensors (a narrower dtype says its own precision, and checks none).
+  uint64_t bf16_exact = 0, fp16_exact = 0, exactness_checked = 0;
   ExponentHistogram exponents;
 
   bool has_values() const { return numel > nans; }
+  /// bf16_exact / fp16_exact as fractions of the values checked; nullopt when none were.
+  std::optional<double> bf16_exact_fraction() const { return fraction_checked(bf16_exact); }
+  std::optional<double> fp16_exact_fraction() const { return fraction_checked(fp16_exact); }
   /// L2 (Frobenius) norm over the non-NaN values.
   double norm() const { return std::sqrt(sum_squares); }
 
@@ -77,7 +81,14 @@ struct TensorStats {
     above_fp16_max += other.above_fp16_max;
     bf16_exact += other.bf16_exact;
     fp16_exact += other.fp16_exact;
+    exactness_checked += other.exactness_checked;
     for (int bin = 0; bin < ExponentHistogram::kBins; ++bin) exponents.counts[bin] += other.exponents.counts[bin];
+  }
+
+ private:
+  std::optional<double> fraction_checked(uint64_t exact) const {
+    if (exactness_checked == 0) return std::nullopt;
+    return static_cast<double>(exact) / static_cast<double>(exactness_checked);
   }
 };
 
