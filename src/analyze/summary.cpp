@@ -28,10 +28,11 @@ void ValueSummary::add(const TensorRecord& record, const TensorStats* stats) {
   }
 }
 
-void ModelSummary::add(const TensorRecord& record, const TensorStats* stats) {
+void ModelSummary::add(const TensorRecord& record, const TensorStats* stats, std::string_view group,
+                       const std::optional<Layer>& layer) {
   ValueSummary::add(record, stats);
-  groups[std::string(tensor_group(record.name))].add(record, stats);
-  if (auto layer = tensor_layer(record.name)) layers[*layer].add(record, stats);
+  groups[std::string(group)].add(record, stats);
+  if (layer) layers[*layer].add(record, stats);
 }
 
 }  // namespace precdetect

@@ -71,6 +71,8 @@ void analyze_checkpoint(ModelReport& report, const Checkpoint& checkpoint, const
                         .dtype = record.dtype,
                         .shape = record.shape,
                         .numel = record.numel,
+                        .group = tensor_group(record.name),
+                        .layer = tensor_layer(record.name),
                         .role = record.role,
                         .shares_storage_with = record.shares_storage_with};
     if (dtype_kind(record.dtype) == DTypeKind::kFloat) {
@@ -78,7 +80,7 @@ void analyze_checkpoint(ModelReport& report, const Checkpoint& checkpoint, const
     } else if (dtype_kind(record.dtype) == DTypeKind::kSkipped) {
       skipped.push_back(fmt::format("{} ({})", record.name, dtype_name(record.dtype)));
     }
-    if (in_summary) report.summary.add(record, tensor.stats ? &*tensor.stats : nullptr);
+    if (in_summary) report.summary.add(record, tensor.stats ? &*tensor.stats : nullptr, tensor.group, tensor.layer);
     report.tensors.push_back(std::move(tensor));
   }
   if (!skipped.empty())

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "precdetect/analyze/cast_safety.h"
-#include "precdetect/analyze/tensor_groups.h"
 
 namespace precdetect {
 namespace {
@@ -34,13 +33,13 @@ std::vector<std::string> header() {
 }
 
 std::vector<std::string> row(const ModelReport& model, const TensorReport& tensor) {
-  std::optional<Layer> layer = tensor_layer(tensor.name);
+  const std::optional<Layer>& layer = tensor.layer;
   std::vector<std::string> cells = {model.input,
                                     tensor.name,
                                     std::string(dtype_name(tensor.dtype)),
                                     fmt::format("{}", fmt::join(tensor.shape, "x")),
                                     fmt::format("{}", tensor.numel),
-                                    std::string(tensor_group(tensor.name)),
+                                    std::string(tensor.group),
                                     layer ? fmt::format("{}.{}", layer->stack, layer->index) : "",
                                     tensor.role == TensorRole::kOptimizer ? "optimizer" : "model"};
   const TensorStats* s = tensor.stats ? &*tensor.stats : nullptr;

@@ -3,7 +3,6 @@
 #include "precdetect/report/batch_counts.h"
 
 #include "precdetect/analyze/cast_safety.h"
-#include "precdetect/analyze/tensor_groups.h"
 #include "precdetect/classify/storage_cast.h"
 
 #include <cmath>
@@ -136,8 +135,8 @@ ordered_json tensor_json(const TensorReport& tensor) {
   item["zeros"] = s ? ordered_json(s->zeros) : ordered_json(nullptr);
   item["nans"] = s ? ordered_json(s->nans) : ordered_json(nullptr);
   item["infs"] = s ? ordered_json(s->infs) : ordered_json(nullptr);
-  item["group"] = tensor_group(tensor.name);
-  std::optional<Layer> layer = tensor_layer(tensor.name);
+  item["group"] = tensor.group;
+  const std::optional<Layer>& layer = tensor.layer;
   item["layer"] = layer ? ordered_json({{"stack", layer->stack}, {"index", layer->index}}) : ordered_json(nullptr);
   item["precision"] = s ? precision_json(*s) : ordered_json(nullptr);
   item["role"] = tensor.role == TensorRole::kOptimizer ? "optimizer" : "model";

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "precdetect/analyze/tensor_groups.h"
 #include "precdetect/analyze/tensor_stats.h"
@@ -37,8 +39,9 @@ struct ModelSummary : ValueSummary {
   std::map<std::string, ValueSummary> groups;  ///< by tensor_group()
   std::map<Layer, ValueSummary> layers;        ///< by tensor_layer(), for the tensors that name one
 
-  /// Adds the tensor to the model, its group and its layer.
-  void add(const TensorRecord& record, const TensorStats* stats);
+  /// Adds the tensor to the model, its group and its layer (if any).
+  void add(const TensorRecord& record, const TensorStats* stats, std::string_view group,
+           const std::optional<Layer>& layer);
 };
 
 }  // namespace precdetect

@@ -3,9 +3,11 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "precdetect/analyze/summary.h"
+#include "precdetect/analyze/tensor_groups.h"
 #include "precdetect/analyze/tensor_stats.h"
 #include "precdetect/classify/classifier.h"
 #include "precdetect/core/dtype.h"
@@ -19,6 +21,8 @@ struct TensorReport {
   std::vector<int64_t> shape;
   uint64_t numel = 0;
   std::optional<TensorStats> stats;  ///< nullopt for integer and skipped dtypes (census only)
+  std::string_view group;            ///< tensor_group(name)
+  std::optional<Layer> layer;        ///< tensor_layer(name)
   TensorRole role = TensorRole::kModel;
   std::optional<std::string> shares_storage_with;  ///< the first tensor on the same storage
 };
