@@ -2,17 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
-
 #include "precdetect/analyze/cast_safety.h"
+#include "precdetect/report/stat_text.h"
 
 namespace precdetect {
 namespace {
-
-std::string stat(bool present, double value) {
-  if (!present) return "-";
-  return std::isinf(value) ? "inf" : fmt::format("{:.3e}", value);
-}
 
 /// Markdown table cells may not hold a raw `|`.
 std::string cell(const std::string& text) {
@@ -23,8 +17,9 @@ std::string cell(const std::string& text) {
 
 std::string stats_cells(const ValueSummary& s) {
   FormatFit fp16 = format_fit(s.totals, kNarrowFormats[0]);
-  return fmt::format("{} | {} | {} | {} | {} | {} | {}", stat(s.has_values, s.abs_min), stat(s.has_values, s.abs_max),
-                     stat(s.has_nonzero_norm, s.norm_min), stat(s.has_nonzero_norm, s.norm_max),
+  return fmt::format("{} | {} | {} | {} | {} | {} | {}", format_stat(s.has_values, s.abs_min),
+                     format_stat(s.has_values, s.abs_max), format_stat(s.has_nonzero_norm, s.norm_min),
+                     format_stat(s.has_nonzero_norm, s.norm_max),
                      s.totals.above_seed_threshold, fp16.overflow, fp16.underflow + fp16.subnormal);
 }
 

@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 
 #include "precdetect/analyze/cast_safety.h"
 #include "precdetect/classify/storage_cast.h"
 #include "precdetect/report/batch_counts.h"
 #include "precdetect/report/exponent_chart.h"
+#include "precdetect/report/stat_text.h"
 
 namespace precdetect {
 namespace {
@@ -21,13 +21,6 @@ std::string elide_middle(const std::string& text, size_t width) {
   if (text.size() <= width) return text;
   size_t keep = width - 3;
   return text.substr(0, keep / 2) + "..." + text.substr(text.size() - (keep - keep / 2));
-}
-
-/// "%.3e" as seed 000 prints, "-" for a value that does not exist, "inf" for an infinite one.
-std::string format_stat(bool present, double value) {
-  if (!present) return "-";
-  if (std::isinf(value)) return "inf";
-  return fmt::format("{:.3e}", value);
 }
 
 std::string human_count(uint64_t count) {
