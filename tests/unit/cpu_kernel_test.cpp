@@ -148,8 +148,10 @@ TEST(CpuKernel, CountsAtNarrowFormatBoundaries) {
   std::vector<float> values;
   for (int copy = 0; copy < 3; ++copy) values.insert(values.end(), kBoundaryValues.begin(), kBoundaryValues.end());
   // 75 values: 72 through the vector path, 3 through the scalar tail.
-  SCOPED_TRACE("F32");
-  expect_boundary_counts(cpu_tensor_stats(values.data(), DType::F32, values.size()), 3);
+  {
+    SCOPED_TRACE("F32");
+    expect_boundary_counts(cpu_tensor_stats(values.data(), DType::F32, values.size()), 3);
+  }
   std::vector<double> wide(values.begin(), values.end());
   SCOPED_TRACE("F64");
   expect_boundary_counts(cpu_tensor_stats(wide.data(), DType::F64, wide.size()), 3);
