@@ -120,6 +120,8 @@ void add_scan_options(CLI::App& app, ScanOptions& options, std::string& include,
          "--json", [&options] { options.format = OutputFormat::kJson; }, "print the JSON document (--format json)")
       ->excludes("--format");
   app.add_option("-o,--output", options.output, "also write the JSON document to FILE (atomically)");
+  app.add_option("--report", options.report,
+                 "also write a self-contained HTML page to FILE: verdict, evidence and charts (works offline)");
   app.add_flag("-v,--verbose", options.verbose,
                "table: per-tensor rows, fp16 cast counts, groups and the exponent chart; markdown: groups");
   app.add_option("--device", options.device, "cpu, cuda, cuda:N or auto (CUDA when available)")
@@ -185,6 +187,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
       ->required()
       ->check(CLI::ExistingFile);
   merge->add_option("-o,--output", merge_command.output, "also write the document to FILE (atomically)");
+  merge->add_option("--report", merge_command.report, "also write the HTML report of the merged document to FILE");
 
   CommandLine result;
   std::ostringstream out, err;

@@ -4,8 +4,10 @@
 
 #include <fstream>
 
+#include "precdetect/app/atomic_file.h"
 #include "precdetect/app/output.h"
 #include "precdetect/core/error.h"
+#include "precdetect/report/html_report.h"
 #include "precdetect/report/json_report.h"
 
 namespace precdetect {
@@ -37,7 +39,9 @@ ExitCode run_merge(const MergeCommand& command) {
     any_failed = any_failed || !model["error"].is_null();
     any_gate_failed = any_gate_failed || !model.value("gate_failures", nlohmann::ordered_json::array()).empty();
   }
-  publish(scan_document(std::move(models)), command.output, /*json=*/true, {});
+  nlohmann::ordered_json document = scan_document(std::move(models));
+  if (command.report) write_file_atomically(*command.report, render_html(document));
+  publish(document, command.output, /*json=*/true, {});
   if (any_gate_failed) return ExitCode::kGateFailed;
   return any_failed ? ExitCode::kError : ExitCode::kSuccess;
 }

@@ -3,14 +3,10 @@
 #include <cstdio>
 
 #include "precdetect/app/atomic_file.h"
+#include "precdetect/report/json_report.h"
 
 namespace precdetect {
 namespace {
-
-/// Paths and library messages need not be UTF-8: invalid bytes become U+FFFD rather than aborting the dump.
-std::string dump(const nlohmann::ordered_json& document, int indent) {
-  return document.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-}
 
 void print(const std::string& text) {
   // SIGPIPE is ignored (main.cpp): a reader that closed the pipe early just gets less.
@@ -22,11 +18,11 @@ void print(const std::string& text) {
 
 void publish(const nlohmann::ordered_json& document, const std::optional<std::filesystem::path>& output, bool json,
              const std::string& table) {
-  std::string text = dump(document, 2);
+  std::string text = json_text(document, 2);
   if (output) write_file_atomically(*output, text);
   print(json ? text : table);
 }
 
-void print_json_line(const nlohmann::ordered_json& document) { print(dump(document, -1)); }
+void print_json_line(const nlohmann::ordered_json& document) { print(json_text(document, -1)); }
 
 }  // namespace precdetect

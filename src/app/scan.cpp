@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "precdetect/analyze/analyzer.h"
+#include "precdetect/app/atomic_file.h"
 #include "precdetect/app/gates.h"
 #include "precdetect/app/output.h"
 #include "precdetect/app/progress.h"
@@ -20,6 +21,7 @@
 #include "precdetect/load/checkpoint.h"
 #include "precdetect/report/batch_counts.h"
 #include "precdetect/report/csv_report.h"
+#include "precdetect/report/html_report.h"
 #include "precdetect/report/json_report.h"
 #include "precdetect/report/markdown_report.h"
 #include "precdetect/report/table_report.h"
@@ -240,7 +242,9 @@ ExitCode run_scan(const ScanOptions& options) {
     for (size_t k = 1; k < analyzers.size(); ++k) workers.emplace_back(worker, std::ref(analyzers[k]));
     worker(analyzers.front());
   }  // joined
-  publish(to_json(report), options.output, options.format == OutputFormat::kJson, rendered(report, options));
+  nlohmann::ordered_json document = to_json(report);
+  if (options.report) write_file_atomically(*options.report, render_html(document));
+  publish(document, options.output, options.format == OutputFormat::kJson, rendered(report, options));
   if (options.format == OutputFormat::kJsonl) print_json_line(batch_summary_json(report));
   return exit_code(report);
 }

@@ -186,4 +186,8 @@ ordered_json to_json(const ScanReport& report) {
   return scan_document(std::move(models));
 }
 
+std::string json_text(const ordered_json& document, int indent) {
+  return document.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
 }  // namespace precdetect

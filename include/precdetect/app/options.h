@@ -44,6 +44,7 @@ struct DiffCommand {
 struct MergeCommand {
   std::vector<std::filesystem::path> files;
   std::optional<std::filesystem::path> output;
+  std::optional<std::filesystem::path> report;  ///< also write the HTML report of the merged document here
 };
 
 /// CI gates on each scanned model (docs/using.md): a violated one makes the exit status 1.
@@ -71,6 +72,7 @@ struct ScanOptions {
   /// kJsonl: one JSON line per model as it finishes, then a summary line
   OutputFormat format = OutputFormat::kTable;
   std::optional<std::filesystem::path> output;  ///< also write the JSON document here, atomically
+  std::optional<std::filesystem::path> report;  ///< also write the HTML report here, atomically
   bool verbose = false;  ///< per-tensor rows, cast counts and exponent chart in the table; groups in markdown
   std::string device = "auto";
   ReadMode read_mode = ReadMode::kMmap;

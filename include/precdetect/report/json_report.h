@@ -2,6 +2,7 @@
 /// The JSON document (schema_version 1, docs/json-schema.md).
 
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "precdetect/report/report.h"
 
@@ -14,6 +15,10 @@ nlohmann::ordered_json to_json(const ScanReport& report);
 
 /// The document around already-rendered "models" items (what `precdetect merge` reassembles).
 nlohmann::ordered_json scan_document(nlohmann::ordered_json models);
+
+/// A document's text (`indent` -1: one line), ending in a newline. Paths and library messages need not be
+/// UTF-8: invalid bytes become U+FFFD rather than aborting the dump.
+std::string json_text(const nlohmann::ordered_json& document, int indent);
 
 /// One item of "models": a line of --jsonl.
 nlohmann::ordered_json model_json(const ModelReport& model);
