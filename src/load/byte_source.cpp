@@ -13,6 +13,7 @@
 #include "precdetect/core/error.h"
 #include "precdetect/core/open_file.h"
 #include "precdetect/core/parallel.h"
+#include "precdetect/load/mapping_guard.h"
 
 namespace precdetect {
 namespace {
@@ -42,10 +43,12 @@ class MappedFile final : public ByteSource {
       void* mapped = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, file.fd(), 0);
       if (mapped == MAP_FAILED) fail(ErrorCode::kIo, path_, fmt::format("mmap failed: {}", std::strerror(errno)));
       data_ = static_cast<const std::byte*>(mapped);
+      guard_.emplace(data_, size_);
     }
     if (mode_ == ReadMode::kPread) kept_open_.emplace(std::move(file));  // else the mapping keeps the file open
   }
   ~MappedFile() override {
+    guard_.reset();  // before the range is unmapped: another mapping may take its addresses
     if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
   }
   MappedFile(const MappedFile&) = delete;
@@ -63,6 +66,7 @@ class MappedFile final : public ByteSource {
     uint64_t first = (offset + kPage - 1) / kPage * kPage;
     uint64_t last = std::min(offset + length, size_) / kPage * kPage;
     if (data_ && first < last) ::madvise(const_cast<std::byte*>(data_) + first, last - first, MADV_DONTNEED);
+    if (guard_ && guard_->faulted()) fail_shrunk();
   }
   void read(uint64_t offset, std::span<std::byte> dest) const override {
     if (mode_ == ReadMode::kMmap) return ByteSource::read(offset, dest);
@@ -85,10 +89,20 @@ class MappedFile final : public ByteSource {
     }
   }
 
+  [[noreturn]] void fail_shrunk() const {
+    std::error_code error;
+    uint64_t now = std::filesystem::file_size(path_, error);
+    fail(ErrorCode::kIo, path_,
+         fmt::format("the file shrank while being read (mapped at {} bytes, now {}): it was changed during the "
+                     "scan, and bytes past its new end read as zeros",
+                     size_, error ? std::string("unknown") : std::to_string(now)));
+  }
+
   std::filesystem::path path_;
   ReadMode mode_;
   std::optional<OpenFile> kept_open_;  ///< for pread, in ReadMode::kPread
   const std::byte* data_ = nullptr;
+  std::optional<MappingGuard> guard_;  ///< reads past a new, shorter end give zeros, not SIGBUS
   uint64_t size_ = 0;
 };
 

@@ -26,6 +26,8 @@ class ByteSource {
   virtual std::span<const std::byte> view(uint64_t offset, uint64_t length) const = 0;
   /// Hint that bytes [offset, offset+length) will not be read again, so resident memory stays bounded by the
   /// tensor in hand rather than growing with the file. Views of that range stay valid (pages are re-read).
+  /// Called once a tensor's bytes are consumed, it also vouches for them: a mapped file that shrank while being
+  /// read (its lost pages read as zeros, see MappingGuard) throws Error(kIo) naming the path.
   virtual void release(uint64_t offset, uint64_t length) const { (void)offset, (void)length; }
   /// Copies bytes [offset, offset + dest.size()) into `dest`, large ranges in parallel parts. Throws
   /// Error(kOffsetPastEnd) like view(), Error(kIo) when the file cannot be read.
