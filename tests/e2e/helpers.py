@@ -84,6 +84,34 @@ def reference_summary(tensors):
     }
 
 
+# Each narrow format: (largest finite value, exponent of the smallest normal, of the smallest subnormal).
+FORMATS = {"fp16": (65504.0, -14, -24), "fp8_e4m3": (448.0, -6, -9), "fp8_e5m2": (57344.0, -14, -16)}
+
+
+def reference_precision(tensor):
+    """The precision block as docs/json-schema.md defines it, computed in float64 by torch."""
+    wide = tensor.dtype in (torch.float32, torch.float64)
+    values = tensor.detach().to(torch.float64).reshape(-1)
+    magnitudes = values.abs()
+    finite = torch.isfinite(magnitudes)
+    nonzero_finite = magnitudes[finite & (magnitudes != 0)]
+    counts = {"above_1e2": int((magnitudes[finite] > 100).sum()),
+              "square_overflow": int((magnitudes[finite] >= 256).sum())}
+    for name, (largest, min_normal, min_subnormal) in FORMATS.items():
+        counts[name] = {"overflow": int((magnitudes[finite] > largest).sum()),
+                        "underflow": int((nonzero_finite < 2.0**min_subnormal).sum()),
+                        "subnormal": int(((nonzero_finite >= 2.0**min_subnormal)
+                                          & (nonzero_finite < 2.0**min_normal)).sum())}
+    kept = values[~torch.isnan(values)]
+    for name, narrow in (("bf16_exact", torch.bfloat16), ("fp16_exact", torch.float16)):
+        exact = int((kept.to(narrow).to(torch.float64) == kept).sum())
+        counts[name] = exact / kept.numel() if wide and kept.numel() else None
+    mantissas, exponents = torch.frexp(nonzero_finite)  # x = m * 2^e, m in [0.5, 1): floor(log2 x) = e - 1
+    bins, sizes = torch.unique((exponents - 1).clamp(-127, 128), return_counts=True)
+    counts["exponents"] = [[int(e), int(n)] for e, n in zip(bins, sizes)]
+    return counts
+
+
 class ScanTestCase(unittest.TestCase):
     """A test case with a scratch folder and comparisons against the float64 references."""
 

@@ -9,7 +9,7 @@ import unittest
 import torch
 from safetensors.torch import load_file
 
-from helpers import CORPUS, ScanTestCase, scan
+from helpers import CORPUS, ScanTestCase, reference_precision, scan
 
 
 WRAPPERS = ("state_dict", "model_state_dict", "model", "module", "net", "network")
@@ -54,7 +54,7 @@ class Corpus(ScanTestCase):
     def safetensors_files(self):
         return sorted(CORPUS.glob("*/*.safetensors"))
 
-    def test_every_real_safetensors_file_scans_with_exact_statistics(self):
+    def test_every_real_safetensors_file_scans_with_exact_statistics_and_precision_counts(self):
         files = [f for f in self.safetensors_files() if f.stat().st_size > 16]
         self.assertGreaterEqual(len(files), 20)
         code, document, _ = scan(*files)
@@ -69,6 +69,7 @@ class Corpus(ScanTestCase):
                 for name, tensor in tensors.items():
                     if tensor.is_floating_point():
                         self.assertTensorStats(reported[name], tensor, name)
+                        self.assertEqual(reported[name]["precision"], reference_precision(tensor), name)
 
     def test_malformed_files_give_named_errors(self):
         cases = {

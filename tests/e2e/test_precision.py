@@ -11,40 +11,13 @@ import unittest
 import torch
 from safetensors.torch import save_file
 
-from helpers import DTYPE_NAMES, ScanTestCase, run, scan
+from helpers import DTYPE_NAMES, ScanTestCase, reference_precision, run, scan
 
 # fp16 max and just above, rounds-to-Inf, 2^16, the fp8 maxima and just above, 1e2, 2^8, fp16's small end
 # (2^-24, 2^-25, subnormals), a float32 subnormal, zero, Inf, NaN, and values exact in one format only.
 BOUNDARIES = [65504.0, 65504.0078125, 65520.0, -65536.0, 448.0, 448.00003, 57344.0, -57344.004, 100.0,
               100.00001, 256.0, 255.0, 2**-24, -(2**-25), 1.5 * 2**-24, 2**-14, 2**-15, 1023 * 2**-24, 1e-45,
               0.0, -math.inf, math.nan, 1 + 2**-10, 1 + 2**-7, -(1 + 2**-11), 3e-3, 0.02, -7.5]
-
-FORMATS = {"fp16": (65504.0, -14, -24), "fp8_e4m3": (448.0, -6, -9), "fp8_e5m2": (57344.0, -14, -16)}
-
-
-def reference_precision(tensor):
-    """The precision block as docs/json-schema.md defines it, computed in float64 by torch."""
-    wide = tensor.dtype in (torch.float32, torch.float64)
-    values = tensor.detach().to(torch.float64).reshape(-1)
-    magnitudes = values.abs()
-    finite = torch.isfinite(magnitudes)
-    nonzero_finite = magnitudes[finite & (magnitudes != 0)]
-    counts = {"above_1e2": int((magnitudes[finite] > 100).sum()),
-              "square_overflow": int((magnitudes[finite] >= 256).sum())}
-    for name, (largest, min_normal, min_subnormal) in FORMATS.items():
-        counts[name] = {"overflow": int((magnitudes[finite] > largest).sum()),
-                        "underflow": int((nonzero_finite < 2.0**min_subnormal).sum()),
-                        "subnormal": int(((nonzero_finite >= 2.0**min_subnormal)
-                                          & (nonzero_finite < 2.0**min_normal)).sum())}
-    kept = values[~torch.isnan(values)]
-    for name, narrow in (("bf16_exact", torch.bfloat16), ("fp16_exact", torch.float16)):
-        exact = int((kept.to(narrow).to(torch.float64) == kept).sum())
-        counts[name] = exact / kept.numel() if wide and kept.numel() else None
-    mantissas, exponents = torch.frexp(nonzero_finite)  # x = m * 2^e, m in [0.5, 1): floor(log2 x) = e - 1
-    bins = (exponents - 1).clamp(-127, 128).tolist()
-    counts["exponents"] = [[e, bins.count(e)] for e in sorted(set(bins))]
-    return counts
-
 
 class PrecisionCounts(ScanTestCase):
     def scan_tensors(self, tensors, *args):
