@@ -71,7 +71,8 @@ DiffStats diff_chunk_with_ops(const at::Tensor& a, const at::Tensor& b, const Di
 bool bitwise_equal(const at::Tensor& base, const at::Tensor& other) {
   if (base.scalar_type() != other.scalar_type()) return false;
   at::Tensor a = base.contiguous(), b = other.contiguous();
-  return std::memcmp(a.data_ptr(), b.data_ptr(), static_cast<size_t>(a.nbytes())) == 0;
+  // An empty tensor's data pointer may be null, which memcmp must not be given even for 0 bytes (UBSan).
+  return a.nbytes() == 0 || std::memcmp(a.data_ptr(), b.data_ptr(), static_cast<size_t>(a.nbytes())) == 0;
 }
 
 /// A tensor against a bitwise copy of itself, from the scan kernel's pass over one side (half the reading and a
