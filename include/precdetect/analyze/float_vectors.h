@@ -21,7 +21,6 @@ using LongWords = uint64_t __attribute__((vector_size(16)));
 constexpr size_t kWidth = 4;  ///< Floats per vector
 
 using HalfWords = uint16_t __attribute__((vector_size(8)));
-using Bytes = uint8_t __attribute__((vector_size(4)));
 
 /// Four stored 16-bit values, widened to 32 bits (unaligned load).
 inline Words load_words(const uint16_t* data) {

@@ -33,7 +33,6 @@ function element(tag, attributes = {}, ...children) {
 
 const count = (n) => (n === null || n === undefined ? '–' : Number(n).toLocaleString('en-US'));
 const scientific = (x) => (x === null || x === undefined ? '–' : typeof x === 'string' ? x : x.toExponential(3));
-const percent = (fraction) => (fraction === null || fraction === undefined ? '–' : `${(100 * fraction).toFixed(2)}%`);
 
 function bytes(n) {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
