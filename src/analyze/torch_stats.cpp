@@ -10,21 +10,42 @@ namespace precdetect {
 namespace {
 
 // Every reduction below is one whose result stays on the device: nothing waits on the GPU until the summary
-// is copied back. (at::bincount would read its input's maximum back first; histc with fixed bounds does not.)
+// is copied back. (at::bincount would read its input's maximum back first.)
 // Counts are float64 (exact below 2^53), and work is sliced so temporaries stay a few hundred MiB.
 constexpr int64_t kSlice = int64_t{1} << 26;
 
 bool counted_by_code(DType dtype) { return dtype_bits(dtype) <= 16; }
+
+/// How often each bin number in [0, bins) occurs in `bin_numbers` (int64, flat; the number `bins` itself marks a
+/// value not counted), as float64 counts.
+///
+/// Neighbouring values, which neighbouring GPU threads count, often fall in one bin (a bf16 tensor of normal(0,
+/// 0.02) values uses a few hundred codes, an F32 one a dozen exponents): added to one counter, their atomic
+/// increments wait on each other. So each position modulo kLanes counts into its own copy of the bins, and the
+/// copies are summed at the end (on an H100, 64M such bf16 codes counted by histc: 15 GB/s with one lane, 75 GB/s
+/// with 32). The counters are int64 (scatter_add_), exact at any count.
+at::Tensor bin_counts(const at::Tensor& bin_numbers, int64_t bins) {
+  constexpr int64_t kLanes = 32;
+  int64_t width = bins + 1;  // the last column takes the values not counted
+  int64_t rows = bin_numbers.numel() / kLanes;
+  at::Tensor lane_offsets = at::arange(kLanes, bin_numbers.options()).mul_(width);
+  at::Tensor by_lane = bin_numbers.narrow(0, 0, rows * kLanes).view({rows, kLanes}).add(lane_offsets).view(-1);
+  at::Tensor tail = bin_numbers.narrow(0, rows * kLanes, bin_numbers.numel() - rows * kLanes);  // lane 0's
+  at::Tensor counts = at::zeros({kLanes, width}, bin_numbers.options());
+  at::Tensor one = at::ones({1}, bin_numbers.options());
+  for (const at::Tensor& positions : {by_lane, tail})
+    counts.view(-1).scatter_add_(0, positions, one.expand_as(positions));
+  return counts.sum(0).narrow(0, 0, bins).to(at::kDouble);
+}
 
 /// How often each magnitude code (stored bits without the sign) occurs: one float64 count per code.
 at::Tensor code_counts(const at::Tensor& values, DType dtype) {
   auto codes_count = static_cast<int64_t>(magnitude_code_count(dtype));
   at::Tensor raw = values.reshape(-1).view(dtype_bits(dtype) == 16 ? at::kShort : at::kByte);
   at::Tensor counts = at::zeros({codes_count}, values.options().dtype(at::kDouble));
-  for (int64_t begin = 0; begin < raw.numel(); begin += kSlice) {
-    at::Tensor codes = raw.slice(0, begin, begin + kSlice).bitwise_and(codes_count - 1).to(at::kDouble);
-    counts.add_(at::histc(codes, codes_count, 0, static_cast<double>(codes_count)));
-  }
+  for (int64_t begin = 0; begin < raw.numel(); begin += kSlice)
+    counts.add_(bin_counts(raw.slice(0, begin, begin + kSlice).bitwise_and(codes_count - 1).to(at::kLong),
+                           codes_count));
   return counts;
 }
 
@@ -33,34 +54,40 @@ enum Field { kNumel, kNans, kInfs, kZeros, kSumSquares, kMax, kMin, kAboveSeed, 
              kBf16Exact, kFp16Exact, kExponents };
 constexpr int64_t kWideSummarySize = kExponents + ExponentHistogram::kBins;
 
-/// F32 and F64: the statistics of one slice as float64 values, in Field order.
+/// F32 and F64: the statistics of one slice as float64 values, in Field order. Computed in the values' own
+/// dtype, which holds every limit exactly, except the sum of squares (float64, as on the CPU): on an H100 the
+/// same steps in Python ran at 21 GB/s of F32, against 16 GB/s with every step in float64.
 at::Tensor wide_summary(const at::Tensor& values) {
-  at::Tensor magnitudes = values.to(at::kDouble).abs();
+  at::Tensor magnitudes = values.abs();
   at::Tensor nan = magnitudes.isnan();
   at::Tensor finite = magnitudes.isfinite();
   at::Tensor finite_or_inf = magnitudes.masked_fill(nan, 0.0);
   at::Tensor finite_only = magnitudes.masked_fill(finite.logical_not(), 0.0);
-  auto count = [](const at::Tensor& mask) { return mask.sum().to(at::kDouble).reshape({1}); };
-  auto exact_in = [&](at::ScalarType narrow) { return count(magnitudes.to(narrow).to(at::kDouble).eq(magnitudes)); };
+  auto as_field = [](const at::Tensor& scalar) { return scalar.to(at::kDouble).reshape({1}); };
+  auto count = [&](const at::Tensor& mask) { return as_field(mask.sum()); };
+  auto exact_in = [&](at::ScalarType narrow) {
+    return count(magnitudes.to(narrow).to(magnitudes.scalar_type()).eq(magnitudes));
+  };
   // frexp: m = f * 2^e with f in [0.5, 1), so floor(log2 m) = e - 1 and its bin e - 1 + 127. Zeros, Inf and
-  // NaN go to -1, outside histc's bounds.
-  at::Tensor bins = std::get<1>(at::frexp(finite_only)).to(at::kDouble).add(ExponentHistogram::kBias - 1);
-  bins = bins.clamp(0, ExponentHistogram::kBins - 1).masked_fill(finite.logical_and(magnitudes.ne(0)).logical_not(), -1);
+  // NaN are not counted.
+  at::Tensor bins = std::get<1>(at::frexp(finite_only)).to(at::kLong).add(ExponentHistogram::kBias - 1);
+  at::Tensor counted = finite.logical_and(magnitudes.ne(0));
+  bins = bins.clamp(0, ExponentHistogram::kBins - 1).masked_fill(counted.logical_not(), ExponentHistogram::kBins);
   return at::cat({
-      at::full({1}, static_cast<double>(values.numel()), magnitudes.options()),
+      at::full({1}, static_cast<double>(values.numel()), values.options().dtype(at::kDouble)),
       count(nan),
       count(magnitudes.isinf()),
       count(magnitudes.eq(0.0)),
-      finite_or_inf.square().sum().reshape({1}),
-      finite_or_inf.max().reshape({1}),
-      magnitudes.masked_fill(nan, std::numeric_limits<double>::infinity()).min().reshape({1}),
+      as_field(finite_or_inf.to(at::kDouble).square().sum()),
+      as_field(finite_or_inf.max()),
+      as_field(magnitudes.masked_fill(nan, std::numeric_limits<double>::infinity()).min()),
       count(finite_only.gt(limits::kSeedThreshold)),
       count(finite_only.gt(limits::kE4m3Max)),
       count(finite_only.gt(limits::kE5m2Max)),
       count(finite_only.gt(limits::kFp16Max)),
       exact_in(at::kBFloat16),
       exact_in(at::kHalf),
-      at::histc(bins, ExponentHistogram::kBins, 0, ExponentHistogram::kBins),
+      bin_counts(bins, ExponentHistogram::kBins),
   });
 }
 
