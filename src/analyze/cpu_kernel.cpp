@@ -132,20 +132,20 @@ struct NarrowFormatLanes {
 constexpr size_t kBlock = 1 << 14;  // flush interval: bounds float64 summation error and int32 lane counts
 
 /// The exponent histogram of F32 magnitudes, counted from the values a block at a time after the vector pass
-/// (two per 64-bit load, see reduce_codes for why) into four tables, so that runs of equal exponents do not wait
-/// on each other's increments.
+/// (two per 64-bit load, see reduce_codes for why) into kTables tables, so that runs of equal exponents (most of
+/// a trained tensor's values share a handful) do not wait on each other's increments. 64M normal(0, 0.02) values
+/// on this project's 2-core VM, the whole F32 pass: 1.22 ns per value with 4 tables, 1.05-1.09 with 16.
 class ExponentCounter {
  public:
   void count(const uint32_t* data, size_t begin, size_t end) {
     size_t i = begin;
-    for (; i + 4 <= end; i += 4) {
-      uint64_t low, high;
-      std::memcpy(&low, data + i, sizeof(low));
-      std::memcpy(&high, data + i + 2, sizeof(high));
-      ++tables_[0][(low >> 23) & 0xFF];
-      ++tables_[1][(low >> 55) & 0xFF];
-      ++tables_[2][(high >> 23) & 0xFF];
-      ++tables_[3][(high >> 55) & 0xFF];
+    for (; i + kTables <= end; i += kTables) {
+      std::array<uint64_t, kTables / 2> words;
+      std::memcpy(words.data(), data + i, sizeof(words));  // little-endian: the first value in the low bits
+      for (size_t k = 0; k < words.size(); ++k) {
+        ++tables_[2 * k][(words[k] >> 23) & 0xFF];
+        ++tables_[2 * k + 1][(words[k] >> 55) & 0xFF];
+      }
     }
     for (; i < end; ++i) ++tables_[0][(data[i] >> 23) & 0xFF];
   }
@@ -157,7 +157,8 @@ class ExponentCounter {
   }
 
  private:
-  std::array<std::array<uint32_t, ExponentHistogram::kBins>, 4> tables_{};
+  static constexpr size_t kTables = 16;
+  std::array<std::array<uint32_t, ExponentHistogram::kBins>, kTables> tables_{};
 };
 
 /// One pass over F32 values [begin, end): vectors, then the scalar definitions for the tail.
