@@ -43,7 +43,7 @@ std::map<std::string, Span> read_tar_members(const ByteSource& source) {
   return members;
 }
 
-const Span& member(const std::map<std::string, Span>& members, const std::string& name, const ByteSource& source) {
+Span member(const std::map<std::string, Span>& members, const std::string& name, const ByteSource& source) {
   auto found = members.find(name);
   if (found == members.end()) damaged(source, 0, fmt::format("no `{}` member: not a torch.save tar archive", name));
   return found->second;
@@ -164,7 +164,7 @@ std::string read_torch_tar(Checkpoint& checkpoint, size_t file) {
     auto found = tensors.find(key_text(id));
     return found == tensors.end() ? nullptr : found->second;
   };
-  const Span& objects = member(members, "pickle", source);
+  Span objects = member(members, "pickle", source);
   auto result = pickle::run(source.view(objects.offset, objects.size), source.path(), objects.offset, resolve);
   auto locate = [&](const pickle::Storage& storage) {
     auto found = storages.find(storage.key);
