@@ -4,6 +4,7 @@
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <fmt/format.h>
 
+#include <future>
 #include <optional>
 
 #include "precdetect/analyze/cpu_kernel.h"
@@ -70,20 +71,30 @@ std::vector<TensorStats> Analyzer::analyze_on_cuda(const Checkpoint& checkpoint,
                                                    std::span<const TensorRecord* const> records) {
   c10::Device device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(device_.index));
   c10::Stream stream = c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getStream(device);
+  // Three tensors in flight: the host stages the next on another thread while this one queues the statistics
+  // of the current and takes the last one's results (staging is most of the host's time, docs/benchmarks.md).
+  auto stage = [&](size_t i) {
+    return std::async(std::launch::async, [&, i] { return uploader_->upload(checkpoint, *records[i], stream); });
+  };
   std::vector<TensorStats> stats;
-  std::optional<PendingStats> in_flight;  // one tensor: the GPU computes it while the host stages the next
-  const TensorRecord* current = nullptr;  // named in errors
+  std::optional<PendingStats> in_flight;
+  std::future<CudaUploader::Upload> staging;
+  size_t current = 0;  // named in errors
   try {
-    for (const TensorRecord* record : records) {
-      current = record;
-      PendingStats next(uploader_->upload(checkpoint, *record), record->dtype, stream);
-      release(checkpoint, *record);  // its bytes are in staging buffers or on the device now
+    if (!records.empty()) staging = stage(0);
+    for (; current < records.size(); ++current) {
+      CudaUploader::Upload upload = staging.get();
+      release(checkpoint, *records[current]);  // its bytes are in staging buffers or on the device now
+      if (current + 1 < records.size()) staging = stage(current + 1);
+      upload.ready_on(stream);
+      PendingStats next(upload.values, records[current]->dtype, stream);
       if (in_flight) stats.push_back(in_flight->wait());
       in_flight.emplace(std::move(next));
     }
     if (in_flight) stats.push_back(in_flight->wait());
   } catch (const c10::Error& e) {
-    throw device_error(device_, fmt::format("tensor `{}`", current->name), e);
+    const TensorRecord* failed = records[std::min(current, records.size() - 1)];  // the last wait is the last's
+    throw device_error(device_, fmt::format("tensor `{}`", failed->name), e);
   }
   return stats;
 }

@@ -28,21 +28,21 @@ CudaUploader::~CudaUploader() {
   for (const Staging& staging : staging_) staging.copied.synchronize();
 }
 
-at::Tensor CudaUploader::upload(const Checkpoint& checkpoint, const TensorRecord& record) {
+CudaUploader::Upload CudaUploader::upload(const Checkpoint& checkpoint, const TensorRecord& record,
+                                          const c10::Stream& consumer) {
   const ByteSource& file = *checkpoint.files[record.file];
   uint64_t element_bytes = dtype_bits(record.dtype) / 8;
   uint64_t nbytes = record.storage_nbytes / element_bytes * element_bytes;
   file.view(record.offset, nbytes);  // the range check, before any allocation
-  c10::Stream compute_stream = cuda_runtime().getStream(device_);
   c10::Event uploaded(c10::DeviceType::CUDA);
   at::Tensor bytes;
   {
-    // Allocated on the copy stream, which writes it, and marked as used by the compute stream: the caching
-    // allocator then hands the block out again only once the computation on it is done. (Allocated on the
-    // compute stream, the next tensor's copy could overwrite it while the last one's statistics still read it.)
+    // Allocated on the copy stream, which writes it, and marked as used by the consumer: the caching allocator
+    // then hands the block out again only once the work on it is done. (Allocated on the consumer's stream,
+    // the next tensor's copy could overwrite it while the last one's statistics still read it.)
     c10::StreamGuard on_copy_stream(copy_stream_);
     bytes = at::empty({static_cast<int64_t>(nbytes)}, at::TensorOptions().dtype(at::kByte).device(device_));
-    bytes.record_stream(compute_stream);
+    bytes.record_stream(consumer);
     auto buffer_bytes = static_cast<uint64_t>(staging_[0].pinned.numel());
     for (uint64_t done = 0; done < nbytes; done += buffer_bytes) {
       Staging& staging = staging_[next_];
@@ -56,8 +56,7 @@ at::Tensor CudaUploader::upload(const Checkpoint& checkpoint, const TensorRecord
     }
     uploaded.record(copy_stream_);
   }
-  uploaded.block(compute_stream);
-  return view_storage(bytes.view(torch_scalar_type(record.dtype)), record);
+  return {view_storage(bytes.view(torch_scalar_type(record.dtype)), record), std::move(uploaded)};
 }
 
 }  // namespace precdetect

@@ -1,5 +1,6 @@
 // --io pread and the CUDA upload against the mapped bytes: every way to a tensor's bytes gives the same bytes.
 #include <ATen/ATen.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -100,9 +101,12 @@ TEST_F(ReadModes, CudaUploadEqualsTheCpuTensor) {
     std::vector<TensorRecord> records(checkpoint.tensors.begin() + 1, checkpoint.tensors.end());
     for (const TensorRecord& layout : unusual_layouts(records.back())) records.push_back(layout);
     CudaUploader uploader(0, /*buffer_bytes=*/40'009);  // many chunks per tensor, split mid-element
+    c10::Stream stream = c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getStream({c10::DeviceType::CUDA, 0});
     for (const TensorRecord& record : records) {
       SCOPED_TRACE(record.name);
-      at::Tensor uploaded = uploader.upload(checkpoint, record);
+      CudaUploader::Upload upload = uploader.upload(checkpoint, record, stream);
+      upload.ready_on(stream);  // the current stream, which the copies below to the CPU run on
+      const at::Tensor& uploaded = upload.values;
       EXPECT_TRUE(uploaded.is_cuda());
       EXPECT_EQ(uploaded.sizes(), load_tensor(checkpoint, record).sizes());
       EXPECT_EQ(bytes_of(uploaded), bytes_of(load_tensor(checkpoint, record)));

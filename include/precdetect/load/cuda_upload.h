@@ -23,9 +23,18 @@ class CudaUploader {
   CudaUploader(const CudaUploader&) = delete;
   CudaUploader& operator=(const CudaUploader&) = delete;
 
-  /// `record`'s tensor on the device, as load_tensor() gives it on the CPU. Work queued on the device's current
-  /// stream after this call sees the copied bytes.
-  at::Tensor upload(const Checkpoint& checkpoint, const TensorRecord& record);
+  /// A tensor on its way to the device: its bytes are queued for copying, on the uploader's own stream.
+  struct Upload {
+    at::Tensor values;  ///< as load_tensor() gives it on the CPU, once copied
+    c10::Event copied;  ///< recorded after the last byte's copy
+    /// Work queued on `stream` from now on sees the copied bytes (the host does not wait).
+    void ready_on(const c10::Stream& stream) const { copied.block(stream); }
+  };
+
+  /// Stages `record`'s bytes and queues their copy to the device, for work on `consumer` (which the tensor's
+  /// memory is not reused before). May run on another thread than the one that queues that work, so the host
+  /// can stage one tensor while it queues the statistics of the last; one upload at a time.
+  Upload upload(const Checkpoint& checkpoint, const TensorRecord& record, const c10::Stream& consumer);
 
  private:
   struct Staging {
