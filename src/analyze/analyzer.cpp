@@ -79,22 +79,22 @@ std::vector<TensorStats> Analyzer::analyze_on_cuda(const Checkpoint& checkpoint,
   std::vector<TensorStats> stats;
   std::optional<PendingStats> in_flight;
   std::future<CudaUploader::Upload> staging;
-  size_t current = 0;  // named in errors
+  const TensorRecord* current = nullptr;  // named in errors
   try {
     if (!records.empty()) staging = stage(0);
-    for (; current < records.size(); ++current) {
+    for (size_t i = 0; i < records.size(); ++i) {
+      current = records[i];
       CudaUploader::Upload upload = staging.get();
-      release(checkpoint, *records[current]);  // its bytes are in staging buffers or on the device now
-      if (current + 1 < records.size()) staging = stage(current + 1);
+      release(checkpoint, *current);  // its bytes are in staging buffers or on the device now
+      if (i + 1 < records.size()) staging = stage(i + 1);
       upload.ready_on(stream);
-      PendingStats next(upload.values, records[current]->dtype, stream);
+      PendingStats next(upload.values, current->dtype, stream);
       if (in_flight) stats.push_back(in_flight->wait());
       in_flight.emplace(std::move(next));
     }
     if (in_flight) stats.push_back(in_flight->wait());
   } catch (const c10::Error& e) {
-    const TensorRecord* failed = records[std::min(current, records.size() - 1)];  // the last wait is the last's
-    throw device_error(device_, fmt::format("tensor `{}`", failed->name), e);
+    throw device_error(device_, fmt::format("tensor `{}`", current->name), e);
   }
   return stats;
 }

@@ -134,7 +134,7 @@ constexpr size_t kBlock = 1 << 14;  // flush interval: bounds float64 summation 
 /// The exponent histogram of F32 magnitudes, counted from the values a block at a time after the vector pass
 /// (two per 64-bit load, see reduce_codes for why) into kTables tables, so that runs of equal exponents (most of
 /// a trained tensor's values share a handful) do not wait on each other's increments. 64M normal(0, 0.02) values
-/// on this project's 2-core VM, the whole F32 pass: 1.22 ns per value with 4 tables, 1.05-1.09 with 16.
+/// on this project's 2-core VM, the whole F32 pass: 1.22 ns per value with 4 tables, 1.05-1.10 with 16.
 class ExponentCounter {
  public:
   void count(const uint32_t* data, size_t begin, size_t end) {

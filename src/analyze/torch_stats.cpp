@@ -56,7 +56,7 @@ constexpr int64_t kWideSummarySize = kExponents + ExponentHistogram::kBins;
 
 /// F32 and F64: the statistics of one slice as float64 values, in Field order. Computed in the values' own
 /// dtype, which holds every limit exactly, except the sum of squares (float64, as on the CPU): on an H100 the
-/// same steps in Python ran at 21 GB/s of F32, against 16 GB/s with every step in float64.
+/// same steps in Python (exponents counted by histc there) ran at 21 GB/s of F32, against 16 GB/s in float64.
 at::Tensor wide_summary(const at::Tensor& values) {
   at::Tensor magnitudes = values.abs();
   at::Tensor nan = magnitudes.isnan();

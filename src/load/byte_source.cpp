@@ -20,7 +20,7 @@ namespace {
 
 // Reads are split into parts of at least 4 MiB: enough requests in flight for a cold disk or a network
 // filesystem (at least 8, more on larger machines), and for a hot page cache one memcpy per core. Filling the
-// CUDA path's 64 MiB staging buffers on an H100 machine's 16 cores: 38 GB/s in 4 MiB parts, 24 GB/s in 8 MiB.
+// CUDA path's 64 MiB staging buffers on an H100 machine's 16 cores: 31-38 GB/s in 4 MiB parts, 23-24 GB/s in 8 MiB.
 constexpr uint64_t kMinReadPart = 4 << 20;
 uint64_t read_parts() { return std::max(8u, std::thread::hardware_concurrency()); }
 

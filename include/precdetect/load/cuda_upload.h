@@ -31,9 +31,10 @@ class CudaUploader {
     void ready_on(const c10::Stream& stream) const { copied.block(stream); }
   };
 
-  /// Stages `record`'s bytes and queues their copy to the device, for work on `consumer` (which the tensor's
-  /// memory is not reused before). May run on another thread than the one that queues that work, so the host
-  /// can stage one tensor while it queues the statistics of the last; one upload at a time.
+  /// Stages `record`'s bytes and queues their copy to the device. `consumer` is the stream that will read the
+  /// tensor: its memory is not handed out again before that stream's work on it is done. May run on another
+  /// thread than the one that queues that work, so the host can stage one tensor while it queues the statistics
+  /// of the last; one upload at a time.
   Upload upload(const Checkpoint& checkpoint, const TensorRecord& record, const c10::Stream& consumer);
 
  private:
