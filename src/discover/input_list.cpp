@@ -20,6 +20,14 @@ std::string trimmed(const std::string& line) {
   return line.substr(begin, line.find_last_not_of(kSpace) - begin + 1);
 }
 
+/// A folder that cannot be listed may hold a model: it is kept, and scanning it names the problem (io_error), so
+/// a batch never passes over a model it could not read.
+bool may_hold_model(const fs::path& folder) {
+  std::error_code ec;
+  fs::directory_iterator listing(folder, ec);
+  return ec || holds_model(folder);
+}
+
 }  // namespace
 
 std::vector<std::string> read_input_list(const std::string& list_file) {
@@ -40,12 +48,12 @@ std::vector<std::string> find_model_folders(const fs::path& root) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) fail(ErrorCode::kNotFound, root, "--recursive needs a folder to search");
   std::vector<std::string> folders;
-  if (holds_model(root)) folders.push_back(root.string());
+  if (may_hold_model(root)) folders.push_back(root.string());
   // Not following directory symlinks: a link back up the tree cannot loop us.
   fs::recursive_directory_iterator walk(root, fs::directory_options::skip_permission_denied, ec), end;
   for (; !ec && walk != end; walk.increment(ec)) {
     std::error_code type_ec;
-    if (walk->is_directory(type_ec) && !walk->is_symlink(type_ec) && holds_model(walk->path()))
+    if (walk->is_directory(type_ec) && !walk->is_symlink(type_ec) && may_hold_model(walk->path()))
       folders.push_back(walk->path().string());
   }
   if (ec) fail(ErrorCode::kIo, root, ec.message());

@@ -83,8 +83,15 @@ TEST_F(ShrinkingFile, TheAnalyzerFailsTheModelInsteadOfCrashing) {
   }
 }
 
-#ifdef __SANITIZE_ADDRESS__
-// AddressSanitizer's handler comes first in the chain (scripts/sanitize.sh): it reports the fault and exits 1.
+#if defined(__SANITIZE_ADDRESS__)  // GCC
+#define UNDER_ADDRESS_SANITIZER
+#elif defined(__has_feature)  // clang
+#if __has_feature(address_sanitizer)
+#define UNDER_ADDRESS_SANITIZER
+#endif
+#endif
+#ifdef UNDER_ADDRESS_SANITIZER
+// AddressSanitizer's handler comes first in the chain (the sanitized build): it reports the fault and exits 1.
 const auto kDiedOfTheFault = ::testing::ExitedWithCode(1);
 #else
 const auto kDiedOfTheFault = ::testing::KilledBySignal(SIGBUS);
