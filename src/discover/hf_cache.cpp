@@ -34,8 +34,9 @@ std::string repo_folder_name(std::string_view repo) {
 /// "models--org--name" -> "org/name": the inverse (hub names never contain "--").
 std::string repo_id(const std::string& folder) {
   std::string id = folder.substr(std::string_view("models--").size());
-  if (size_t separator = id.find("--"); separator != std::string::npos) id.replace(separator, 2, "/");
-  return id;
+  size_t separator = id.find("--");
+  if (separator == std::string::npos) return id;
+  return id.substr(0, separator) + "/" + id.substr(separator + 2);  // not replace(): GCC 12 -Wrestrict misfires
 }
 
 std::vector<fs::path> sorted_folders(const fs::path& parent) {
