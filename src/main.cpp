@@ -2,16 +2,19 @@
 #include <fmt/format.h>
 
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 
 #include "precdetect/app/cli.h"
 #include "precdetect/app/diff.h"
 #include "precdetect/app/merge.h"
 #include "precdetect/app/scan.h"
 #include "precdetect/core/error.h"
+#include "precdetect/core/sanitizer.h"
 
-int main(int argc, char** argv) {
-  // A reader that closes the pipe early (`precdetect ... | head`) should not kill us mid-write.
-  std::signal(SIGPIPE, SIG_IGN);
+namespace {
+
+int run(int argc, char** argv) {
   precdetect::CommandLine command = precdetect::parse_command_line(argc, argv);
   fmt::print("{}", command.out);
   fmt::print(stderr, "{}", command.err);
@@ -24,4 +27,24 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "precdetect: {}\n", e.what());
     return static_cast<int>(precdetect::ExitCode::kError);
   }
+}
+
+/// Ends the process without static destructors: libtorch's deregister every operator, a third of a short run's
+/// time (0.15 of 0.46 s measured). By now run() has closed everything of ours (output files, the results cache)
+/// and only stdio needs flushing. Under AddressSanitizer the ordinary exit stays: LeakSanitizer checks at exit.
+[[noreturn]] void leave(int exit_code) {
+  std::fflush(nullptr);
+#ifdef PRECDETECT_UNDER_ASAN
+  std::exit(exit_code);
+#else
+  std::_Exit(exit_code);
+#endif
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A reader that closes the pipe early (`precdetect ... | head`) should not kill us mid-write.
+  std::signal(SIGPIPE, SIG_IGN);
+  leave(run(argc, argv));
 }

@@ -12,6 +12,7 @@
 
 #include "precdetect/analyze/analyzer.h"
 #include "precdetect/core/error.h"
+#include "precdetect/core/sanitizer.h"
 #include "precdetect/load/byte_source.h"
 #include "precdetect/load/safetensors.h"
 #include "stats_reference.h"
@@ -83,14 +84,7 @@ TEST_F(ShrinkingFile, TheAnalyzerFailsTheModelInsteadOfCrashing) {
   }
 }
 
-#if defined(__SANITIZE_ADDRESS__)  // GCC
-#define UNDER_ADDRESS_SANITIZER
-#elif defined(__has_feature)  // clang
-#if __has_feature(address_sanitizer)
-#define UNDER_ADDRESS_SANITIZER
-#endif
-#endif
-#ifdef UNDER_ADDRESS_SANITIZER
+#ifdef PRECDETECT_UNDER_ASAN
 // AddressSanitizer's handler comes first in the chain (the sanitized build): it reports the fault and exits 1.
 const auto kDiedOfTheFault = ::testing::ExitedWithCode(1);
 #else
