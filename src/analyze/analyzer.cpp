@@ -1,6 +1,7 @@
 #include "precdetect/analyze/analyzer.h"
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <fmt/format.h>
 

@@ -1,6 +1,14 @@
 #include "precdetect/analyze/torch_stats.h"
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/bincount.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/frexp.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/stack.h>
+#include <ATen/ops/zeros.h>
 
 #include <limits>
 

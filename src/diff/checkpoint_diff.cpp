@@ -1,6 +1,5 @@
 #include "precdetect/diff/checkpoint_diff.h"
 
-#include <ATen/ATen.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

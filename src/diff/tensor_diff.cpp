@@ -1,6 +1,12 @@
 #include "precdetect/diff/tensor_diff.h"
 
-#include <ATen/ATen.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/bincount.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/frexp.h>
+#include <ATen/ops/maximum.h>
 
 #include <cmath>
 #include <cstring>

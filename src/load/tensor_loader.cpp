@@ -1,6 +1,8 @@
 #include "precdetect/load/tensor_loader.h"
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
 
 
 namespace precdetect {

@@ -1,5 +1,5 @@
 // --io pread and the CUDA upload against the mapped bytes: every way to a tensor's bytes gives the same bytes.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -2,7 +2,9 @@
 // Independent references for the statistics kernels: values decoded by libtorch (not by our decoders) and
 // reduced in long double.
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/tensor.h>
 #include <gtest/gtest.h>
 
 #include <cmath>

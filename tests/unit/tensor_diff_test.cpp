@@ -1,7 +1,12 @@
 // Tensor comparison: the exponent histogram's exact semantics, and CPU/CUDA agreement.
 #include "precdetect/diff/tensor_diff.h"
 
-#include <ATen/ATen.h>
+#include <ATen/Context.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/randn.h>
+#include <ATen/ops/tensor.h>
 #include <gtest/gtest.h>
 
 #include <cmath>

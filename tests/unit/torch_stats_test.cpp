@@ -1,6 +1,9 @@
 // The libtorch statistics (the CUDA path's code) agree with the CPU kernel; on a GPU, end to end.
 #include "precdetect/analyze/torch_stats.h"
 
+#include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/full.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
