@@ -215,7 +215,8 @@ class FileShrinksDuringTheScan(ScanTestCase):
         try:
             self.wait_until_mapped(process)
             process.send_signal(signal.SIGSTOP)
-            header = 8 + int.from_bytes(self.weights.read_bytes()[:8], "little")
+            with self.weights.open("rb") as weights:
+                header = 8 + int.from_bytes(weights.read(8), "little")
             os.truncate(self.weights, header + (8 << 20))  # the header and the first tensor stay
             process.send_signal(signal.SIGCONT)
             stdout, stderr = process.communicate(timeout=300)
