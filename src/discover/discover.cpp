@@ -88,11 +88,11 @@ fs::path resolve_path(const std::string& input, const fs::path& hf_cache) {
 
 }  // namespace
 
-bool holds_model(const fs::path& folder) {
+bool may_hold_model(const fs::path& folder) {
   try {
     return shard_index_in(folder) || !unsharded_weights(folder).empty();
-  } catch (const fs::filesystem_error&) {  // unreadable: not a model folder we can list
-    return false;
+  } catch (const fs::filesystem_error&) {  // unreadable: it may hold one, and scanning it names the problem
+    return true;
   }
 }
 

@@ -20,14 +20,6 @@ std::string trimmed(const std::string& line) {
   return line.substr(begin, line.find_last_not_of(kSpace) - begin + 1);
 }
 
-/// A folder that cannot be listed may hold a model: it is kept, and scanning it names the problem (io_error), so
-/// a batch never passes over a model it could not read.
-bool may_hold_model(const fs::path& folder) {
-  std::error_code ec;
-  fs::directory_iterator listing(folder, ec);
-  return ec || holds_model(folder);
-}
-
 }  // namespace
 
 std::vector<std::string> read_input_list(const std::string& list_file) {

@@ -92,29 +92,31 @@ class MalformedCorpus(ScanTestCase):
 NOBODY = 65534
 
 
-def unprivileged(command):
-    """`command` run by a user whom mode 000 keeps out. Root reads any file, so as root the command runs as nobody
-    (setpriv, from util-linux); None when that is not possible here."""
+def unprivileged_launcher():
+    """A command prefix that runs precdetect as a user whom mode 000 keeps out. Root reads any file, so as root it
+    runs as nobody (setpriv, from util-linux); None when that is not possible here."""
     if os.geteuid() != 0:
-        return command
+        return ()
     if shutil.which("setpriv") is None:
         return None
-    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--", *command]
+    return ("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--")
 
 
 class UnreadableInput(ScanTestCase):
     """Files and folders the scanning user may not read: each a named io_error, the rest of the batch scanned."""
 
+    @classmethod
+    def setUpClass(cls):
+        cls.launcher = unprivileged_launcher()
+        if cls.launcher is None or run("--version", launcher=cls.launcher).returncode != 0:
+            raise unittest.SkipTest("cannot run precdetect as a user without read access here")
+
     def setUp(self):
         super().setUp()
         self.tmp.chmod(0o755)
-        probe = unprivileged([BINARY, "--version"])
-        if probe is None or subprocess.run(probe, capture_output=True).returncode != 0:
-            self.skipTest("cannot run precdetect as a user without read access here")
 
     def scan_unprivileged(self, *args):
-        result = subprocess.run(unprivileged([BINARY, "--json", *map(str, args)]), capture_output=True, timeout=300)
-        return result.returncode, json.loads(result.stdout), result.stderr.decode(errors="replace")
+        return scan(*args, launcher=self.launcher)
 
     def model(self, name):
         folder = self.tmp / name

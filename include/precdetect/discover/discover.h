@@ -22,6 +22,8 @@ struct ModelSource {
 ModelSource discover(const std::string& input, const std::filesystem::path& hf_cache);
 
 /// True when `folder` holds a model of its own: a shard index or weight files (discover() would find weights).
-bool holds_model(const std::filesystem::path& folder);
+/// Also true when it cannot be read: it may hold one, and scanning it reports the io_error, so a batch never
+/// passes over weights it could not read.
+bool may_hold_model(const std::filesystem::path& folder);
 
 }  // namespace precdetect
