@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <map>
 #include <sstream>
+#include <string_view>
 
 #include "precdetect/analyze/device.h"
 #include "precdetect/classify/rules.h"
@@ -96,10 +97,13 @@ void add_gate_options(CLI::App& app, Gates& gates) {
       ->check(CLI::NonNegativeNumber);
 }
 
-void add_io_option(CLI::App& app, ReadMode& mode) {
+/// --io, into a ReadMode (diff: mmap unless given) or an optional one (scan: unset picks the device's best).
+template <typename Mode>
+void add_io_option(CLI::App& app, Mode& mode, std::string_view default_mode) {
   static const std::map<std::string, ReadMode> kModes{{"mmap", ReadMode::kMmap}, {"pread", ReadMode::kPread}};
-  app.add_option("--io", mode, "how weights are read: mmap (default; fastest from the page cache) or pread "
-                               "(parallel reads; for cold disks and network filesystems)")
+  app.add_option("--io", mode,
+                 fmt::format("how weights are read: mmap (from the page cache) or pread (parallel reads; for cold "
+                             "disks and network filesystems); default: {}", default_mode))
       ->transform(CLI::CheckedTransformer(kModes, CLI::ignore_case));
 }
 
@@ -126,7 +130,7 @@ void add_scan_options(CLI::App& app, ScanOptions& options, std::string& include,
                "table: per-tensor rows, fp16 cast counts, groups and the exponent chart; markdown: groups");
   app.add_option("--device", options.device, "cpu, cuda, cuda:N or auto (CUDA when available)")
       ->check(device_validator());
-  add_io_option(app, options.read_mode);
+  add_io_option(app, options.read_mode, "pread on CUDA, whose staging buffers copy every byte anyway; mmap on the CPU");
   app.add_option("--include", include, "analyze only tensors whose name matches REGEX");
   app.add_option("--exclude", exclude, "skip tensors whose name matches REGEX");
   app.add_option("--rules", rules, "classification rules file replacing the built-in ones (docs/rules.md)")
@@ -158,7 +162,7 @@ void add_diff_options(CLI::App& diff, DiffArguments& args) {
   diff.add_flag("--fail-if-changed", args.command.fail_if_changed, "exit 1 when any pair differs");
   diff.add_option("--device", args.command.device, "cpu, cuda, cuda:N or auto (CUDA when available)")
       ->check(device_validator());
-  add_io_option(diff, args.command.read_mode);
+  add_io_option(diff, args.command.read_mode, "mmap");
   diff.add_option("--include", args.include, "compare only tensors whose name matches REGEX");
   diff.add_option("--exclude", args.exclude, "skip tensors whose name matches REGEX");
 }

@@ -138,7 +138,7 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     ModelSource source = discover(input, hf_hub_cache());
     report.path = source.path.string();
     for (const auto& file : source.files) report.files.push_back(file.string());
-    Checkpoint checkpoint = open_checkpoint(source, options.read_mode);
+    Checkpoint checkpoint = open_checkpoint(source, options.read_mode.value_or(analyzer.preferred_read_mode()));
     report.format = checkpoint.format;
     report.warnings = checkpoint.warnings;
     analyze_checkpoint(report, checkpoint, options.filter, analyzer, cache);

@@ -136,6 +136,13 @@ TEST_F(ReadModes, AnalyzerMatchesTheReferenceInBothReadModes) {
   }
 }
 
+/// --io's default: the CPU kernel reads the mapping, the CUDA path (which copies every byte to staging) preads.
+TEST_F(ReadModes, EachDeviceReadsTheWayItPrefers) {
+  EXPECT_EQ(Analyzer({}).preferred_read_mode(), ReadMode::kMmap);
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device: the CUDA path is tested on GPU machines";
+  EXPECT_EQ(Analyzer({.cuda = true}).preferred_read_mode(), ReadMode::kPread);
+}
+
 /// The whole checkpoint at once: on CUDA one tensor is computed while the next is staged, so results handed to
 /// the wrong tensor would show here.
 TEST_F(ReadModes, CudaAnalyzerAgreesWithTheCpuOne) {

@@ -75,7 +75,7 @@ struct ScanOptions {
   std::optional<std::filesystem::path> report;  ///< also write the HTML report here, atomically
   bool verbose = false;  ///< per-tensor rows, cast counts and exponent chart in the table; groups in markdown
   std::string device = "auto";
-  ReadMode read_mode = ReadMode::kMmap;
+  std::optional<ReadMode> read_mode;  ///< --io; unset: what the device reads best (Analyzer::preferred_read_mode)
   TensorFilter filter;
   std::optional<std::filesystem::path> rules;
   Gates gates;
