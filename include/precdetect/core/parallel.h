@@ -1,26 +1,29 @@
 #pragma once
-/// Splitting one reduction over a large array across the machine's cores.
+/// Splitting one reduction over a large array across the machine's cores (on the process's WorkerPool).
 
 #include <algorithm>
 #include <cstdint>
-#include <future>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "precdetect/core/worker_pool.h"
+
 namespace precdetect {
 
-/// Runs `range(begin, end)` on parts of [0, numel) in parallel and merges the parts' results (`Result::merge`).
-/// Arrays below `min_per_thread` elements per core run inline: a thread costs more than it saves there.
+/// Runs `range(begin, end)` on parts of [0, numel) in parallel and merges the parts' results (`Result::merge`),
+/// in order. Arrays below `min_per_thread` elements per core run inline: splitting costs more than it saves.
 template <typename Range>
 auto reduce_in_parallel(uint64_t numel, uint64_t min_per_thread, Range range) {
-  uint64_t threads = std::min<uint64_t>(std::max(1u, std::thread::hardware_concurrency()), numel / min_per_thread);
-  if (threads <= 1) return range(0, numel);
-  uint64_t part = (numel + threads - 1) / threads;
-  std::vector<std::future<decltype(range(0, numel))>> parts;
-  for (uint64_t begin = part; begin < numel; begin += part)
-    parts.push_back(std::async(std::launch::async, range, begin, std::min(numel, begin + part)));
-  auto result = range(0, std::min(numel, part));
-  for (auto& other : parts) result.merge(other.get());
+  uint64_t parts = std::min<uint64_t>(std::max(1u, std::thread::hardware_concurrency()), numel / min_per_thread);
+  if (parts <= 1) return range(0, numel);
+  uint64_t part = (numel + parts - 1) / parts;
+  std::vector<std::optional<decltype(range(0, numel))>> results((numel + part - 1) / part);
+  WorkerPool::shared().run(results.size(), [&](size_t i) {
+    results[i].emplace(range(i * part, std::min(numel, (i + 1) * part)));
+  });
+  auto result = std::move(*results[0]);
+  for (size_t i = 1; i < results.size(); ++i) result.merge(*results[i]);
   return result;
 }
 
@@ -29,12 +32,10 @@ auto reduce_in_parallel(uint64_t numel, uint64_t min_per_thread, Range range) {
 template <typename Part>
 void for_parts_in_parallel(uint64_t total, uint64_t min_part, uint64_t max_parts, Part part) {
   uint64_t parts = std::clamp<uint64_t>(total / std::max<uint64_t>(min_part, 1), 1, std::max<uint64_t>(max_parts, 1));
-  uint64_t size = (total + parts - 1) / parts;
-  std::vector<std::future<void>> others;
-  for (uint64_t begin = size; begin < total; begin += size)
-    others.push_back(std::async(std::launch::async, part, begin, std::min(total, begin + size)));
-  part(0, std::min(total, size));
-  for (auto& other : others) other.get();
+  uint64_t size = std::max<uint64_t>((total + parts - 1) / parts, 1);
+  WorkerPool::shared().run(std::max<uint64_t>((total + size - 1) / size, 1), [&](size_t i) {  // (0, 0) if empty
+    part(i * size, std::min(total, (i + 1) * size));
+  });
 }
 
 }  // namespace precdetect
