@@ -2,7 +2,6 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/arange.h>
-#include <ATen/ops/bincount.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/frexp.h>
 #include <ATen/ops/full.h>

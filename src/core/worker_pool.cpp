@@ -31,7 +31,7 @@ struct WorkerPool::Loop {
 };
 
 WorkerPool& WorkerPool::shared() {
-  static WorkerPool pool(std::max(1u, std::thread::hardware_concurrency()) - 1);
+  static WorkerPool pool(std::max<size_t>(std::thread::hardware_concurrency(), kMinConcurrency) - 1);
   return pool;
 }
 
@@ -48,19 +48,20 @@ WorkerPool::~WorkerPool() {
   for (std::thread& thread : threads_) thread.join();
 }
 
-/// The oldest loop with a task left, its next task taken (the loop leaves the queue with its last one).
-std::shared_ptr<WorkerPool::Loop> WorkerPool::next_loop(std::unique_lock<std::mutex>& lock) {
-  work_.wait(lock, [this] { return stopping_ || !loops_.empty(); });
-  if (loops_.empty()) return nullptr;
-  std::shared_ptr<Loop> loop = loops_.front();
-  if (++loop->taken == loop->count) loops_.pop_front();
-  return loop;
+/// Takes `loop`'s next task, under the mutex; the loop leaves the queue with its last one.
+size_t WorkerPool::take_task(const std::shared_ptr<Loop>& loop) {
+  size_t i = loop->taken++;
+  if (loop->taken == loop->count) std::erase(loops_, loop);
+  return i;
 }
 
 void WorkerPool::serve() {
   std::unique_lock lock(mutex_);
-  while (std::shared_ptr<Loop> loop = next_loop(lock)) {
-    size_t i = loop->taken - 1;
+  while (true) {
+    work_.wait(lock, [this] { return stopping_ || !loops_.empty(); });
+    if (loops_.empty()) return;  // stopping, and every loop's tasks taken
+    std::shared_ptr<Loop> loop = loops_.front();
+    size_t i = take_task(loop);
     lock.unlock();
     loop->run_one(i, mutex_);
     lock.lock();
@@ -77,8 +78,7 @@ void WorkerPool::run(size_t count, const std::function<void(size_t)>& task) {
   }
   // The caller takes tasks of its own loop until none is left, then waits for those the pool's threads took.
   while (loop->taken < count) {
-    size_t i = loop->taken++;
-    if (loop->taken == count && count > 1) std::erase(loops_, loop);
+    size_t i = take_task(loop);
     lock.unlock();
     loop->run_one(i, mutex_);
     lock.lock();

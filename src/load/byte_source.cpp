@@ -18,11 +18,11 @@
 namespace precdetect {
 namespace {
 
-// Reads are split into parts of at least 4 MiB: enough requests in flight for a cold disk or a network
-// filesystem (at least 8, more on larger machines), and for a hot page cache one memcpy per core. Filling the
+// Reads are split into parts of at least 4 MiB, as many as the worker pool runs at once: enough requests in
+// flight for a cold disk or a network filesystem (at least 8), and for a hot page cache one memcpy per core. Filling the
 // CUDA path's 64 MiB staging buffers on an H100 machine's 16 cores: 31-38 GB/s in 4 MiB parts, 23-24 GB/s in 8 MiB.
 constexpr uint64_t kMinReadPart = 4 << 20;
-uint64_t read_parts() { return std::max(8u, std::thread::hardware_concurrency()); }
+uint64_t read_parts() { return WorkerPool::shared().concurrency(); }
 
 /// Shared range check: every view is validated against the source's size before a byte is touched.
 std::span<const std::byte> checked_view(const ByteSource& source, const std::byte* base, uint64_t offset,

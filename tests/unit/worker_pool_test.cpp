@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -45,6 +48,22 @@ TEST(WorkerPool, ALoopInsideATaskFinishesWhenEveryThreadIsBusy) {
   std::atomic<int> inner = 0;
   pool.run(4, [&](size_t) { pool.run(4, [&](size_t) { ++inner; }); });
   EXPECT_EQ(inner.load(), 16);
+}
+
+/// Parallel reads rely on it: kMinConcurrency tasks of one loop run at once, however few cores the machine has.
+TEST(WorkerPool, TheSharedPoolRunsEightTasksAtOnceOnAnyMachine) {
+  WorkerPool& pool = WorkerPool::shared();
+  ASSERT_GE(pool.concurrency(), WorkerPool::kMinConcurrency);
+  std::mutex mutex;
+  std::condition_variable all_in;
+  size_t arrived = 0, saw_all = 0;
+  pool.run(WorkerPool::kMinConcurrency, [&](size_t) {
+    std::unique_lock lock(mutex);
+    if (++arrived == WorkerPool::kMinConcurrency) all_in.notify_all();
+    // Each task waits for all the others: with fewer running at once they time out instead.
+    saw_all += all_in.wait_for(lock, std::chrono::seconds(20), [&] { return arrived == WorkerPool::kMinConcurrency; });
+  });
+  EXPECT_EQ(saw_all, WorkerPool::kMinConcurrency);
 }
 
 /// The [begin, end) ranges a reduction saw, in merge order.

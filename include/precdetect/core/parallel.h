@@ -15,7 +15,8 @@ namespace precdetect {
 /// in order. Arrays below `min_per_thread` elements per core run inline: splitting costs more than it saves.
 template <typename Range>
 auto reduce_in_parallel(uint64_t numel, uint64_t min_per_thread, Range range) {
-  uint64_t parts = std::min<uint64_t>(std::max(1u, std::thread::hardware_concurrency()), numel / min_per_thread);
+  static const uint64_t kCores = std::max(1u, std::thread::hardware_concurrency());  // a system call: asked once
+  uint64_t parts = std::min<uint64_t>(kCores, numel / min_per_thread);
   if (parts <= 1) return range(0, numel);
   uint64_t part = (numel + parts - 1) / parts;
   std::vector<std::optional<decltype(range(0, numel))>> results((numel + part - 1) / part);

@@ -1,7 +1,7 @@
 #pragma once
-/// Threads started once per process for the parts of a parallel loop. Starting them per loop cost 0.9 ms for 15
-/// threads on the 2-core VM (a launch and join each), against 2 ms to fill one 64 MiB CUDA staging buffer on
-/// an H100 machine: the fill is split that way for every buffer, and a CPU tensor for every tensor.
+/// Threads started once per process for the parts of a parallel loop. Starting 15 per loop and joining them
+/// took 0.9 ms on the 2-core VM, against about 2 ms to fill one 64 MiB CUDA staging buffer on an H100 machine
+/// (at the 31-38 GB/s measured there): the fill is split that way for every buffer, a CPU tensor for every tensor.
 
 #include <condition_variable>
 #include <cstddef>
@@ -16,8 +16,11 @@ namespace precdetect {
 
 class WorkerPool {
  public:
-  /// The process's pool: one thread per core, less the caller's.
+  /// The process's pool: with the caller's, a thread per core and at least kMinConcurrency.
   static WorkerPool& shared();
+  /// Parallel reads keep this many requests in flight even on a small machine: what cold disks and network
+  /// filesystems need (the threads mostly wait there, so more of them than cores costs nothing).
+  static constexpr size_t kMinConcurrency = 8;
 
   explicit WorkerPool(size_t threads);
   ~WorkerPool();  ///< finishes the loops under way, then joins its threads
@@ -29,10 +32,13 @@ class WorkerPool {
   /// caller runs its own loop's tasks too, so a loop always finishes even when every pool thread is busy.
   void run(size_t count, const std::function<void(size_t)>& task);
 
+  /// Tasks of one loop that can run at once: the pool's threads and the caller.
+  size_t concurrency() const { return threads_.size() + 1; }
+
  private:
   struct Loop;
   void serve();
-  std::shared_ptr<Loop> next_loop(std::unique_lock<std::mutex>& lock);
+  size_t take_task(const std::shared_ptr<Loop>& loop);
 
   std::mutex mutex_;
   std::condition_variable work_;
