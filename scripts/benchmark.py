@@ -8,7 +8,7 @@ dtype, warms the page cache, then measures, side by side in one run:
             (seed 000), in this process: its `import torch` and CUDA start-up are not timed
   precdetect  build/precdetect --json --device DEVICE --io IO FILE
 and prints a Markdown table of GB/s (precdetect also without its fixed start-up, and "in a batch": the file
-scanned 3 times in one process, less once, i.e. what each further model of a batch costs), ratios (end to end) and
+scanned --batch times in one process, less once, i.e. what each further model of a batch costs), ratios and
 precdetect's peak RSS against the target of 256 MiB + 2 x the largest tensor. With --cold every timed run
 starts with the file dropped from the page cache (posix_fadvise DONTNEED) and precdetect runs with both
 --io mmap and --io pread. With --diff it also times `precdetect diff` of each checkpoint against itself (a lossless
@@ -136,7 +136,11 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/precdetect-bench"))
     parser.add_argument("--diff", action="store_true", help="also time precdetect diff")
+    parser.add_argument("--batch", type=int, default=5, help="files in the batch run (at least 2); more files "
+                        "make its per-file figure, a difference of two timings, less noisy")
     args = parser.parse_args()
+    if args.batch < 2:
+        parser.error("--batch needs at least 2 files")
     torch.set_num_threads(args.threads)
     args.workdir.mkdir(parents=True, exist_ok=True)
     device = "cuda" if args.device.startswith("cuda") else "cpu"
@@ -165,11 +169,14 @@ def main():
         for io in (args.io or ("mmap,pread" if args.cold else "mmap")).split(","):
             ours = ("--json", "--device", args.device, "--io", io, path)
             ours_s = timed(lambda: run_precdetect(*ours), args.repeat, before)
-            # In a batch the file is read 3 times by one process: hot after the first, so not measured --cold.
+            # In a batch the file is read again by one process: hot after the first, so not measured --cold.
             batch = "n/a | n/a | n/a"
             if not args.cold:
-                batch_s = timed(lambda: run_precdetect("--jobs", "1", *ours, path, path), args.repeat, before) - ours_s
-                batch = f"{2 * gb / batch_s:.2f} | {read_s / (batch_s / 2):.2f}x | {seed_s / (batch_s / 2):.2f}x"
+                further = args.batch - 1
+                batch_s = timed(lambda: run_precdetect("--jobs", "1", *ours, *[path] * further), args.repeat,
+                                before) - ours_s
+                per_file_s = batch_s / further
+                batch = f"{gb / per_file_s:.2f} | {read_s / per_file_s:.2f}x | {seed_s / per_file_s:.2f}x"
             rss_mib = run_precdetect(*ours)
             print(f"| {name} | {gb:.2f} | {gb / read_s:.2f} | {gb / seed_s:.2f} | {io} | {gb / ours_s:.2f} | "
                   f"{gb / (ours_s - startup_s):.2f} | {read_s / ours_s:.2f}x | {seed_s / ours_s:.2f}x | "

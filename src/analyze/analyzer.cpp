@@ -5,12 +5,12 @@
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <fmt/format.h>
 
-#include <future>
 #include <optional>
 
 #include "precdetect/analyze/cpu_kernel.h"
 #include "precdetect/analyze/torch_stats.h"
 #include "precdetect/core/error.h"
+#include "precdetect/core/read_ahead.h"
 #include "precdetect/load/tensor_loader.h"
 
 namespace precdetect {
@@ -19,6 +19,10 @@ namespace {
 Error device_error(const ComputeDevice& device, const std::string& what, const c10::Error& e) {
   return Error(ErrorCode::kDevice, fmt::format("{} on {}: {}", what, device.name(), e.what_without_backtrace()));
 }
+
+/// How far the staging thread may run ahead, in bytes staged and not yet taken: device memory, not host
+/// memory (the staging buffers are reused). One tensor, whatever its size, when none is waiting.
+constexpr uint64_t kStagedAheadBytes = 256 << 20;
 
 void release(const Checkpoint& checkpoint, const TensorRecord& record) {
   checkpoint.files[record.file]->release(record.offset, record.storage_nbytes);
@@ -72,24 +76,24 @@ std::vector<TensorStats> Analyzer::analyze_on_cuda(const Checkpoint& checkpoint,
                                                    std::span<const TensorRecord* const> records) {
   c10::Device device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(device_.index));
   c10::Stream stream = c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getStream(device);
-  // Three tensors in flight: the host stages the next on another thread while this one queues the statistics
-  // of the current and takes the last one's results (staging is most of the host's time, docs/benchmarks.md).
-  auto stage = [&](size_t i) {
-    return std::async(std::launch::async, [&, i] { return uploader_->upload(checkpoint, *records[i], stream); });
-  };
   std::vector<TensorStats> stats;
-  std::optional<PendingStats> in_flight;
-  std::future<CudaUploader::Upload> staging;
   const TensorRecord* current = nullptr;  // named in errors
   try {
-    if (!records.empty()) staging = stage(0);
-    for (size_t i = 0; i < records.size(); ++i) {
-      current = records[i];
-      CudaUploader::Upload upload = staging.get();
-      release(checkpoint, *current);  // its bytes are in staging buffers or on the device now
-      if (i + 1 < records.size()) staging = stage(i + 1);
+    // The host stages tensors on a thread of its own (staging is most of its time, docs/benchmarks.md) while
+    // this one queues each tensor's statistics and takes the last one's results.
+    ReadAhead<CudaUploader::Upload> uploads(
+        records.size(), kStagedAheadBytes, [&](size_t i) { return records[i]->storage_nbytes; },
+        [&](size_t i) {
+          CudaUploader::Upload upload = uploader_->upload(checkpoint, *records[i], stream);
+          release(checkpoint, *records[i]);  // its bytes are in staging buffers or on the device now
+          return upload;
+        });
+    std::optional<PendingStats> in_flight;
+    for (const TensorRecord* record : records) {
+      current = record;
+      CudaUploader::Upload upload = uploads.next();
       upload.ready_on(stream);
-      PendingStats next(upload.values, current->dtype, stream);
+      PendingStats next(upload.values, record->dtype, stream);
       if (in_flight) stats.push_back(in_flight->wait());
       in_flight.emplace(std::move(next));
     }

@@ -8,7 +8,7 @@ import unittest
 import torch
 from safetensors.torch import save_file
 
-from helpers import REPO, ScanTestCase, run, scan
+from helpers import REPO, ScanTestCase, reference_precision, run, scan
 
 
 class ExitCodes(ScanTestCase):
@@ -56,6 +56,32 @@ class ExitCodes(ScanTestCase):
         self.assertIn("no CUDA device", result.stderr)
         auto = run("--device", "auto", "--json", self.tmp, check_json=True)
         self.assertEqual(auto.returncode, 0)  # auto falls back to the CPU
+
+
+@unittest.skipUnless(torch.cuda.is_available(), "no CUDA device: the CUDA path is tested on GPU machines")
+class CudaDevice(ScanTestCase):
+    def test_cuda_scans_match_the_float64_reference_in_both_read_modes(self):
+        # Tensors above a 64 MiB staging buffer, with small ones behind them (staged ahead while the GPU still
+        # computes on the large one), each with its own scale so that results handed to the wrong tensor show.
+        generator = torch.Generator().manual_seed(4)
+        shards = [{}, {}]
+        for i, (dtype, numel) in enumerate([(torch.bfloat16, 40_000_003), (torch.float16, 7), (torch.float32, 4096),
+                                            (torch.float32, 17_000_001), (torch.bfloat16, 1), (torch.float16, 3_000_000),
+                                            (torch.float64, 1000), (torch.bfloat16, 4096)]):
+            values = torch.randn(numel, generator=generator) * 10.0 ** (i - 4)
+            values[:3] = torch.tensor([0.0, float("inf"), float("nan")])[:numel]
+            shards[i % 2][f"t{i}"] = values.to(dtype)
+        for k, shard in enumerate(shards):
+            save_file(shard, self.tmp / f"model-0000{k + 1}-of-00002.safetensors")
+        tensors = {**shards[0], **shards[1]}
+        for io in ("pread", "mmap"):
+            code, document, _ = scan("--device", "cuda", "--io", io, self.tmp)
+            self.assertEqual(code, 0, io)
+            reported = document["models"][0]["tensors"]
+            self.assertEqual(sorted(t["name"] for t in reported), sorted(tensors), io)
+            for entry in reported:
+                self.assertTensorStats(entry, tensors[entry["name"]], f"{io} {entry['name']}")
+                self.assertEqual(entry["precision"], reference_precision(tensors[entry["name"]]), entry["name"])
 
 
 class Output(ScanTestCase):

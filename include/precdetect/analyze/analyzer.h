@@ -19,7 +19,7 @@ class Analyzer {
 
   /// The statistics of `records` (floating tensors of `checkpoint`), in order. Both devices use the same
   /// definitions and agree to float64 rounding. Each tensor's mapped pages are released once it has been read.
-  /// On CUDA the host stages the next tensor while the GPU still computes the last. Throws Error(kDevice) if
+  /// On CUDA a host thread stages the next tensors while the GPU computes. Throws Error(kDevice) if
   /// the CUDA path fails.
   std::vector<TensorStats> analyze(const Checkpoint& checkpoint, std::span<const TensorRecord* const> records);
 
