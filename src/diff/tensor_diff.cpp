@@ -1,6 +1,5 @@
 #include "precdetect/diff/tensor_diff.h"
 
-#include <ATen/TensorOperators.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/bincount.h>
 #include <ATen/ops/empty.h>
@@ -29,7 +28,7 @@ void add_histogram(UpdateHistogram& histogram, const at::Tensor& values) {
   at::Tensor nonzero = values.masked_select(zero.logical_not().logical_and(values.isfinite()));
   if (nonzero.numel() == 0) return;
   // float64 subnormals share bin -1022 with [2^-1023, 2^-1022), as in the CPU kernel (docs/diff.md)
-  at::Tensor exponents = std::get<1>(at::frexp(nonzero)).to(at::kLong).clamp_min(-1022) + kExponentOffset;
+  at::Tensor exponents = std::get<1>(at::frexp(nonzero)).to(at::kLong).clamp_min(-1022).add(kExponentOffset);
   at::Tensor counts = at::bincount(exponents).cpu();
   const int64_t* count = counts.data_ptr<int64_t>();
   for (int64_t bin = 0; bin < counts.numel(); ++bin)
@@ -45,7 +44,7 @@ at::Tensor bf16_changed(const at::Tensor& a, const at::Tensor& b, const DiffOpti
     return a_bits.ne(b_bits);
   }
   at::Tensor wa = a16.to(at::kDouble), wb = b16.to(at::kDouble);
-  at::Tensor within = (wb - wa).abs().le(options.eta * at::maximum(wa.abs(), wb.abs()));
+  at::Tensor within = wb.sub(wa).abs().le(at::maximum(wa.abs(), wb.abs()).mul(options.eta));
   at::Tensor both_zero = wa.abs().lt(kBothZeroBelow).logical_and(wb.abs().lt(kBothZeroBelow));
   return within.logical_or(both_zero).logical_not();  // NaN compares false: a NaN counts as changed
 }
@@ -55,19 +54,19 @@ double scalar(const at::Tensor& t) { return t.item<double>(); }
 /// The chunk's statistics as libtorch ops, on whatever device the chunk lives (the CUDA path).
 DiffStats diff_chunk_with_ops(const at::Tensor& a, const at::Tensor& b, const DiffOptions& options) {
   DiffStats stats{.numel = static_cast<uint64_t>(a.numel())};
-  at::Tensor diff = b - a, update = diff.abs(), base = a.abs();
-  at::Tensor close = update.le(options.atol + options.rtol * base);
+  at::Tensor diff = b.sub(a), update = diff.abs(), base = a.abs();
+  at::Tensor close = update.le(base.mul(options.rtol).add(options.atol));
   stats.not_close = static_cast<uint64_t>(close.logical_not().sum().item<int64_t>());
   at::Tensor finite = update.masked_select(update.isfinite());
   stats.max_abs = finite.numel() ? scalar(finite.max()) : 0.0;
   stats.sum_abs = scalar(finite.sum());
-  at::Tensor relative = update.masked_select(base.ne(0)) / base.masked_select(base.ne(0));
+  at::Tensor relative = update.masked_select(base.ne(0)).div(base.masked_select(base.ne(0)));
   at::Tensor finite_relative = relative.masked_select(relative.isfinite());
   stats.max_rel = finite_relative.numel() ? scalar(finite_relative.max()) : 0.0;
   stats.sum_sq_diff = scalar(diff.square().sum());
   stats.sum_sq_base = scalar(a.square().sum());
   stats.sum_sq_other = scalar(b.square().sum());
-  stats.dot = scalar((a * b).sum());
+  stats.dot = scalar(a.mul(b).sum());
   stats.changed = static_cast<uint64_t>(bf16_changed(a, b, options).sum().item<int64_t>());
   add_histogram(stats.abs_updates, update);
   add_histogram(stats.rel_updates, relative);

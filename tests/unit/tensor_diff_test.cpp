@@ -2,7 +2,6 @@
 #include "precdetect/diff/tensor_diff.h"
 
 #include <ATen/Context.h>
-#include <ATen/TensorOperators.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/randn.h>
@@ -58,7 +57,7 @@ void expect_same_diff(const DiffStats& a, const DiffStats& b) {
 std::pair<at::Tensor, at::Tensor> awkward_pair(int64_t n) {
   at::manual_seed(3);
   at::Tensor base = at::randn({n}, at::kDouble);
-  at::Tensor other = base * (1 + at::randn({n}, at::kDouble) * 0.01);
+  at::Tensor other = base.mul(at::randn({n}, at::kDouble).mul(0.01).add(1));
   if (n < 40) return {base, other};
   other.narrow(0, 30, n / 4).copy_(base.narrow(0, 30, n / 4));
   base.narrow(0, 0, 10).zero_();
@@ -97,7 +96,7 @@ TEST(TensorDiff, FusedPassAgreesWithLibtorchOps) {
 TEST(TensorDiff, CudaAgreesWithCpu) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device: the CUDA path is tested on GPU machines";
   at::Tensor base = at::randn({300'001}).to(at::kBFloat16);
-  at::Tensor other = (base.to(at::kFloat) * (1 + 0.01 * at::randn({300'001}))).to(at::kBFloat16);
+  at::Tensor other = base.to(at::kFloat).mul(at::randn({300'001}).mul(0.01).add(1)).to(at::kBFloat16);
   DiffStats cpu = diff_tensors(base, other, {}, {}), cuda = diff_tensors(base, other, {}, {.cuda = true});
   EXPECT_EQ(cpu.changed, cuda.changed);
   EXPECT_EQ(cpu.not_close, cuda.not_close);
