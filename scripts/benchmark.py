@@ -50,6 +50,18 @@ def llama_shapes(budget_elements):
     return shapes
 
 
+def synthetic_checkpoint(workdir, name, size_gb):
+    """The path of the synthetic checkpoint of dtype `name` (a key of DTYPES), generated on first use."""
+    path = workdir / f"llama-{name}-{size_gb:g}gb.safetensors"
+    make_checkpoint(path, DTYPES[name], size_gb)
+    return path
+
+
+def torch_device(device):
+    """The seed loop's torch device for precdetect's --device (cuda:N counts as cuda)."""
+    return "cuda" if device.startswith("cuda") else "cpu"
+
+
 def make_checkpoint(path, dtype, size_gb):
     if path.exists():
         return
@@ -84,14 +96,15 @@ def drop_from_page_cache(*paths):
             os.close(fd)
 
 
-def timed(action, repeat, before=lambda: None):
-    best = float("inf")
+def timed(action, repeat, before=lambda: None, summary=min):
+    """`summary` (the best by default) of `repeat` timings of `action`, each after an untimed `before`."""
+    times = []
     for _ in range(repeat):
         before()
         start = time.perf_counter()
         action()
-        best = min(best, time.perf_counter() - start)
-    return best
+        times.append(time.perf_counter() - start)
+    return summary(times)
 
 
 def plain_read(path):
@@ -143,7 +156,7 @@ def main():
         parser.error("--batch needs at least 2 files")
     torch.set_num_threads(args.threads)
     args.workdir.mkdir(parents=True, exist_ok=True)
-    device = "cuda" if args.device.startswith("cuda") else "cpu"
+    device = torch_device(args.device)
     if device == "cuda":
         torch.ones(1, device="cuda")  # CUDA start-up, untimed like `import torch`
         print(f"GPU: {torch.cuda.get_device_name()}")
@@ -160,8 +173,7 @@ def main():
           "| vs seed | in a batch GB/s | batch vs read | batch vs seed | peak RSS MiB | RSS target MiB |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.dtypes.split(","):
-        path = args.workdir / f"llama-{name}-{args.size_gb:g}gb.safetensors"
-        make_checkpoint(path, DTYPES[name], args.size_gb)
+        path = synthetic_checkpoint(args.workdir, name, args.size_gb)
         gb = path.stat().st_size / 1e9
         before = (lambda: drop_from_page_cache(path)) if args.cold else (lambda: plain_read(path))
         read_s = timed(lambda: plain_read(path), args.repeat, before)
@@ -191,7 +203,7 @@ def time_diffs(args, startup_s):
           "| peak RSS MiB |")
     print("|---|---|---|---|---|---|---|---|")
     for name in args.dtypes.split(","):
-        path = args.workdir / f"llama-{name}-{args.size_gb:g}gb.safetensors"
+        path = synthetic_checkpoint(args.workdir, name, args.size_gb)
         tuned = args.workdir / f"tuned-{name}-{args.size_gb:g}gb.safetensors"
         make_tuned_copy(path, tuned)
         scan_s = timed(lambda: run_precdetect("--json", "--device", args.device, path), args.repeat)

@@ -16,22 +16,11 @@ then medians and ratios.
 import argparse
 import statistics
 import subprocess
-import time
 from pathlib import Path
 
 import torch
 
-from benchmark import DTYPES, drop_from_page_cache, make_checkpoint, plain_read, seed_loop
-
-
-def median_seconds(action, before, runs=3):
-    times = []
-    for _ in range(runs):
-        before()
-        start = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+from benchmark import drop_from_page_cache, plain_read, seed_loop, synthetic_checkpoint, timed, torch_device
 
 
 def scan(binary, args, path, copies):
@@ -57,18 +46,22 @@ def parse_args():
     return args
 
 
-def time_round(args, labels, round_, name, path, results, seeds):
+def time_round(args, round_, name, path, results, seeds):
     """One dtype's round: the seed loop, then both builds, the one going first alternating by round."""
-    device = "cuda" if args.device.startswith("cuda") else "cpu"
     gb = path.stat().st_size / 1e9
     before = (lambda: drop_from_page_cache(path)) if args.cold else (lambda: None)
-    seeds.setdefault(name, []).append(gb / median_seconds(lambda: seed_loop(path, device), before))
-    for label in ("A", "B") if round_ % 2 == 0 else ("B", "A"):
-        one = median_seconds(lambda: scan(labels[label], args, path, 1), before)
+
+    def median(action):
+        return timed(action, 3, before, statistics.median)
+
+    seeds.setdefault(name, []).append(gb / median(lambda: seed_loop(path, torch_device(args.device))))
+    for label in "AB" if round_ % 2 == 0 else "BA":
+        binary = args.binaries["AB".index(label)]
+        one = median(lambda: scan(binary, args, path, 1))
         line = f"round {round_} {name} {label}: one file {one:.2f} s"
         gbps = gb / one
         if not args.cold:
-            many = median_seconds(lambda: scan(labels[label], args, path, args.files), before)
+            many = median(lambda: scan(binary, args, path, args.files))
             gbps = gb * (args.files - 1) / (many - one)
             line += f", {args.files} files {many:.2f} s"
         results.setdefault((name, label), []).append(gbps)
@@ -77,26 +70,23 @@ def time_round(args, labels, round_, name, path, results, seeds):
 
 def main():
     args = parse_args()
-    if args.device.startswith("cuda"):
+    if torch_device(args.device) == "cuda":
         torch.ones(1, device="cuda")  # CUDA start-up, untimed
     args.workdir.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    for name in args.dtypes.split(","):
-        paths[name] = args.workdir / f"llama-{name}-{args.size_gb:g}gb.safetensors"
-        make_checkpoint(paths[name], DTYPES[name], args.size_gb)
-        plain_read(paths[name])  # into the page cache
-    labels = {"A": args.binaries[0], "B": args.binaries[1]}
+    paths = {name: synthetic_checkpoint(args.workdir, name, args.size_gb) for name in args.dtypes.split(",")}
+    for path in paths.values():
+        plain_read(path)  # into the page cache
     results, seeds = {}, {}
     for round_ in range(args.rounds):
         for name, path in paths.items():
-            time_round(args, labels, round_, name, path, results, seeds)
+            time_round(args, round_, name, path, results, seeds)
     figure = "one file" if args.cold else "further files"
     print(f"\n| dtype | build | {figure} GB/s, per round | median | vs the seed loop's median |")
     print("|---|---|---|---|---|")
     for (name, label), values in sorted(results.items()):
         seed = statistics.median(seeds[name])
-        print(f"| {name} | {label} ({labels[label]}) | {' / '.join(f'{v:.2f}' for v in values)} | "
-              f"{statistics.median(values):.2f} | {statistics.median(values) / seed:.2f}x |")
+        print(f"| {name} | {label} ({args.binaries['AB'.index(label)]}) | {' / '.join(f'{v:.2f}' for v in values)} "
+              f"| {statistics.median(values):.2f} | {statistics.median(values) / seed:.2f}x |")
 
 
 if __name__ == "__main__":
