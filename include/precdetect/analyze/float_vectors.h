@@ -58,12 +58,24 @@ inline Doubles magnitudes(Doubles values) {
   return std::bit_cast<Doubles>(std::bit_cast<LongWords>(values) & 0x7FFFFFFFFFFFFFFFull);
 }
 
-/// Lanes 0-1 and 2-3 of four floats, widened to float64 (exactly).
+/// Lanes 0-1 and 2-3 of four floats, widened to float64 (exactly). Both convert all four lanes and keep two: GCC
+/// 12 lowers that to one cvtps2pd each, where converting a shuffled pair became two scalar conversions and a
+/// shuffle inside the kernels' loops.
+using Doubles4 = double __attribute__((vector_size(32)));
 inline Doubles low_half(Floats values) {
-  return __builtin_convertvector(__builtin_shufflevector(values, values, 0, 1), Doubles);
+  Doubles4 all = __builtin_convertvector(values, Doubles4);
+  return Doubles{all[0], all[1]};
 }
 inline Doubles high_half(Floats values) {
-  return __builtin_convertvector(__builtin_shufflevector(values, values, 2, 3), Doubles);
+  Doubles4 all = __builtin_convertvector(values, Doubles4);
+  return Doubles{all[2], all[3]};
+}
+
+/// Whether any lane of a comparison mask is set, in registers (a 128-bit integer view goes through memory on SSE2).
+inline bool any(Ints mask) {
+  mask |= __builtin_shufflevector(mask, mask, 2, 3, 0, 1);
+  mask |= __builtin_shufflevector(mask, mask, 1, 0, 3, 2);
+  return mask[0] != 0;
 }
 
 }  // namespace precdetect::vectors
