@@ -31,20 +31,34 @@ TensorStats in_passes(size_t begin, size_t end, Reduce reduce) {
 // 8- and 16-bit dtypes hold at most 2^15 magnitudes: counting how often each occurs is one increment per value,
 // and every statistic follows exactly from the counts. Values are read 64 bits at a time: on CPUs that do not
 // let a load pass an earlier store whose address is still unknown (this VM's EPYC), reading each value after
-// the previous increment serializes the loop (3.3 vs 1.0 ns per value measured).
+// the previous increment serializes the loop (3.3 vs 1.0 ns per value measured). Consecutive 64-bit words count
+// into two tables, so that equal codes in neighbouring words (frequent: trained weights crowd a few hundred
+// codes) do not wait on each other's increments: 1M normal(0, 0.02) values on one core of that VM, bf16
+// 0.85-1.02 -> 0.40-0.49 ns per value, f16 1.10-1.23 -> 0.70-0.80 (four tables: 0.62 and 1.18, no better). Ranges
+// with fewer values than codes keep one table: zeroing and merging a second cost a 4096-value tensor more than it
+// saved (30 -> 49 us measured).
 template <typename Raw>
 TensorStats reduce_codes(DType dtype, const Raw* data, size_t begin, size_t end) {
   constexpr unsigned kBits = 8 * sizeof(Raw);
   constexpr uint64_t kMagnitudeBits = (uint64_t{1} << (kBits - 1)) - 1;  // all but the sign bit
-  std::vector<uint32_t> counts(magnitude_code_count(dtype));
+  size_t codes = magnitude_code_count(dtype);
+  bool two_tables = end - begin > codes;
+  std::vector<uint32_t> counts(two_tables ? 2 * codes : codes);
+  uint32_t* even = counts.data();
+  uint32_t* odd = two_tables ? even + codes : even;
   size_t i = begin;
-  for (; i + 64 / kBits <= end; i += 64 / kBits) {
-    uint64_t word;
-    std::memcpy(&word, data + i, sizeof(word));  // little-endian: the first value in the low bits
-    for (unsigned shift = 0; shift < 64; shift += kBits) ++counts[(word >> shift) & kMagnitudeBits];
+  for (constexpr size_t kPerWord = 64 / kBits; i + 2 * kPerWord <= end; i += 2 * kPerWord) {
+    std::array<uint64_t, 2> words;
+    std::memcpy(words.data(), data + i, sizeof(words));  // little-endian: the first value in the low bits
+    for (unsigned shift = 0; shift < 64; shift += kBits) {
+      ++even[(words[0] >> shift) & kMagnitudeBits];
+      ++odd[(words[1] >> shift) & kMagnitudeBits];
+    }
   }
-  for (; i < end; ++i) ++counts[data[i] & kMagnitudeBits];
-  return stats_from_code_counts(dtype, counts.data());
+  for (; i < end; ++i) ++even[data[i] & kMagnitudeBits];
+  if (two_tables)
+    for (size_t code = 0; code < codes; ++code) even[code] += odd[code];
+  return stats_from_code_counts(dtype, even);
 }
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
