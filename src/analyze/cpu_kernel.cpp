@@ -140,7 +140,8 @@ constexpr size_t kBlock = 1 << 14;  // flush interval: bounds float64 summation 
 /// trained tensor's values share a handful) do not wait on each other's increments. The increments are scalar
 /// stores; between the vector work they cost less than in a pass of their own. 64K normal(0, 0.02) values on one
 /// core of this project's 2-core VM, the whole F32 pass: 2.3-2.5 ns per value with the histogram counted in a
-/// second pass over each block (and the lanes in arrays, which GCC kept on the stack), 1.36-1.37 ns now.
+/// second pass over each block (and the lanes in arrays, which GCC kept on the stack), 1.36-1.60 ns now (the VM's
+/// own spread between minutes; tests/bench/kernel_bench.cpp times it).
 class ExponentCounter {
  public:
   static constexpr size_t kValues = 8;
