@@ -3,51 +3,24 @@
 // are split across all of them. Not a test: build it on request (docs/benchmarks.md).
 //   cmake --build build --target precdetect_kernel_bench
 //   build/tests/precdetect_kernel_bench --dtype f32 --values 65536 --repeat 2000
+#include <ATen/Context.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/randn.h>
 #include <CLI/CLI.hpp>
-#include <c10/util/BFloat16.h>
-#include <c10/util/Half.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <limits>
 #include <map>
-#include <random>
 #include <string>
-#include <vector>
 
 #include "precdetect/analyze/cpu_kernel.h"
-
-namespace {
-
-using precdetect::DType;
-
-/// `count` normal(0, 0.02) values (a trained weight's typical spread) stored as `dtype`.
-std::vector<char> normal_values(DType dtype, size_t count) {
-  std::mt19937 rng(1);
-  std::normal_distribution<float> normal(0.0f, 0.02f);
-  size_t width = static_cast<size_t>(precdetect::dtype_bits(dtype) / 8);
-  std::vector<char> bytes(count * width);
-  for (size_t i = 0; i < count; ++i) {
-    float value = normal(rng);
-    if (dtype == DType::BF16) {
-      c10::BFloat16 stored(value);
-      std::memcpy(&bytes[i * width], &stored, width);
-    } else if (dtype == DType::F16) {
-      c10::Half stored(value);
-      std::memcpy(&bytes[i * width], &stored, width);
-    } else {
-      std::memcpy(&bytes[i * width], &value, width);
-    }
-  }
-  return bytes;
-}
-
-}  // namespace
+#include "precdetect/load/tensor_loader.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Times the CPU statistics kernel on in-memory values"};
+  using precdetect::DType;
   const std::map<std::string, DType> dtypes{{"f32", DType::F32}, {"bf16", DType::BF16}, {"f16", DType::F16}};
   DType dtype = DType::F32;
   size_t values = 65536, repeat = 2000, rounds = 15;
@@ -57,11 +30,13 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "timings; the best is printed")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
-  std::vector<char> bytes = normal_values(dtype, values);
+  at::manual_seed(1);  // normal(0, 0.02): a trained weight's typical spread, stored (rounded) as the dtype
+  at::Tensor stored = at::randn({static_cast<int64_t>(values)}).mul_(0.02).to(precdetect::torch_scalar_type(dtype));
   double best = std::numeric_limits<double>::infinity(), norm = 0;
   for (size_t round = 0; round < rounds; ++round) {
     auto start = std::chrono::steady_clock::now();
-    for (size_t call = 0; call < repeat; ++call) norm = precdetect::cpu_tensor_stats(bytes.data(), dtype, values).norm();
+    for (size_t call = 0; call < repeat; ++call)
+      norm = precdetect::cpu_tensor_stats(stored.data_ptr(), dtype, values).norm();
     std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     best = std::min(best, took.count());
   }
