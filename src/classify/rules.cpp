@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <regex>
 #include <nlohmann/json.hpp>
 
 #include "precdetect/core/error.h"
@@ -36,6 +37,17 @@ Condition parse_condition(const json& item, const std::string& rule_id, const st
   return condition;
 }
 
+std::vector<std::string> parse_candidates(const json& item, const Rule& rule, const std::filesystem::path& origin) {
+  std::vector<std::string> candidates = item.value("candidates", std::vector<std::string>{rule.label});
+  for (const std::string& candidate : candidates)
+    if (!one_of(kLabels, candidate))
+      fail(ErrorCode::kInvalidRules, origin,
+           fmt::format("rule `{}`: candidate `{}` must be fp16, bf16, fp32 or unknown", rule.id, candidate));
+  if (candidates.empty() || candidates.front() != rule.label)
+    fail(ErrorCode::kInvalidRules, origin, fmt::format("rule `{}`: candidates must start with its label", rule.id));
+  return candidates;
+}
+
 Rule parse_rule(const json& item, const std::filesystem::path& origin) {
   Rule rule{.id = item.at("id").get<std::string>()};
   for (const json& condition : item.at("when")) rule.when.push_back(parse_condition(condition, rule.id, origin));
@@ -48,9 +60,26 @@ Rule parse_rule(const json& item, const std::filesystem::path& origin) {
   if (!one_of(kLabels, rule.label))
     fail(ErrorCode::kInvalidRules, origin,
          fmt::format("rule `{}`: label must be fp16, bf16, fp32 or unknown", rule.id));
+  rule.candidates = parse_candidates(item, rule, origin);
   if (!(rule.confidence >= 0.0 && rule.confidence <= 1.0))
     fail(ErrorCode::kInvalidRules, origin, fmt::format("rule `{}`: confidence must lie in [0, 1]", rule.id));
   return rule;
+}
+
+BufferPattern parse_buffer(const json& item, const std::filesystem::path& origin) {
+  BufferPattern buffer{.pattern = item.at("pattern").get<std::string>(), .why = item.value("why", "")};
+  try {
+    buffer.regex = std::regex(buffer.pattern);
+  } catch (const std::regex_error& e) {
+    fail(ErrorCode::kInvalidRules, origin, fmt::format("buffer pattern `{}`: {}", buffer.pattern, e.what()));
+  }
+  return buffer;
+}
+
+BufferNames parse_buffers(const json& document, const std::filesystem::path& origin) {
+  BufferNames buffers;
+  for (const json& item : document.at("buffers")) buffers.patterns.push_back(parse_buffer(item, origin));
+  return buffers;
 }
 
 }  // namespace
@@ -73,6 +102,8 @@ RuleSet parse_rules(const std::string& text, const std::filesystem::path& origin
     RuleSet set{.name = document.value("name", origin.filename().string())};
     for (const json& item : document.at("rules")) set.rules.push_back(parse_rule(item, origin));
     if (set.rules.empty()) fail(ErrorCode::kInvalidRules, origin, "the rules file holds no rules");
+    // A rules file written before buffers were listed keeps the built-in list rather than silently none.
+    set.buffers = document.contains("buffers") ? parse_buffers(document, origin) : default_rules().buffers;
     return set;
   } catch (const json::exception& e) {
     fail(ErrorCode::kInvalidRules, origin, fmt::format("invalid rules file: {}", e.what()));

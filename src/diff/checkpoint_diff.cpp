@@ -31,7 +31,7 @@ const std::vector<GroupPattern>& group_patterns() {
 std::map<std::string, const TensorRecord*> model_tensors(const Checkpoint& checkpoint, const TensorFilter& filter) {
   std::map<std::string, const TensorRecord*> tensors;
   for (const TensorRecord& record : checkpoint.tensors)
-    if (record.role == TensorRole::kModel && record.counted && filter.selects(record.name))
+    if (record.role != TensorRole::kOptimizer && record.counted && filter.selects(record.name))
       tensors.emplace(record.name, &record);
   return tensors;
 }

@@ -1,12 +1,15 @@
 #include "precdetect/discover/discover.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
 
 #include "precdetect/core/error.h"
 #include "precdetect/discover/hf_cache.h"
 #include "precdetect/discover/shard_index.h"
+#include "precdetect/discover/shard_pattern.h"
 
 namespace precdetect {
 namespace fs = std::filesystem;
@@ -14,13 +17,16 @@ namespace {
 
 constexpr std::string_view kSafetensorsIndex = "model.safetensors.index.json";
 constexpr std::string_view kPytorchIndex = "pytorch_model.bin.index.json";
+constexpr std::string_view kPipelineIndex = "model_index.json";  // a diffusers pipeline: one model per component
 const std::initializer_list<std::string_view> kPytorchExtensions = {".bin", ".pt", ".pth", ".ckpt", ".jit"};
-// What the HF Trainer saves beside the weights: training state, not the model.
-constexpr std::string_view kTrainerState[] = {"training_args.bin", "optimizer.pt", "scheduler.pt", "scaler.pt"};
+// Training state saved beside the weights, not the model: the HF Trainer's files, DeepSpeed ZeRO's optimizer
+// partitions, Megatron-LM's distributed optimizer.
+constexpr std::string_view kTrainerState[] = {"training_args.bin", "optimizer.pt", "scheduler.pt", "scaler.pt",
+                                              "distrib_optim.pt"};
 
 bool is_trainer_state(const fs::path& file) {
   std::string name = file.filename().string();
-  return name.starts_with("rng_state") ||
+  return name.starts_with("rng_state") || name.ends_with("_optim_states.pt") ||
          std::find(std::begin(kTrainerState), std::end(kTrainerState), name) != std::end(kTrainerState);
 }
 
@@ -60,9 +66,9 @@ std::optional<fs::path> shard_index_in(const fs::path& folder) {
   return std::nullopt;
 }
 
-/// The weight files of an unsharded folder: its safetensors files (hub repos often carry the same weights as
-/// .bin too), else its PyTorch files without the Trainer's state.
-std::vector<fs::path> unsharded_weights(const fs::path& folder) {
+/// A folder's weight files: its safetensors files (hub repos often carry the same weights as .bin too), else
+/// its PyTorch files without the training state.
+std::vector<fs::path> weight_files(const fs::path& folder) {
   std::vector<fs::path> files = files_with_extension(folder, {".safetensors"});
   if (!files.empty()) return files;
   files = files_with_extension(folder, kPytorchExtensions);
@@ -70,18 +76,103 @@ std::vector<fs::path> unsharded_weights(const fs::path& folder) {
   return files;
 }
 
-/// A folder is one model: its shard index if it has one, else its unsharded weight files.
+/// Files that form one model, named by the file or by the shard group ("consolidated.*.pth").
+struct WeightSet {
+  std::string name;
+  std::vector<fs::path> files;
+  bool model_parallel = false;
+};
+
+/// Megatron-LM's tensor-parallel layout: `mp_rank_00/model_optim_rng.pt`, `mp_rank_01/...` below an iteration
+/// folder, one weight file per rank.
+std::optional<WeightSet> megatron_ranks(const fs::path& folder) {
+  WeightSet ranks{.name = "mp_rank_*", .model_parallel = true};
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    if (!entry.is_directory() || !is_tensor_parallel_rank_folder(entry.path().filename().string())) continue;
+    std::vector<fs::path> files = weight_files(entry.path());
+    if (files.size() != 1) return std::nullopt;
+    ranks.files.push_back(files.front());
+  }
+  if (ranks.files.empty()) return std::nullopt;
+  std::sort(ranks.files.begin(), ranks.files.end());
+  return ranks;
+}
+
+/// The models among a folder's own weight files: each file alone, except shards whose names share a pattern.
+std::vector<WeightSet> weight_sets(const fs::path& folder) {
+  std::map<std::string, WeightSet> sets;
+  for (const fs::path& file : weight_files(folder)) {
+    std::string filename = file.filename().string();
+    std::optional<ShardName> shard = shard_name(filename);
+    WeightSet& set = sets[shard ? shard->group : filename];
+    set.name = shard ? shard->group : filename;
+    set.model_parallel = shard && shard->kind == ShardKind::kModelParallel;
+    set.files.push_back(file);
+  }
+  std::vector<WeightSet> found;
+  for (auto& [name, set] : sets) {
+    if (set.files.size() == 1) set.name = set.files.front().filename().string();
+    found.push_back(std::move(set));
+  }
+  if (auto ranks = megatron_ranks(folder)) found.push_back(std::move(*ranks));
+  return found;
+}
+
+bool is_pipeline(const fs::path& folder) { return fs::is_regular_file(folder / kPipelineIndex); }
+
+/// A diffusers pipeline's components: its sub-folders that hold a model (unet, vae, text_encoder, ...).
+std::vector<std::string> pipeline_components(const fs::path& folder) {
+  std::vector<std::string> components;
+  for (const auto& entry : fs::directory_iterator(folder))
+    if (entry.is_directory() && may_hold_model(entry.path())) components.push_back(entry.path().filename().string());
+  std::sort(components.begin(), components.end());
+  return components;
+}
+
+std::vector<std::string> set_names(const std::vector<WeightSet>& sets) {
+  std::vector<std::string> names;
+  for (const WeightSet& set : sets) names.push_back(set.name);
+  return names;
+}
+
+void use_set(ModelSource& source, WeightSet set) {
+  source.files = std::move(set.files);
+  source.model_parallel = set.model_parallel;
+}
+
+/// A folder is one model: its shard index, or its one set of weight files. Several are a named error.
 void add_folder(ModelSource& source, const fs::path& folder) {
   if (auto index = shard_index_in(folder)) return add_sharded(source, *index);
-  source.files = unsharded_weights(folder);
-  if (source.files.empty())
-    fail(ErrorCode::kNoWeights, folder, "no weight files (*.safetensors, *.bin, *.pt, *.pth, *.ckpt, *.jit) here");
+  std::vector<WeightSet> sets = weight_sets(folder);
+  if (sets.size() == 1) return use_set(source, std::move(sets.front()));
+  if (sets.size() > 1)
+    fail(ErrorCode::kSeveralModels, folder,
+         fmt::format("{} independent checkpoints ({}): scan the folder (each is reported as a model of its own) or "
+                     "name one",
+                     sets.size(), fmt::join(set_names(sets), ", ")));
+  if (is_pipeline(folder) && !pipeline_components(folder).empty())
+    fail(ErrorCode::kSeveralModels, folder,
+         fmt::format("a diffusers pipeline whose components are models of their own ({}): scan the folder or name one",
+                     fmt::join(pipeline_components(folder), ", ")));
+  fail(ErrorCode::kNoWeights, folder, "no weight files (*.safetensors, *.bin, *.pt, *.pth, *.ckpt, *.jit) here");
+}
+
+/// A shard group named as `folder/group` (how a scan names the shards of one model beside other models).
+std::optional<WeightSet> named_set(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path.parent_path(), ec)) return std::nullopt;
+  try {
+    for (WeightSet& set : weight_sets(path.parent_path()))
+      if (set.name == path.filename().string()) return std::move(set);
+  } catch (const fs::filesystem_error&) {  // an unreadable folder names no set
+  }
+  return std::nullopt;
 }
 
 fs::path resolve_path(const std::string& input, const fs::path& hf_cache) {
   fs::path path(input);
   std::error_code ec;
-  if (fs::exists(path, ec)) return path;
+  if (fs::exists(path, ec) || named_set(path)) return path;
   if (looks_like_hf_id(input)) return resolve_hf_id(input, hf_cache);
   fail(ErrorCode::kNotFound, path, "no such file or folder");
 }
@@ -90,10 +181,38 @@ fs::path resolve_path(const std::string& input, const fs::path& hf_cache) {
 
 bool may_hold_model(const fs::path& folder) {
   try {
-    return shard_index_in(folder) || !unsharded_weights(folder).empty();
+    return shard_index_in(folder) || !weight_sets(folder).empty() ||
+           (is_pipeline(folder) && !pipeline_components(folder).empty());
   } catch (const fs::filesystem_error&) {  // unreadable: it may hold one, and scanning it names the problem
     return true;
   }
+}
+
+bool holds_model_parts(const fs::path& folder) {
+  try {
+    return is_pipeline(folder) || megatron_ranks(folder).has_value();
+  } catch (const fs::filesystem_error&) {
+    return false;
+  }
+}
+
+std::vector<std::string> models_in(const std::string& input, const fs::path& hf_cache) {
+  try {
+    fs::path path = resolve_path(input, hf_cache);
+    if (!fs::is_directory(path) || shard_index_in(path)) return {input};
+    // A hub id's snapshot is named by its path: `org/name/file.pt` would not resolve.
+    fs::path base = fs::exists(fs::path(input)) ? fs::path(input) : path;
+    std::vector<std::string> models;
+    std::vector<WeightSet> sets = weight_sets(path);
+    if (sets.size() > 1)
+      for (const WeightSet& set : sets) models.push_back((base / set.name).string());
+    if (sets.empty() && is_pipeline(path))
+      for (const std::string& component : pipeline_components(path)) models.push_back((base / component).string());
+    return models.empty() ? std::vector<std::string>{input} : models;
+  } catch (const Error&) {  // scanning the input names the problem
+  } catch (const fs::filesystem_error&) {
+  }
+  return {input};
 }
 
 ModelSource discover(const std::string& input, const fs::path& hf_cache) {
@@ -104,6 +223,9 @@ ModelSource discover(const std::string& input, const fs::path& hf_cache) {
       add_folder(source, source.path);
     } else if (source.path.filename().string().ends_with(".index.json")) {
       add_sharded(source, source.path);
+      folder = source.path.parent_path();
+    } else if (!fs::exists(source.path)) {
+      use_set(source, *named_set(source.path));
       folder = source.path.parent_path();
     } else {
       source.files = {source.path};

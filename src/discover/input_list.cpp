@@ -41,12 +41,14 @@ std::vector<std::string> find_model_folders(const fs::path& root) {
   if (!fs::is_directory(root, ec)) fail(ErrorCode::kNotFound, root, "--recursive needs a folder to search");
   std::vector<std::string> folders;
   if (may_hold_model(root)) folders.push_back(root.string());
+  if (holds_model_parts(root)) return folders;
   // Not following directory symlinks: a link back up the tree cannot loop us.
   fs::recursive_directory_iterator walk(root, fs::directory_options::skip_permission_denied, ec), end;
   for (; !ec && walk != end; walk.increment(ec)) {
     std::error_code type_ec;
-    if (walk->is_directory(type_ec) && !walk->is_symlink(type_ec) && may_hold_model(walk->path()))
-      folders.push_back(walk->path().string());
+    if (!walk->is_directory(type_ec) || walk->is_symlink(type_ec) || !may_hold_model(walk->path())) continue;
+    folders.push_back(walk->path().string());
+    if (holds_model_parts(walk->path())) walk.disable_recursion_pending();
   }
   if (ec) fail(ErrorCode::kIo, root, ec.message());
   std::sort(folders.begin(), folders.end());

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <set>
 
 #include "precdetect/core/error.h"
@@ -43,10 +44,30 @@ void check_against_index(Checkpoint& checkpoint, const ModelSource& source) {
         fmt::format("{} tensor(s) in the shards are not listed in the index; they were scanned anyway", unindexed));
 }
 
+/// Two tensors of one name are one model's contradiction, except across model-parallel shards, whose files each
+/// hold a part of every tensor under its full name.
+void check_unique_names(const Checkpoint& checkpoint) {
+  std::map<std::string, size_t> file_of;
+  for (const TensorRecord& record : checkpoint.tensors) {
+    auto [first, fresh] = file_of.emplace(record.name, record.file);
+    if (fresh || (checkpoint.model_parallel && first->second != record.file)) {
+      first->second = record.file;
+      continue;
+    }
+    const auto& path = checkpoint.files[record.file]->path();
+    const auto& other = checkpoint.files[first->second]->path();
+    fail(ErrorCode::kDuplicateTensor, path,
+         other == path ? fmt::format("tensor `{}` appears twice in this file", record.name)
+                       : fmt::format("tensor `{}` is also in `{}`: these files are not shards of one model (scan "
+                                     "them one by one)",
+                                     record.name, other.filename().string()));
+  }
+}
+
 }  // namespace
 
 Checkpoint open_checkpoint(const ModelSource& source, ReadMode mode) {
-  Checkpoint checkpoint;
+  Checkpoint checkpoint{.model_parallel = source.model_parallel};
   for (const auto& file : source.files) {
     checkpoint.files.push_back(map_file(file, mode));
     std::string format = read_file(checkpoint, checkpoint.files.size() - 1);
@@ -55,6 +76,7 @@ Checkpoint open_checkpoint(const ModelSource& source, ReadMode mode) {
     checkpoint.format = format;
   }
   if (!source.weight_map.empty()) check_against_index(checkpoint, source);
+  check_unique_names(checkpoint);
   return checkpoint;
 }
 

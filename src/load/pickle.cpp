@@ -76,7 +76,7 @@ class Machine {
       step(op);
     }
     if (stack_.size() != 1 || !marks_.empty()) bad("STOP with an unbalanced stack");
-    return {stack_.back(), base_ + pos_, std::move(not_called_), std::move(storages_), arena_};
+    return {stack_.back(), base_ + pos_, std::move(not_called_), std::move(storages_), std::move(tensors_), arena_};
   }
 
  private:
@@ -171,6 +171,24 @@ class Machine {
     return as<List>(target, "APPEND target");
   }
 
+  /// The entries a dict or OrderedDict is constructed from: a mapping, or a list or tuple of two-item lists or
+  /// tuples (Python 2-era state dicts pickle `OrderedDict([[key, tensor], ...])`). Nullopt for anything else.
+  std::optional<Dict> mapping_from(const Ref& source) {
+    if (const auto* dict = std::get_if<Dict>(&source->v)) return *dict;
+    const auto* list = std::get_if<List>(&source->v);
+    const auto* tuple = std::get_if<Tuple>(&source->v);
+    if (!list && !tuple) return std::nullopt;
+    Dict dict;
+    for (const Ref& pair : list ? list->items : tuple->items) {
+      const auto* pair_list = std::get_if<List>(&pair->v);
+      const auto* pair_tuple = std::get_if<Tuple>(&pair->v);
+      const std::vector<Ref>* items = pair_list ? &pair_list->items : pair_tuple ? &pair_tuple->items : nullptr;
+      if (!items || items->size() != 2) return std::nullopt;
+      dict.items.emplace_back((*items)[0], (*items)[1]);
+    }
+    return dict;
+  }
+
   void set_items(Dict& dict, const std::vector<Ref>& flat) {
     if (flat.size() % 2 != 0) bad("SETITEMS with an odd number of items");
     for (size_t i = 0; i < flat.size(); i += 2) dict.items.emplace_back(flat[i], flat[i + 1]);
@@ -199,6 +217,7 @@ class Machine {
   std::unordered_map<uint64_t, Ref> memo_;
   std::set<std::string> not_called_;
   std::map<std::string, Storage> storages_;
+  std::vector<Ref> tensors_;
   std::shared_ptr<Arena> arena_ = std::make_shared<Arena>();
 };
 
@@ -508,13 +527,8 @@ Ref Machine::call(const Ref& callable, const Ref& args, int depth) {
   if (tuple != nullptr) {
     const auto& items = tuple->items;
     if (name == "collections.OrderedDict" || name == "builtins.dict" || name == "__builtin__.dict") {
-      Dict dict;
-      if (!items.empty())
-        if (const auto* pairs = std::get_if<List>(&items[0]->v))
-          for (const Ref& pair : pairs->items)
-            if (const auto* kv = std::get_if<Tuple>(&pair->v); kv && kv->items.size() == 2)
-              dict.items.emplace_back(kv->items[0], kv->items[1]);
-      return make(std::move(dict));
+      if (items.empty()) return make(Dict{});
+      if (std::optional<Dict> dict = mapping_from(items[0]); dict && items.size() == 1) return make(std::move(*dict));
     }
     if (name == "torch._utils._rebuild_tensor_v2" || name == "torch._utils._rebuild_tensor")
       return rebuild_tensor(items, std::nullopt);
@@ -545,7 +559,8 @@ Ref Machine::rebuild_tensor(const std::vector<Ref>& args, std::optional<std::str
   if (tensor.size.size() != tensor.stride.size()) bad("tensor size and stride differ in rank");
   tensor.dtype_name = dtype_name.value_or(tensor.storage.type);
   tensor.dtype = dtype_name ? lookup(kTorchDtypes, *dtype_name) : storage_dtype(tensor.storage.type);
-  return make(std::move(tensor));
+  tensors_.push_back(make(std::move(tensor)));
+  return tensors_.back();
 }
 
 /// ('storage', type, key, location, numel[, legacy view metadata]) names a storage record; nullopt otherwise.

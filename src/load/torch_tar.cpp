@@ -172,7 +172,7 @@ std::string read_torch_tar(Checkpoint& checkpoint, size_t file) {
       fail(ErrorCode::kMissingRecord, source.path(), fmt::format("storage `{}` is not in the archive", storage.key));
     return found->second.location;
   };
-  add_torch_tensors(checkpoint, find_tensors(result.root, source.path()), locate, file, false);
+  add_torch_tensors(checkpoint, find_tensors(result, source.path()), locate, file, false);
   warn_not_called(checkpoint, result.not_called, source.path());
   return "pytorch-tar";
 }

@@ -30,41 +30,65 @@ std::string join(const std::string& path, std::string_view part) {
   return path.empty() ? std::string(part) : path + "." + std::string(part);
 }
 
+/// nn.Module's pickled __dict__ holds its parameters, buffers and submodules in these dicts, which a
+/// state_dict's names leave out.
+bool is_module_state(const Dict& dict) {
+  for (const auto& [key, item] : dict.items)
+    if (key_name(key) == "_parameters") return true;
+  return false;
+}
+
+/// The role of what a module's attribute `slot` holds: `_parameters` and submodules keep the role they came in
+/// with; everything else the module holds (`_buffers`, tensors kept as plain attributes or in lists, like
+/// YOLOv5's anchor grids) is not a parameter, as model.parameters() would not yield it.
+TensorRole module_slot_role(std::string_view slot, TensorRole role) {
+  if (role == TensorRole::kOptimizer || slot == "_parameters" || slot == "_modules") return role;
+  return TensorRole::kBuffer;
+}
+
+/// What the path so far says of the tensors below it.
+struct Context {
+  TensorRole role = TensorRole::kModel;
+  bool role_from_file = false;  ///< below a pickled nn.Module, which says parameter or buffer itself
+};
+
 class Walker {
  public:
   explicit Walker(const std::filesystem::path& path) : path_(path) {}
   std::vector<FoundTensor> found;
 
-  void walk(const Ref& value, const std::string& name, TensorRole role, int depth) {
+  void walk(const Ref& value, const std::string& name, Context context, int depth) {
     if (depth > kMaxDepth) fail(ErrorCode::kInvalidPickle, path_, "object graph nests too deeply");
     if (const auto* tensor = std::get_if<Tensor>(&value->v))  // a tensor saved on its own has no path: "(root)"
-      return found.push_back({name.empty() ? "(root)" : name, tensor, role});
+      return found.push_back({name.empty() ? "(root)" : name, tensor, context.role, context.role_from_file});
     if (!on_path_.insert(value.get()).second) return;  // a container that contains itself
     if (const auto* dict = std::get_if<Dict>(&value->v)) {
+      bool module = is_module_state(*dict);
       for (const auto& [key, item] : dict->items) {
         std::string part = key_name(key);
         bool slot = std::find(std::begin(kModuleSlots), std::end(kModuleSlots), part) != std::end(kModuleSlots);
-        walk(item, slot ? name : join(name, part), role, depth + 1);
+        Context inner = module ? Context{module_slot_role(part, context.role), true} : context;
+        walk(item, slot ? name : join(name, part), inner, depth + 1);
       }
     } else if (const auto* list = std::get_if<List>(&value->v)) {
-      walk_items(list->items, name, role, depth);
+      walk_items(list->items, name, context, depth);
     } else if (const auto* tuple = std::get_if<Tuple>(&value->v)) {
-      walk_items(tuple->items, name, role, depth);
+      walk_items(tuple->items, name, context, depth);
     } else if (const auto* object = std::get_if<Opaque>(&value->v)) {
       // A pickled object's tensors live in its BUILD state (a module's __dict__; the parts of a (dict, slots)
       // state are not names) and in the items set on it (a defaultdict's entries).
       if (const auto* parts = object->state ? std::get_if<Tuple>(&object->state->v) : nullptr)
-        for (const Ref& part : parts->items) walk(part, name, role, depth + 1);
+        for (const Ref& part : parts->items) walk(part, name, context, depth + 1);
       else if (object->state)
-        walk(object->state, name, role, depth + 1);
-      if (object->contents) walk(object->contents, name, role, depth + 1);
+        walk(object->state, name, context, depth + 1);
+      if (object->contents) walk(object->contents, name, context, depth + 1);
     }
     on_path_.erase(value.get());
   }
 
  private:
-  void walk_items(const std::vector<Ref>& items, const std::string& name, TensorRole role, int depth) {
-    for (size_t i = 0; i < items.size(); ++i) walk(items[i], join(name, std::to_string(i)), role, depth + 1);
+  void walk_items(const std::vector<Ref>& items, const std::string& name, Context context, int depth) {
+    for (size_t i = 0; i < items.size(); ++i) walk(items[i], join(name, std::to_string(i)), context, depth + 1);
   }
   const std::filesystem::path& path_;
   std::set<const Value*> on_path_;
@@ -96,7 +120,8 @@ TensorRecord make_record(const FoundTensor& found, DType dtype, const StorageLoc
                       .offset = storage.offset,
                       .storage_nbytes = storage.nbytes,
                       .storage_offset = tensor.storage_offset,
-                      .role = found.role};
+                      .role = found.role,
+                      .role_from_file = found.role_from_file};
   uint64_t element_size = static_cast<uint64_t>(dtype_bits(dtype) / 8);
   std::optional<uint64_t> numel = 1, last = tensor.storage_offset;
   for (size_t i = 0; i < tensor.size.size(); ++i) {
@@ -121,21 +146,30 @@ TensorRecord make_record(const FoundTensor& found, DType dtype, const StorageLoc
 
 }  // namespace
 
-std::vector<FoundTensor> find_tensors(const Ref& root, const std::filesystem::path& path) {
+std::vector<FoundTensor> find_tensors(const pickle::Result& pickle, const std::filesystem::path& path) {
   Walker walker(path);
-  const auto* dict = std::get_if<Dict>(&root->v);
+  const auto* dict = std::get_if<Dict>(&pickle.root->v);
   if (dict == nullptr) {
-    walker.walk(root, "", TensorRole::kModel, 0);
-    return std::move(walker.found);
+    walker.walk(pickle.root, "", Context{}, 0);
+  } else {
+    std::string wrapper;
+    for (std::string_view candidate : kWrappers)
+      for (const auto& [key, item] : dict->items)
+        if (wrapper.empty() && key_name(key) == candidate) wrapper = candidate;
+    for (const auto& [key, item] : dict->items) {
+      std::string name = key_name(key);
+      walker.walk(item, name == wrapper ? "" : name,
+                  Context{names_optimizer(name) ? TensorRole::kOptimizer : TensorRole::kModel}, 1);
+    }
   }
-  std::string wrapper;
-  for (std::string_view candidate : kWrappers)
-    for (const auto& [key, item] : dict->items)
-      if (wrapper.empty() && key_name(key) == candidate) wrapper = candidate;
-  for (const auto& [key, item] : dict->items) {
-    std::string name = key_name(key);
-    walker.walk(item, name == wrapper ? "" : name, names_optimizer(name) ? TensorRole::kOptimizer : TensorRole::kModel,
-                1);
+  // The safety net: a tensor the pickle rebuilt where no path leads (an argument of a call we did not make, the
+  // state of a dict) is still reported, under a name that stays the same from run to run.
+  std::set<const Tensor*> reached;
+  for (const FoundTensor& item : walker.found) reached.insert(item.tensor);
+  for (size_t i = 0; i < pickle.tensors.size(); ++i) {
+    const auto& tensor = std::get<Tensor>(pickle.tensors[i]->v);
+    if (!reached.count(&tensor))
+      walker.found.push_back({fmt::format("(unreached).{}", i), &tensor, TensorRole::kModel, false, false});
   }
   return std::move(walker.found);
 }
@@ -145,8 +179,9 @@ void add_torch_tensors(Checkpoint& checkpoint, const std::vector<FoundTensor>& f
   const auto& path = checkpoint.files[file]->path();
   std::map<std::string, std::string> first_on_storage;
   std::map<std::tuple<std::string, uint64_t, std::vector<int64_t>, std::vector<int64_t>>, std::string> first_view;
-  std::vector<std::string> skipped;
+  std::vector<std::string> skipped, unreached;
   for (const FoundTensor& item : found) {
+    if (!item.reached) unreached.push_back(item.name);
     const Tensor& tensor = *item.tensor;
     if (!tensor.dtype || dtype_bits(*tensor.dtype) % 8 != 0) {
       skipped.push_back(fmt::format("{} ({})", item.name, tensor.dtype_name));
@@ -165,6 +200,11 @@ void add_torch_tensors(Checkpoint& checkpoint, const std::vector<FoundTensor>& f
   if (!skipped.empty())
     checkpoint.warnings.push_back(fmt::format("{} tensor(s) of dtypes precdetect cannot read were skipped: {}",
                                               skipped.size(), fmt::join(skipped, ", ")));
+  if (!unreached.empty())
+    checkpoint.warnings.push_back(fmt::format(
+        "{}: {} tensor(s) rebuilt by the pickle are reachable by no key path and are reported as {} (role "
+        "\"model\"): check what they are before trusting the verdict",
+        path.string(), unreached.size(), fmt::join(unreached, ", ")));
 }
 
 void warn_not_called(Checkpoint& checkpoint, const std::set<std::string>& globals, const std::filesystem::path& path) {

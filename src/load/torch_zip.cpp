@@ -36,7 +36,7 @@ void add_pickle_tensors(Checkpoint& checkpoint, size_t file, const Entries& entr
                         bool big_endian) {
   const ByteSource& source = *checkpoint.files[file];
   auto result = pickle::run(stored_bytes(source, pickle_entry), source.path(), pickle_entry.data_offset);
-  auto found = find_tensors(result.root, source.path());
+  auto found = find_tensors(result, source.path());
   for (FoundTensor& tensor : found) tensor.name = name_prefix.empty() ? tensor.name : name_prefix + "." + tensor.name;
   auto locate = [&](const pickle::Storage& storage) {
     auto entry = entries.find(prefix + folder + storage.key);

@@ -41,7 +41,7 @@ std::vector<std::string> row(const ModelReport& model, const TensorReport& tenso
                                     fmt::format("{}", tensor.numel),
                                     std::string(tensor.group),
                                     layer ? fmt::format("{}.{}", layer->stack, layer->index) : "",
-                                    tensor.role == TensorRole::kOptimizer ? "optimizer" : "model"};
+                                    std::string(role_name(tensor.role))};
   const TensorStats* s = tensor.stats ? &*tensor.stats : nullptr;
   bool values = s && s->has_values();
   auto count = [&](uint64_t n) { return s ? fmt::format("{}", n) : std::string(); };

@@ -52,6 +52,8 @@ ordered_json footprint_json(uint64_t parameters) {
   return {{"fp32", parameters * 4}, {"fp16_bf16", parameters * 2}, {"int8_fp8", parameters}};
 }
 
+ordered_json name_if(bool present, const std::string& name) { return present ? ordered_json(name) : nullptr; }
+
 ordered_json value_summary_json(const ValueSummary& summary) {
   ordered_json dtypes = ordered_json::object();
   for (const auto& [dtype, counts] : summary.census) dtypes[dtype] = counts.tensors;
@@ -59,6 +61,8 @@ ordered_json value_summary_json(const ValueSummary& summary) {
           {"abs_max", number_if(summary.has_values, summary.abs_max)},
           {"norm_min", number_if(summary.has_nonzero_norm, summary.norm_min)},
           {"norm_max", number_if(summary.has_nonzero_norm, summary.norm_max)},
+          {"abs_max_tensor", name_if(summary.has_values, summary.abs_max_tensor)},
+          {"norm_max_tensor", name_if(summary.has_nonzero_norm, summary.norm_max_tensor)},
           {"tensors", summary.tensors},
           {"parameters", summary.parameters},
           {"bytes", summary.bytes},
@@ -104,17 +108,34 @@ ordered_json evidence_json(const Evidence& evidence) {
                             {"observed", o.observed ? number(*o.observed) : ordered_json(nullptr)},
                             {"holds", o.holds}});
   return {{"rule", evidence.rule},           {"fired", evidence.fired},
-          {"label", evidence.label},         {"confidence", evidence.confidence},
+          {"label", evidence.label},         {"candidates", evidence.candidates},
+          {"confidence", evidence.confidence},
           {"fp16_risk", evidence.fp16_risk}, {"observations", observations},
           {"says", evidence.says},           {"source", evidence.source}};
+}
+
+ordered_json risk_reason_json(const Fp16RiskReason& reason) {
+  ordered_json item = {{"kind", risk_kind_name(reason.kind)},
+                       {"tensor", reason.tensor.empty() ? ordered_json(nullptr) : ordered_json(reason.tensor)},
+                       {"role", reason.tensor.empty() ? ordered_json(nullptr) : ordered_json(role_name(reason.role))},
+                       {"value", number(reason.value)}};
+  if (reason.kind == Fp16RiskKind::kRange)
+    item["rule"] = reason.rule;
+  else
+    item["values"] = reason.values;
+  return item;
 }
 
 ordered_json verdict_json(const Verdict& verdict) {
   ordered_json evidence = ordered_json::array();
   for (const Evidence& item : verdict.evidence) evidence.push_back(evidence_json(item));
+  ordered_json reasons = ordered_json::array();
+  for (const Fp16RiskReason& reason : verdict.fp16_risk_reasons) reasons.push_back(risk_reason_json(reason));
   return {{"label", verdict.label},
+          {"candidates", verdict.candidates},
           {"confidence", verdict.confidence},
           {"fp16_risk", verdict.fp16_risk},
+          {"fp16_risk_reasons", reasons},
           {"evidence", evidence},
           {"hints",
            {{"stored_dtypes", verdict.hints.stored_dtypes},
@@ -122,9 +143,10 @@ ordered_json verdict_json(const Verdict& verdict) {
 }
 
 ordered_json tensor_json(const TensorReport& tensor) {
+  bool sliced = !tensor.parts.empty() && !tensor.replicated;  // the whole tensor's shape is recorded nowhere
   ordered_json item = {{"name", tensor.name},
                        {"dtype", dtype_name(tensor.dtype)},
-                       {"shape", tensor.shape},
+                       {"shape", sliced ? ordered_json(nullptr) : ordered_json(tensor.shape)},
                        {"numel", tensor.numel},
                        {"analyzed", tensor.stats.has_value()}};
   const TensorStats* s = tensor.stats ? &*tensor.stats : nullptr;
@@ -139,8 +161,9 @@ ordered_json tensor_json(const TensorReport& tensor) {
   const std::optional<Layer>& layer = tensor.layer;
   item["layer"] = layer ? ordered_json({{"stack", layer->stack}, {"index", layer->index}}) : ordered_json(nullptr);
   item["precision"] = s ? precision_json(*s) : ordered_json(nullptr);
-  item["role"] = tensor.role == TensorRole::kOptimizer ? "optimizer" : "model";
+  item["role"] = role_name(tensor.role);
   item["shares_storage_with"] = tensor.shares_storage_with ? ordered_json(*tensor.shares_storage_with) : nullptr;
+  if (!tensor.parts.empty()) item["parts"] = {{"shapes", tensor.parts}, {"replicated", tensor.replicated}};
   return item;
 }
 
@@ -156,6 +179,7 @@ ordered_json model_json(const ModelReport& model) {
           {"format", model.format.empty() ? ordered_json(nullptr) : ordered_json(model.format)},
           {"files", model.files},
           {"summary", summary_json(model.summary)},
+          {"buffers", value_summary_json(model.buffers)},
           {"verdict", verdict_json(model.verdict)},
           {"storage_cast", storage_cast_json(model.summary)},
           {"tensors", tensors},

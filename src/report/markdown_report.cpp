@@ -4,6 +4,7 @@
 
 #include "precdetect/analyze/cast_safety.h"
 #include "precdetect/report/stat_text.h"
+#include "precdetect/report/verdict_text.h"
 
 namespace precdetect {
 namespace {
@@ -16,7 +17,7 @@ std::string cell(const std::string& text) {
 }
 
 std::string stats_cells(const ValueSummary& s) {
-  FormatFit fp16 = format_fit(s.totals, kNarrowFormats[0]);
+  FormatFit fp16 = format_fit(s.totals, kFp16Format);
   return fmt::format("{} | {} | {} | {} | {} | {} | {}", format_stat(s.has_values, s.abs_min),
                      format_stat(s.has_values, s.abs_max), format_stat(s.has_nonzero_norm, s.norm_min),
                      format_stat(s.has_nonzero_norm, s.norm_max),
@@ -28,8 +29,7 @@ constexpr const char* kStatsRule = "--:|--:|--:|--:|--:|--:|--:";
 
 std::string verdict(const ModelReport& model) {
   if (model.error) return "error: " + model.error->code;
-  return fmt::format("{} ({:.2f}){}", model.verdict.label, model.verdict.confidence,
-                     model.verdict.fp16_risk ? ", fp16 risk" : "");
+  return label_text(model.verdict) + risk_text(model.verdict);
 }
 
 std::string group_table(const ModelReport& model) {
@@ -45,7 +45,7 @@ std::string group_table(const ModelReport& model) {
 std::string render_markdown(const ScanReport& report, bool per_group) {
   std::string out = fmt::format("| name | {} | verdict |\n|---|{}|---|\n", kStatsHeader, kStatsRule);
   for (const ModelReport& model : report.models)
-    out += fmt::format("| {} | {} | {} |\n", cell(model.input), stats_cells(model.summary), verdict(model));
+    out += fmt::format("| {} | {} | {} |\n", cell(model.input), stats_cells(model.summary), cell(verdict(model)));
   if (per_group)
     for (const ModelReport& model : report.models)
       if (!model.error) out += group_table(model);

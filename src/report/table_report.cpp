@@ -10,6 +10,7 @@
 #include "precdetect/report/batch_counts.h"
 #include "precdetect/report/exponent_chart.h"
 #include "precdetect/report/stat_text.h"
+#include "precdetect/report/verdict_text.h"
 
 namespace precdetect {
 namespace {
@@ -40,8 +41,7 @@ std::string dtype_census(const ModelSummary& summary) {
 
 std::string verdict_cell(const ModelReport& model) {
   if (model.error) return "error: " + model.error->code;
-  const Verdict& v = model.verdict;
-  return fmt::format("{} ({:.2f}){}{}", v.label, v.confidence, v.fp16_risk ? " fp16-risk" : "",
+  return fmt::format("{}{}{}", label_text(model.verdict), risk_text(model.verdict),
                      model.gate_failures.empty() ? "" : " GATE FAILED");
 }
 
@@ -59,10 +59,14 @@ std::string batch_line(const ScanReport& report) {
   return line + "\n";
 }
 
-/// Why a tensor's row may not count toward the model row: optimizer state, or a storage shared with another.
+/// Why a tensor's row may not count toward the model row (optimizer state, a buffer, a storage shared with
+/// another), and how model-parallel parts were joined.
 std::string tensor_note(const TensorReport& tensor) {
   if (tensor.role == TensorRole::kOptimizer) return "optimizer state";
+  if (tensor.role == TensorRole::kBuffer) return "buffer (not in the verdict)";
   if (tensor.shares_storage_with) return "shares " + *tensor.shares_storage_with;
+  if (!tensor.parts.empty())
+    return fmt::format("{} model-parallel parts{}", tensor.parts.size(), tensor.replicated ? ", copies" : "");
   return "";
 }
 
@@ -103,6 +107,12 @@ void append_precision(std::string& out, const ModelReport& model) {
                        format_stat(group.has_values, group.abs_max), format_stat(group.has_nonzero_norm, group.norm_max),
                        group.totals.above_seed_threshold, group.totals.above_fp16_max);
   out += render_exponent_chart(totals.exponents, "  ");
+  const ValueSummary& buffers = model.buffers;
+  if (buffers.tensors > 0)
+    out += fmt::format("  buffers (kept out of the verdict): {} tensors, {} values, abs max {}, norm max {}, {} above "
+                       "fp16's max\n",
+                       buffers.tensors, human_count(buffers.parameters), format_stat(buffers.has_values, buffers.abs_max),
+                       format_stat(buffers.has_nonzero_norm, buffers.norm_max), buffers.totals.above_fp16_max);
 }
 
 }  // namespace

@@ -65,6 +65,15 @@ def reference_tensor_stats(tensor):
     return stats
 
 
+# BatchNorm's buffers: the names any state dict with BatchNorm holds (docs/method.md lists the whole set).
+BATCHNORM_BUFFERS = ("running_mean", "running_var", "num_batches_tracked")
+
+
+def parameters_only(tensors):
+    """The tensors of a {name: tensor} state dict that are not BatchNorm buffers: what the verdict sees."""
+    return {n: t for n, t in tensors.items() if not n.endswith(BATCHNORM_BUFFERS)}
+
+
 def reference_summary(tensors):
     """Seed 000's model summary over the floating tensors of a {name: tensor} dict."""
     float_stats = [reference_tensor_stats(t) for t in tensors.values() if t.dtype in FLOAT_DTYPES]

@@ -9,7 +9,7 @@ import unittest
 import torch
 from safetensors.torch import load_file
 
-from helpers import CORPUS, ScanTestCase, reference_precision, scan
+from helpers import BATCHNORM_BUFFERS, CORPUS, ScanTestCase, parameters_only, reference_precision, scan
 
 
 WRAPPERS = ("state_dict", "model_state_dict", "model", "module", "net", "network")
@@ -63,9 +63,11 @@ class Corpus(ScanTestCase):
             with self.subTest(path=path.relative_to(CORPUS)):
                 tensors = load_file(path)
                 self.assertIsNone(model["error"])
-                self.assertSummary(model["summary"], tensors)
+                self.assertSummary(model["summary"], parameters_only(tensors))
                 reported = {t["name"]: t for t in model["tensors"]}
                 self.assertEqual(set(reported), set(tensors))
+                for name in tensors:
+                    self.assertEqual(reported[name]["role"], "buffer" if name.endswith(BATCHNORM_BUFFERS) else "model")
                 for name, tensor in tensors.items():
                     if tensor.is_floating_point():
                         self.assertTensorStats(reported[name], tensor, name)
@@ -116,7 +118,15 @@ class Corpus(ScanTestCase):
         code, document, _ = scan(CORPUS / "level0rd__PPE-Detector__yolov5n" / "yolov5n.pt")
         self.assertEqual(code, 0)
         model = document["models"][0]
-        self.assertEqual(model["summary"]["dtypes"], {"F16": 299, "F32": 1, "F64": 1, "I64": 57})  # MANIFEST.md
+        # MANIFEST.md: F16 299, F32 1, F64 1, I64 57. The parameters are F16 (model.parameters() of the pickled
+        # module); its _buffers (BatchNorm statistics, the anchors) and plain attributes (grids) are buffers.
+        self.assertEqual(model["summary"]["dtypes"], {"F16": 177})
+        self.assertEqual(model["buffers"]["dtypes"], {"F16": 122, "F32": 1, "F64": 1, "I64": 57})
+        roles = {t["name"]: t["role"] for t in model["tensors"]}
+        self.assertEqual(roles["model.0.conv.weight"], "model")
+        self.assertEqual(roles["model.0.bn.running_var"], "buffer")
+        self.assertEqual(roles["model.24.anchor_grid.0"], "buffer")
+        self.assertEqual(model["verdict"]["label"], "fp16")  # anchor_grid (373) and grid were its bf16 evidence
         self.assertIn("model.0.conv.weight", {t["name"] for t in model["tensors"]})
         self.assertTrue(any("models.yolo.Model" in w for w in model["warnings"]))
 
@@ -146,7 +156,17 @@ class Corpus(ScanTestCase):
         folders = sorted(p for p in CORPUS.iterdir() if p.is_dir())
         code, document, _ = scan(*folders)
         self.assertEqual(code, 2)  # PyTorch-only folders and malformed files fail, by name
-        self.assertEqual(len(document["models"]), len(folders))
+        # One model per folder, except the folders of independent checkpoints: one model per file there.
+        several = {"huggingface__safetensors__samples": ["e.safetensors", "overall.safetensors"],
+                   "saltyduckegg__llama2xs.c__ckpt": ["ckpt.pt", "model.bin"],
+                   "tarekbzahid__nn_adder__scripted": ["checkpoint_1000.pth", "model_scripted.pt"],
+                   "tracel-ai__burn__reader-fixtures": ["bfloat16.pt", "broken.pt", "checkpoint.pt", "float16.pt",
+                                                        "legacy_shared_storage.pt", "legacy_with_offsets.pt",
+                                                        "simple_legacy.pt"]}
+        expected = []
+        for folder in folders:
+            expected += [str(folder / name) for name in several[folder.name]] if folder.name in several else [str(folder)]
+        self.assertEqual([m["input"] for m in document["models"]], expected)
         for model in document["models"]:
             if model["error"]:
                 # the folder's only file is 2 bytes / has 243 absent shards / holds a non-checkpoint .bin

@@ -50,7 +50,7 @@ class PrecisionCounts(ScanTestCase):
                    "model.layers.1.mlp.down_proj.bias": torch.zeros(16),
                    "model.norm.weight": torch.full((16,), 2.0**-20),
                    "lm_head.weight": torch.randn(64, 16, generator=generator),
-                   "rotary.inv_freq": torch.arange(8, dtype=torch.int64)}
+                   "tokens_seen": torch.arange(8, dtype=torch.int64)}
         model = self.scan_tensors(tensors)
         summary = model["summary"]
         groups = {t["name"]: t["group"] for t in model["tensors"]}
@@ -59,7 +59,7 @@ class PrecisionCounts(ScanTestCase):
                                   "model.layers.0.mlp.up_proj.weight": "mlp",
                                   "model.layers.1.input_layernorm.weight": "norm",
                                   "model.layers.1.mlp.down_proj.bias": "bias", "model.norm.weight": "norm",
-                                  "lm_head.weight": "head", "rotary.inv_freq": "other"})
+                                  "lm_head.weight": "head", "tokens_seen": "other"})
         floats = {n: t for n, t in tensors.items() if t.dtype != torch.int64}
         everything = torch.cat([t.to(torch.float64).reshape(-1) for t in floats.values()])
         expected = reference_precision(everything)

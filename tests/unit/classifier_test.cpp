@@ -56,7 +56,7 @@ TEST(Classifier, SeedTableHasItsTwentyThreeRows) { EXPECT_EQ(std::size(kSeedTabl
 TEST(Classifier, Fp16GroupIsFp16AndSafe) {
   for (const SeedRow& row : kSeedTable) {
     if (std::string(row.group) != "fp16") continue;
-    Verdict verdict = classify(summary_of(row), default_rules(), {});
+    Verdict verdict = classify(summary_of(row), {}, default_rules(), {});
     EXPECT_EQ(verdict.label, "fp16") << row.model;
     EXPECT_FALSE(verdict.fp16_risk) << row.model;
     EXPECT_GT(verdict.confidence, 0.5) << row.model;
@@ -66,7 +66,7 @@ TEST(Classifier, Fp16GroupIsFp16AndSafe) {
 TEST(Classifier, Bf16GroupCarriesFp16Risk) {
   for (const SeedRow& row : kSeedTable) {
     if (std::string(row.group) != "bf16") continue;
-    Verdict verdict = classify(summary_of(row), default_rules(), {});
+    Verdict verdict = classify(summary_of(row), {}, default_rules(), {});
     EXPECT_TRUE(verdict.fp16_risk) << row.model;
     EXPECT_EQ(verdict.label, "bf16") << row.model;
   }
@@ -76,14 +76,14 @@ TEST(Classifier, Bf16GroupCarriesFp16Risk) {
 TEST(Classifier, Fp32GroupFollowsItsRange) {
   for (const SeedRow& row : kSeedTable) {
     if (std::string(row.group) != "fp32") continue;
-    Verdict verdict = classify(summary_of(row), default_rules(), {});
+    Verdict verdict = classify(summary_of(row), {}, default_rules(), {});
     bool large = row.abs_max > 100 || row.norm_max > 1000;
     EXPECT_EQ(verdict.fp16_risk, large) << row.model;
   }
 }
 
 TEST(Classifier, EvidenceListsEveryRuleWithObservedValues) {
-  Verdict verdict = classify(summary_of(kSeedTable[9]), default_rules(), {});  // t5-small
+  Verdict verdict = classify(summary_of(kSeedTable[9]), {}, default_rules(), {});  // t5-small
   ASSERT_EQ(verdict.evidence.size(), default_rules().rules.size());
   const Evidence& abs_max_rule = verdict.evidence[1];
   EXPECT_EQ(abs_max_rule.rule, "abs-max-above-1e2");
@@ -99,13 +99,13 @@ TEST(Classifier, EvidenceListsEveryRuleWithObservedValues) {
 
 TEST(Classifier, ValuesBeyondFp16MaxAreCertain) {
   SeedRow row{"huge", "bf16", 0, 7e4, 1, 1e6};
-  Verdict verdict = classify(summary_of(row), default_rules(), {});
+  Verdict verdict = classify(summary_of(row), {}, default_rules(), {});
   EXPECT_EQ(verdict.label, "bf16");
   EXPECT_DOUBLE_EQ(verdict.confidence, 0.99);
 }
 
 TEST(Classifier, NoFloatingValuesIsUnknown) {
-  Verdict verdict = classify(ModelSummary{}, default_rules(), {.stored_dtypes = {"I64"}});
+  Verdict verdict = classify(ModelSummary{}, {}, default_rules(), {.stored_dtypes = {"I64"}});
   EXPECT_EQ(verdict.label, "unknown");
   EXPECT_FALSE(verdict.fp16_risk);
   EXPECT_EQ(verdict.confidence, 0.0);
@@ -117,7 +117,7 @@ TEST(Rules, CustomRulesReplaceTheDefault) {
   RuleSet rules = parse_rules(R"({"rules":[{"id":"tiny","when":[{"stat":"abs_max","op":"<","value":1}],)"
                               R"("label":"fp32","confidence":0.4,"fp16_risk":false}]})",
                               "custom.json");
-  Verdict verdict = classify(summary_of({"m", "?", 0, 0.5, 1, 2}), rules, {});
+  Verdict verdict = classify(summary_of({"m", "?", 0, 0.5, 1, 2}), {}, rules, {});
   EXPECT_EQ(verdict.label, "fp32");
   EXPECT_DOUBLE_EQ(verdict.confidence, 0.4);
 }

@@ -1,6 +1,7 @@
 // Discovery: hub ids in the local cache, shard indexes, and what a folder must hold.
 #include "precdetect/discover/discover.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -8,6 +9,7 @@
 
 #include "precdetect/core/error.h"
 #include "precdetect/discover/hf_cache.h"
+#include "precdetect/discover/input_list.h"
 
 namespace precdetect {
 namespace {
@@ -67,14 +69,79 @@ TEST_F(HfCacheLayout, ResolvesRefsCommitsAndTags) {
 
 using Discovery = TempDir;
 
-TEST_F(Discovery, FolderListsSafetensorsAndFindsConfig) {
-  write("m/b.safetensors", "");
-  write("m/a.safetensors", "");
+TEST_F(Discovery, FolderOfOneCheckpointFindsConfig) {
+  write("m/model.safetensors", "");
   write("m/config.json", "{}");
   ModelSource source = discover((root_ / "m").string(), root_);
-  ASSERT_EQ(source.files.size(), 2u);
-  EXPECT_EQ(source.files[0].filename(), "a.safetensors");
+  ASSERT_EQ(source.files.size(), 1u);
+  EXPECT_EQ(source.files[0].filename(), "model.safetensors");
   EXPECT_EQ(source.config, root_ / "m/config.json");
+  EXPECT_EQ(models_in((root_ / "m").string(), root_), std::vector<std::string>{(root_ / "m").string()});
+}
+
+// Issue 20: independent checkpoints in one folder are separate models, never merged into one.
+TEST_F(Discovery, IndependentCheckpointsAreOneModelEach) {
+  for (int fold = 0; fold < 3; ++fold) write(fmt::format("cv/v3_fold{}.pt", fold), "");
+  std::string folder = (root_ / "cv").string();
+  expect_error([&] { discover(folder, root_); }, ErrorCode::kSeveralModels,
+               "3 independent checkpoints (v3_fold0.pt, v3_fold1.pt, v3_fold2.pt)");
+  std::vector<std::string> expected;
+  for (int fold = 0; fold < 3; ++fold) expected.push_back((root_ / fmt::format("cv/v3_fold{}.pt", fold)).string());
+  EXPECT_EQ(models_in(folder, root_), expected);
+}
+
+TEST_F(Discovery, ShardPatternsMakeOneModel) {
+  write("s/model-00001-of-00002.safetensors", "");
+  write("s/model-00002-of-00002.safetensors", "");
+  ModelSource ordinary = discover((root_ / "s").string(), root_);
+  EXPECT_EQ(ordinary.files.size(), 2u);
+  EXPECT_FALSE(ordinary.model_parallel);
+  write("meta/consolidated.00.pth", "");
+  write("meta/consolidated.01.pth", "");
+  write("meta/params.json", "{}");
+  ModelSource meta = discover((root_ / "meta").string(), root_);
+  EXPECT_EQ(meta.files.size(), 2u);
+  EXPECT_TRUE(meta.model_parallel);
+  write("ds/mp_rank_00_model_states.pt", "");
+  write("ds/mp_rank_01_model_states.pt", "");
+  write("ds/zero_pp_rank_0_mp_rank_00_optim_states.pt", "");  // optimizer partitions: training state
+  EXPECT_TRUE(discover((root_ / "ds").string(), root_).model_parallel);
+  EXPECT_EQ(discover((root_ / "ds").string(), root_).files.size(), 2u);
+}
+
+TEST_F(Discovery, MegatronRankFoldersAreOneModelParallelModel) {
+  write("iter_0000100/mp_rank_00/model_optim_rng.pt", "");
+  write("iter_0000100/mp_rank_01/model_optim_rng.pt", "");
+  write("iter_0000100/mp_rank_01/distrib_optim.pt", "");
+  ModelSource source = discover((root_ / "iter_0000100").string(), root_);
+  ASSERT_EQ(source.files.size(), 2u);
+  EXPECT_TRUE(source.model_parallel);
+  EXPECT_TRUE(holds_model_parts(root_ / "iter_0000100"));
+  EXPECT_EQ(find_model_folders(root_), std::vector<std::string>{(root_ / "iter_0000100").string()});
+}
+
+TEST_F(Discovery, ShardGroupBesideOtherCheckpointsIsNamedByItsPattern) {
+  write("z/consolidated.00.pth", "");
+  write("z/consolidated.01.pth", "");
+  write("z/extra.pt", "");
+  std::string folder = (root_ / "z").string();
+  std::vector<std::string> models = models_in(folder, root_);
+  ASSERT_EQ(models.size(), 2u);
+  EXPECT_EQ(models[0], (root_ / "z/consolidated.*.pth").string());
+  ModelSource group = discover(models[0], root_);
+  EXPECT_EQ(group.files.size(), 2u);
+  EXPECT_TRUE(group.model_parallel);
+}
+
+TEST_F(Discovery, DiffusersPipelineIsOneModelPerComponent) {
+  write("pipe/model_index.json", "{}");
+  write("pipe/unet/diffusion_pytorch_model.safetensors", "");
+  write("pipe/vae/diffusion_pytorch_model.safetensors", "");
+  write("pipe/scheduler/scheduler_config.json", "{}");
+  std::string pipe = (root_ / "pipe").string();
+  expect_error([&] { discover(pipe, root_); }, ErrorCode::kSeveralModels, "diffusers pipeline");
+  EXPECT_EQ(models_in(pipe, root_), (std::vector<std::string>{pipe + "/unet", pipe + "/vae"}));
+  EXPECT_EQ(find_model_folders(root_), std::vector<std::string>{pipe});  // components are not listed twice
 }
 
 TEST_F(Discovery, ShardIndexTakesPrecedence) {

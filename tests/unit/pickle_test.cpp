@@ -51,7 +51,7 @@ TEST(Pickle, RebuildsTensorViewsFromAStateDict) {
   EXPECT_EQ(tensor.stride, (std::vector<int64_t>{3, 1}));
   EXPECT_TRUE(result.not_called.empty());
   EXPECT_EQ(result.end, 1000 + kStateDict.size());
-  auto found = find_tensors(result.root, "data.pkl");
+  auto found = find_tensors(result, "data.pkl");
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].name, "w");
 }
@@ -92,7 +92,65 @@ TEST(Pickle, MemoAndSharedReferences) {
   const auto& list = std::get<pickle::List>(result.root->v);
   ASSERT_EQ(list.items.size(), 1u);
   EXPECT_EQ(list.items[0].get(), result.root.get());
-  EXPECT_TRUE(find_tensors(result.root, "data.pkl").empty());  // the cycle is walked once
+  EXPECT_TRUE(find_tensors(result, "data.pkl").empty());  // the cycle is walked once
+}
+
+/// _rebuild_tensor_v2 of FloatStorage `key` (6 values) viewed as (2, 3), pushed by the opcodes this returns.
+std::string rebuilt_tensor(const std::string& key) {
+  return "ctorch._utils\n_rebuild_tensor_v2\n((" + unicode("storage") + "ctorch\nFloatStorage\n" + unicode(key) +
+         unicode("cpu") + "K\x06tQK\x00K\x02K\x03\x86K\x03K\x01\x86\x89}tR"s;
+}
+
+std::vector<std::string> names(const std::vector<FoundTensor>& found) {
+  std::vector<std::string> out;
+  for (const FoundTensor& item : found) out.push_back(item.name);
+  return out;
+}
+
+// Issue 20: every way a checkpoint builds its mappings gives the same named tensors.
+TEST(Pickle, MappingsBuiltFromPairs) {
+  std::string pair_a = unicode("a") + rebuilt_tensor("0"), pair_b = unicode("b") + rebuilt_tensor("1");
+  std::string ordered_dict = "ccollections\nOrderedDict\n";
+  const std::map<std::string, std::string> forms = {
+      // OrderedDict([[k, v], ...]): Python 2-era legacy state dicts (lists built with MARK ... LIST)
+      {"list of lists", ordered_dict + "((" + pair_a + "l(" + pair_b + "ll\x85R"},
+      {"list of tuples", ordered_dict + "(" + pair_a + "\x86" + pair_b + "\x86l\x85R"},
+      {"tuple of lists", ordered_dict + "((" + pair_a + "l(" + pair_b + "lt\x85R"},
+      {"dict(pairs)", "cbuiltins\ndict\n(" + pair_a + "\x86" + pair_b + "\x86l\x85R"},
+      {"OrderedDict() + SETITEMS", ordered_dict + ")R(" + pair_a + pair_b + "u"},
+      {"OrderedDict({..})", ordered_dict + "}(" + pair_a + pair_b + "u\x85R"},
+  };
+  for (const auto& [form, body] : forms) {
+    SCOPED_TRACE(form);
+    // then BUILD of the state dict's _metadata, as torch writes it
+    auto result = run("\x80\x02" + body + "}" + unicode("_metadata") + "Nsb."s);
+    EXPECT_EQ(names(find_tensors(result, "data.pkl")), (std::vector<std::string>{"a", "b"})) << form;
+    EXPECT_TRUE(result.not_called.empty()) << form;
+  }
+}
+
+TEST(Pickle, AModulesDictsSayParameterOrBuffer) {
+  // Net() with __dict__ {_parameters: {w}, _buffers: {running_var}, grid: [t], _modules: {}}
+  auto result = run("\x80\x02" "cnet\nNet\n)\x81}(" + unicode("_parameters") + "}" + unicode("w") +
+                    rebuilt_tensor("0") + "s" + unicode("_buffers") + "}" + unicode("running_var") +
+                    rebuilt_tensor("1") + "s" + unicode("grid") + "]" + rebuilt_tensor("2") + "a" +
+                    unicode("_modules") + "}ub."s);
+  auto found = find_tensors(result, "data.pkl");
+  ASSERT_EQ(names(found), (std::vector<std::string>{"w", "running_var", "grid.0"}));
+  EXPECT_EQ(found[0].role, TensorRole::kModel);
+  EXPECT_EQ(found[1].role, TensorRole::kBuffer);
+  EXPECT_EQ(found[2].role, TensorRole::kBuffer);
+  for (const FoundTensor& item : found) EXPECT_TRUE(item.role_from_file) << item.name;
+}
+
+TEST(Pickle, TensorsNoPathReachesAreStillFound) {
+  // {'w': t0, 'held': Holder(t1)}: Holder is never called, so no key path leads into its arguments
+  auto result = run("\x80\x02}(" + unicode("w") + rebuilt_tensor("0") + unicode("held") + "cmain\nHolder\n" +
+                    rebuilt_tensor("1") + "\x85Ru."s);
+  auto found = find_tensors(result, "data.pkl");
+  ASSERT_EQ(names(found), (std::vector<std::string>{"w", "(unreached).1"}));
+  EXPECT_FALSE(found[1].reached);
+  EXPECT_EQ(found[1].tensor->storage.key, "1");
 }
 
 // Each hostile input fails at offset 1000 + 10 (unless said otherwise): ten bytes of padding ops come first.
@@ -120,7 +178,7 @@ TEST(Pickle, DeepNestingIsAnErrorNotAStackOverflow) {
   for (int i = 0; i < 399; ++i) bytes += "a";
   auto result = run(bytes + ".");
   try {
-    find_tensors(result.root, "data.pkl");
+    find_tensors(result, "data.pkl");
     FAIL() << "accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidPickle);

@@ -24,6 +24,7 @@ inline constexpr std::array<NarrowFormat, 3> kNarrowFormats = {{
     {"fp8_e4m3", limits::kE4m3Max, -6, -9, &TensorStats::above_e4m3_max},
     {"fp8_e5m2", limits::kE5m2Max, -14, -16, &TensorStats::above_e5m2_max},
 }};
+inline constexpr const NarrowFormat& kFp16Format = kNarrowFormats[0];
 
 /// Finite values a cast to one format would hurt (the format's rounding aside: a value a little above `max`
 /// or below the smallest subnormal may round to it; these count what lies outside the range).

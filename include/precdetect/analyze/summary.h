@@ -9,9 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "precdetect/analyze/tensor_groups.h"
-#include "precdetect/analyze/tensor_stats.h"
-#include "precdetect/load/tensor_record.h"
+#include "precdetect/analyze/analyzed_tensor.h"
 
 namespace precdetect {
 
@@ -30,9 +28,11 @@ struct ValueSummary {
   uint64_t analyzed_tensors = 0;  ///< floating tensors whose values were analyzed
   std::map<std::string, DTypeCensus> census;  ///< by stored dtype name
   TensorStats totals;             ///< every analyzed tensor's statistics merged (counts, exponents, NaN, Inf)
+  std::string abs_max_tensor;     ///< the tensor holding abs_max (the first, on ties)
+  std::string norm_max_tensor;    ///< the tensor whose norm is norm_max
 
-  /// Counts a selected tensor, and folds in its statistics when it is a floating tensor (`stats` non-null).
-  void add(const TensorRecord& record, const TensorStats* stats);
+  /// Counts a tensor, and folds in its statistics when it was analyzed.
+  void add(const AnalyzedTensor& tensor);
 };
 
 struct ModelSummary : ValueSummary {
@@ -40,8 +40,7 @@ struct ModelSummary : ValueSummary {
   std::map<Layer, ValueSummary> layers;        ///< by tensor_layer(), for the tensors that name one
 
   /// Adds the tensor to the model, its group and its layer (if any).
-  void add(const TensorRecord& record, const TensorStats* stats, std::string_view group,
-           const std::optional<Layer>& layer);
+  void add(const AnalyzedTensor& tensor);
 };
 
 }  // namespace precdetect

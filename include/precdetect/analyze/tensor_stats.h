@@ -25,6 +25,7 @@ struct ExponentHistogram {
   static constexpr int kBins = 256;
   static constexpr int kBias = 127;
   std::array<uint64_t, kBins> counts{};
+  bool operator==(const ExponentHistogram&) const = default;
 
   /// The bin of 2^exponent; exponents outside float32's normal range fall into the end bins.
   static int bin_of_exponent(int exponent) { return exponent + kBias < 0 ? 0 : std::min(exponent + kBias, kBins - 1); }
@@ -60,6 +61,7 @@ struct TensorStats {
   uint64_t bf16_exact = 0, fp16_exact = 0, exactness_checked = 0;
   ExponentHistogram exponents;
 
+  bool operator==(const TensorStats&) const = default;
   bool has_values() const { return numel > nans; }
   /// bf16_exact / fp16_exact as fractions of the values checked; nullopt when none were.
   std::optional<double> bf16_exact_fraction() const { return fraction_checked(bf16_exact); }

@@ -3,10 +3,10 @@
 
 #include <filesystem>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
+#include "precdetect/analyze/tensor_filter.h"
 #include "precdetect/diff/diff_options.h"
 #include "precdetect/discover/input_list.h"
 #include "precdetect/load/byte_source.h"
@@ -18,13 +18,6 @@ enum class ExitCode : int {
   kSuccess = 0,     ///< every model scanned (and every gate passed)
   kGateFailed = 1,  ///< a gate failed (scan's Gates, `diff --fail-if-changed`); wins over kError
   kError = 2,       ///< a usage error, or a model that could not be scanned
-};
-
-struct TensorFilter {
-  std::optional<std::regex> include;
-  std::optional<std::regex> exclude;
-  /// True when `name` matches --include (if any) and not --exclude (if any); regex_search semantics.
-  bool selects(const std::string& name) const;
 };
 
 struct DiffCommand {

@@ -2,10 +2,12 @@
 /// Stage 4: a verdict on training precision, with the evidence behind it.
 
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "precdetect/analyze/summary.h"
+#include "precdetect/classify/fp16_risk.h"
 #include "precdetect/classify/rules.h"
 
 namespace precdetect {
@@ -24,6 +26,7 @@ struct Evidence {
   std::string rule;
   bool fired = false;
   std::string label;
+  std::vector<std::string> candidates;
   double confidence = 0.0;
   bool fp16_risk = false;
   std::vector<Observation> observations;
@@ -39,15 +42,22 @@ struct Hints {
 
 struct Verdict {
   std::string label = "unknown";  ///< fp16 | bf16 | fp32 | unknown
+  /// The labels the evidence does not rule out, `label` first: range evidence tells fp16 from the rest, never
+  /// bf16 from fp32. "unknown" rules out nothing.
+  std::vector<std::string> candidates = {"fp16", "bf16", "fp32"};
   double confidence = 0.0;
   bool fp16_risk = false;
+  std::vector<Fp16RiskReason> fp16_risk_reasons;  ///< why fp16_risk is true, one entry per reason
   std::vector<Evidence> evidence;
   Hints hints;
 };
 
-/// The fired rule with the highest confidence (the first on ties) gives label and confidence; fp16_risk is true
-/// when any fired rule says so. No fired rule, or no floating values at all, gives "unknown".
-Verdict classify(const ModelSummary& summary, const RuleSet& rules, Hints hints);
+/// The rules see the parameters' summary: the fired rule with the highest confidence (the first on ties) gives
+/// label, candidates and confidence; no fired rule, or no floating values at all, gives "unknown". fp16_risk is
+/// true when a fired rule says so (a `range` reason) or when casting one of `tensors`, parameter or buffer, to
+/// fp16 overflows or flushes most of it to zero (fp16_risk.h).
+Verdict classify(const ModelSummary& summary, std::span<const AnalyzedTensor> tensors, const RuleSet& rules,
+                 Hints hints);
 
 /// config.json's declared dtype: "dtype", then "torch_dtype", then the same inside "text_config".
 /// nullopt when absent or unreadable (a hint is never worth failing a scan for).

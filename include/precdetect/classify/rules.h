@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "precdetect/analyze/buffer_names.h"
+
 namespace precdetect {
 
 struct Condition {
@@ -18,6 +20,8 @@ struct Rule {
   std::string id;
   std::vector<Condition> when;  ///< all must hold for the rule to fire
   std::string label;            ///< fp16 | bf16 | fp32 | unknown
+  /// The labels the rule's evidence does not rule out, `label` first (range: bf16 or fp32; fp16 or fp32).
+  std::vector<std::string> candidates;
   double confidence = 0.0;      ///< in [0, 1]
   bool fp16_risk = false;
   std::string says;    ///< what a firing means, in a sentence
@@ -27,6 +31,7 @@ struct Rule {
 struct RuleSet {
   std::string name;
   std::vector<Rule> rules;
+  BufferNames buffers;  ///< the file's `buffers` list; the built-in list when the file has none
 };
 
 /// The text of the built-in rules file.

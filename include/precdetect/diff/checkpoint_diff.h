@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "precdetect/app/options.h"
+#include "precdetect/analyze/tensor_filter.h"
 #include "precdetect/diff/tensor_diff.h"
 #include "precdetect/load/checkpoint.h"
 #include "precdetect/report/report.h"

@@ -15,15 +15,31 @@ struct ModelSource {
   std::vector<std::filesystem::path> files;       ///< weight files, in scan order
   std::map<std::string, std::string> weight_map;  ///< from a shard index: tensor -> shard name; else empty
   std::optional<std::filesystem::path> config;    ///< config.json beside the weights, when present
+  /// The files are model-parallel shards (consolidated.00.pth, mp_rank_00, ...): each holds a part of every
+  /// tensor under its full name.
+  bool model_parallel = false;
 };
 
-/// Resolves `input`. Throws Error: kNotFound (no such path, not a hub id), kHfCacheMiss, kInvalidIndex,
-/// kMissingShard (an indexed shard is absent), kNoWeights.
+/// Resolves `input` to one model: a file; a folder's shard index, or its one set of weight files (a single file,
+/// or files whose names follow one shard pattern, discover/shard_pattern.h; Megatron's `mp_rank_NN` folders);
+/// `folder/group`, a shard group named as models_in() names it. Throws Error: kNotFound (no such path, not a hub
+/// id), kHfCacheMiss, kInvalidIndex, kMissingShard (an indexed shard is absent), kSeveralModels (a folder of
+/// independent checkpoints, or a diffusers pipeline), kNoWeights.
 ModelSource discover(const std::string& input, const std::filesystem::path& hf_cache);
 
-/// True when `folder` holds a model of its own: a shard index or weight files (discover() would find weights).
-/// Also true when it cannot be read: it may hold one, and scanning it reports the io_error, so a batch never
-/// passes over weights it could not read.
+/// The models an input stands for, each an input of discover(): a folder of independent checkpoints gives
+/// `folder/file` for each (`folder/group` for a set of shards), a diffusers pipeline `folder/component` for each
+/// component; anything else (a file, a one-model folder, an input that does not resolve) stays as it is. A hub
+/// id whose snapshot holds several models gives their paths.
+std::vector<std::string> models_in(const std::string& input, const std::filesystem::path& hf_cache);
+
+/// True when `folder` holds a model of its own: a shard index, weight files, Megatron rank folders or a diffusers
+/// pipeline's components. Also true when it cannot be read: it may hold one, and scanning it reports the
+/// io_error, so a batch never passes over weights it could not read.
 bool may_hold_model(const std::filesystem::path& folder);
+
+/// True for a folder whose sub-folders are parts of its models (a diffusers pipeline, Megatron rank folders): a
+/// --recursive walk takes the folder and does not list those sub-folders again.
+bool holds_model_parts(const std::filesystem::path& folder);
 
 }  // namespace precdetect

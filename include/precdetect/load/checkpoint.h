@@ -16,11 +16,14 @@ struct Checkpoint {
   std::vector<std::unique_ptr<ByteSource>> files;  ///< TensorRecord::file indexes this
   std::vector<TensorRecord> tensors;               ///< file by file, in data order
   std::vector<std::string> warnings;               ///< full sentences, for the report
+  /// The files are model-parallel shards (ModelSource::model_parallel): a name may recur across files.
+  bool model_parallel = false;
 };
 
 /// Maps every file and reads its header; with a shard index, checks that each indexed tensor is in its shard.
-/// `mode` says how tensor bytes will be read. Throws Error: kUnknownFormat, kMissingTensor, or the format's own
-/// codes (docs/errors.md).
+/// `mode` says how tensor bytes will be read. Throws Error: kUnknownFormat, kMissingTensor, kDuplicateTensor (a
+/// name twice in the model, or twice in one file of model-parallel shards: never merged silently), or the
+/// format's own codes (docs/errors.md).
 Checkpoint open_checkpoint(const ModelSource& source, ReadMode mode = ReadMode::kMmap);
 
 }  // namespace precdetect

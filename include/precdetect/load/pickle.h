@@ -82,6 +82,7 @@ struct Result {
   uint64_t end = 0;                         ///< offset just past the STOP opcode
   std::set<std::string> not_called;         ///< globals outside the allowlist that the pickle asked to call
   std::map<std::string, Storage> storages;  ///< every storage the pickle references, by key
+  std::vector<Ref> tensors;                 ///< every tensor the pickle rebuilt, in order, reachable or not
   std::shared_ptr<Arena> arena;
 };
 

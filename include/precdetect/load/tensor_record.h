@@ -4,14 +4,30 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "precdetect/core/dtype.h"
 
 namespace precdetect {
 
-/// What a tensor is to the model: its weights, or training state saved beside them.
-enum class TensorRole { kModel, kOptimizer };
+/// What a tensor is to the model: a parameter (its weights; "model" in reports), a buffer (state the model keeps
+/// but does not learn: BatchNorm statistics, attention masks, rotary tables), or training state saved beside it.
+/// Only parameters enter the verdict, as seed 000 walks model.parameters().
+enum class TensorRole { kModel, kBuffer, kOptimizer };
+
+/// The role's name in reports: "model", "buffer", "optimizer".
+constexpr std::string_view role_name(TensorRole role) {
+  switch (role) {
+    case TensorRole::kModel:
+      return "model";
+    case TensorRole::kBuffer:
+      return "buffer";
+    case TensorRole::kOptimizer:
+      return "optimizer";
+  }
+  return "model";
+}
 
 struct TensorRecord {
   std::string name;
@@ -26,6 +42,8 @@ struct TensorRecord {
   size_t file = 0;              ///< index into Checkpoint::files
   bool big_endian = false;      ///< stored big-endian: bytes are swapped when loaded
   TensorRole role = TensorRole::kModel;
+  /// The file says which role (a pickled nn.Module's `_parameters` and `_buffers`): names are not consulted.
+  bool role_from_file = false;
   /// The first tensor reported on the same storage (tied weights, views); nullopt when the storage is its own.
   std::optional<std::string> shares_storage_with;
   /// False for a second reference to exactly the same view (tied weights): reported, counted once.

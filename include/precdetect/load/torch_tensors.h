@@ -16,15 +16,18 @@ struct FoundTensor {
   std::string name;
   const pickle::Tensor* tensor = nullptr;
   TensorRole role = TensorRole::kModel;
+  bool role_from_file = false;  ///< found inside a pickled nn.Module, whose dicts say parameter or buffer
+  bool reached = true;  ///< false: no key path leads to it (named "(unreached).N", N its rebuild order)
 };
 
-/// Walks the graph from `root`: dict keys, list indexes and object attributes joined by '.', with nn.Module's
-/// `_parameters`/`_buffers`/`_modules` levels left out, so a pickled model's tensors read like its state_dict.
-/// A wrapper key at the root (state_dict, model_state_dict, model, module, net, network) is stripped; tensors
-/// under a root key naming an optimizer get TensorRole::kOptimizer; a tensor saved on its own is "(root)".
-/// Cycles are skipped; absurd nesting throws
-/// Error(kInvalidPickle).
-std::vector<FoundTensor> find_tensors(const pickle::Ref& root, const std::filesystem::path& path);
+/// Walks the graph from the pickle's root: dict keys, list indexes and object attributes joined by '.', with
+/// nn.Module's `_parameters`/`_buffers`/`_modules` levels left out, so a pickled model's tensors read like its
+/// state_dict. A wrapper key at the root (state_dict, model_state_dict, model, module, net, network) is
+/// stripped; tensors under a root key naming an optimizer get TensorRole::kOptimizer; inside a pickled module,
+/// whatever is not in `_parameters` (its `_buffers`, tensors held as plain attributes) gets TensorRole::kBuffer;
+/// a tensor saved on its own is "(root)". Every tensor the pickle rebuilt that no path reaches follows, as
+/// "(unreached).N". Cycles are skipped; absurd nesting throws Error(kInvalidPickle).
+std::vector<FoundTensor> find_tensors(const pickle::Result& pickle, const std::filesystem::path& path);
 
 /// Where a storage's bytes lie in the file.
 struct StorageLocation {
@@ -36,7 +39,7 @@ using LocateStorage = std::function<StorageLocation(const pickle::Storage&)>;
 /// Appends one record per found tensor to `checkpoint` (file `file`), after checking that each view lies inside
 /// its storage (Error kStorageTooSmall otherwise). Tensors of dtypes precdetect cannot represent are listed in a
 /// warning. Views of one storage are marked `shares_storage_with` the first; an exact repeat (tied weights) is
-/// reported but not counted twice.
+/// reported but not counted twice. Unreached tensors are named in a warning.
 void add_torch_tensors(Checkpoint& checkpoint, const std::vector<FoundTensor>& found, const LocateStorage& locate,
                        size_t file, bool big_endian);
 

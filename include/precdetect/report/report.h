@@ -6,26 +6,14 @@
 #include <string_view>
 #include <vector>
 
+#include "precdetect/analyze/analyzed_tensor.h"
 #include "precdetect/analyze/summary.h"
-#include "precdetect/analyze/tensor_groups.h"
-#include "precdetect/analyze/tensor_stats.h"
 #include "precdetect/classify/classifier.h"
-#include "precdetect/core/dtype.h"
-#include "precdetect/load/tensor_record.h"
 
 namespace precdetect {
 
-struct TensorReport {
-  std::string name;
-  DType dtype;
-  std::vector<int64_t> shape;
-  uint64_t numel = 0;
-  std::optional<TensorStats> stats;  ///< nullopt for integer and skipped dtypes (census only)
-  std::string_view group;            ///< tensor_group(name)
-  std::optional<Layer> layer;        ///< tensor_layer(name)
-  TensorRole role = TensorRole::kModel;
-  std::optional<std::string> shares_storage_with;  ///< the first tensor on the same storage
-};
+/// A tensor as the report shows it: what analysis found (per-tensor rows, roles, model-parallel parts).
+using TensorReport = AnalyzedTensor;
 
 struct ModelError {
   std::string code;     ///< ErrorCode name, e.g. "header_too_small"
@@ -37,7 +25,8 @@ struct ModelReport {
   std::string path;
   std::string format;
   std::vector<std::string> files;
-  ModelSummary summary;
+  ModelSummary summary;  ///< the parameters: seed 000's summary, the verdict's input
+  ValueSummary buffers;  ///< the buffers, apart (docs/method.md)
   Verdict verdict;
   std::vector<TensorReport> tensors;
   std::vector<std::string> warnings;

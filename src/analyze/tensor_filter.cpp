@@ -1,4 +1,4 @@
-#include "precdetect/app/options.h"
+#include "precdetect/analyze/tensor_filter.h"
 
 namespace precdetect {
 

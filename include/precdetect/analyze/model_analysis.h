@@ -1,0 +1,34 @@
+#pragma once
+/// Stage 3 for a whole model: every selected tensor analyzed, given its role, and folded into seed 000's summary
+/// (parameters only) and the buffers' own summary, with the warnings a user must see.
+
+#include <string>
+#include <vector>
+
+#include "precdetect/analyze/analyzed_tensor.h"
+#include "precdetect/analyze/analyzer.h"
+#include "precdetect/analyze/buffer_names.h"
+#include "precdetect/analyze/stats_cache.h"
+#include "precdetect/analyze/summary.h"
+#include "precdetect/analyze/tensor_filter.h"
+#include "precdetect/load/checkpoint.h"
+
+namespace precdetect {
+
+struct ModelAnalysis {
+  ModelSummary summary;                 ///< the parameters (role model), each counted once: the verdict's input
+  ValueSummary buffers;                 ///< the buffers, reported apart
+  std::vector<AnalyzedTensor> tensors;  ///< every selected tensor in file order; model-parallel parts joined
+  std::vector<std::string> warnings;    ///< full sentences
+};
+
+/// Analyzes the tensors `filter` selects with `analyzer`, taking statistics from `cache` where it has them
+/// (nullptr: no cache). A tensor the file does not place (TensorRecord::role_from_file) becomes a buffer when
+/// `buffers` matches its name. In
+/// a model-parallel checkpoint, same-named tensors of different files are parts of one tensor: reported once,
+/// their statistics added (or, when every part is the same, taken once). Throws Error(kNoTensors) when the
+/// checkpoint holds no tensor at all: a file is never read as an empty model.
+ModelAnalysis analyze_model(const Checkpoint& checkpoint, const TensorFilter& filter, const BufferNames& buffers,
+                            Analyzer& analyzer, StatsCache* cache);
+
+}  // namespace precdetect

@@ -1,0 +1,17 @@
+#pragma once
+/// The verdict in words, as the table and the Markdown print it: "bf16|fp32 (0.85) fp16-risk: range, overflow
+/// in 2 tensors (conv2_BN.running_var 4.970e+05, ...)".
+
+#include <string>
+
+#include "precdetect/classify/classifier.h"
+
+namespace precdetect {
+
+/// The label, then the other candidates ("bf16|fp32"), and the confidence.
+std::string label_text(const Verdict& verdict);
+
+/// "" when there is no fp16 risk; else " fp16-risk: " and each kind of reason with its first tensor.
+std::string risk_text(const Verdict& verdict);
+
+}  // namespace precdetect

@@ -1,0 +1,165 @@
+#include "precdetect/analyze/model_analysis.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <map>
+
+#include "precdetect/core/error.h"
+
+namespace precdetect {
+namespace {
+
+/// The statistics of `floats`, in order: from the cache where it holds them, the others analyzed in one go (and
+/// then stored there).
+std::vector<TensorStats> float_stats(const Checkpoint& checkpoint, const std::vector<const TensorRecord*>& floats,
+                                     Analyzer& analyzer, StatsCache* cache) {
+  if (!cache) return analyzer.analyze(checkpoint, floats);
+  std::vector<std::string> file_identities(checkpoint.files.size());
+  auto identity = [&](const TensorRecord& record) -> const std::string& {
+    std::string& file = file_identities[record.file];
+    if (file.empty()) file = StatsCache::file_identity(checkpoint, record.file);
+    return file;
+  };
+  std::vector<std::optional<TensorStats>> cached;
+  std::vector<const TensorRecord*> missing;
+  for (const TensorRecord* record : floats) {
+    cached.push_back(cache->find(identity(*record), *record));
+    if (!cached.back()) missing.push_back(record);
+  }
+  std::vector<TensorStats> analyzed = analyzer.analyze(checkpoint, missing);
+  std::vector<TensorStats> stats;
+  for (size_t i = 0, next = 0; i < floats.size(); ++i) {
+    if (!cached[i]) cache->store(identity(*floats[i]), *floats[i], analyzed[next]);
+    stats.push_back(cached[i] ? *cached[i] : analyzed[next++]);
+  }
+  return stats;
+}
+
+AnalyzedTensor analyzed(const TensorRecord& record, const BufferNames& buffers) {
+  bool buffer = record.role == TensorRole::kModel && !record.role_from_file && buffers.matches(record.name);
+  return {.name = record.name,
+          .dtype = record.dtype,
+          .shape = record.shape,
+          .numel = record.numel,
+          .nbytes = record.nbytes,
+          .group = tensor_group(record.name),
+          .layer = tensor_layer(record.name),
+          .role = buffer ? TensorRole::kBuffer : record.role,
+          .shares_storage_with = record.shares_storage_with,
+          .counted = record.counted};
+}
+
+/// The parts of one model-parallel tensor as one: copies of one tensor are taken once, slices are added up.
+AnalyzedTensor joined(std::vector<AnalyzedTensor> parts) {
+  AnalyzedTensor whole = std::move(parts.front());
+  whole.parts = {whole.shape};
+  whole.replicated = true;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    whole.parts.push_back(parts[i].shape);
+    whole.replicated = whole.replicated && parts[i].shape == whole.shape && parts[i].stats == whole.stats;
+  }
+  if (whole.replicated) return whole;
+  whole.shape.clear();  // slices of an unknown split: the whole tensor's shape is not recorded anywhere
+  for (size_t i = 1; i < parts.size(); ++i) {
+    whole.numel += parts[i].numel;
+    whole.nbytes += parts[i].nbytes;
+    if (whole.stats && parts[i].stats) whole.stats->merge(*parts[i].stats);
+  }
+  return whole;
+}
+
+/// Joins same-named tensors (model-parallel parts) into one, in the order their names first appear.
+std::vector<AnalyzedTensor> join_parts(std::vector<AnalyzedTensor> tensors) {
+  std::map<std::string, size_t> first;
+  std::vector<std::vector<AnalyzedTensor>> named;
+  for (AnalyzedTensor& tensor : tensors) {
+    auto [at, fresh] = first.emplace(tensor.name, named.size());
+    if (fresh) named.emplace_back();
+    named[at->second].push_back(std::move(tensor));
+  }
+  std::vector<AnalyzedTensor> joined_tensors;
+  for (auto& parts : named) joined_tensors.push_back(parts.size() == 1 ? std::move(parts.front()) : joined(std::move(parts)));
+  return joined_tensors;
+}
+
+std::filesystem::path model_path(const Checkpoint& checkpoint) {
+  if (checkpoint.files.size() == 1) return checkpoint.files.front()->path();
+  return checkpoint.files.empty() ? std::filesystem::path() : checkpoint.files.front()->path().parent_path();
+}
+
+void count_roles(ModelAnalysis& analysis) {
+  for (const AnalyzedTensor& tensor : analysis.tensors) {
+    if (!tensor.counted) continue;  // a tied weight's second name: reported, counted once
+    if (tensor.role == TensorRole::kModel) analysis.summary.add(tensor);
+    if (tensor.role == TensorRole::kBuffer) analysis.buffers.add(tensor);
+  }
+}
+
+void add_warnings(ModelAnalysis& analysis, const TensorFilter& filter) {
+  std::vector<std::string> skipped;
+  size_t optimizer = 0, parts = 0, replicated = 0;
+  for (const AnalyzedTensor& tensor : analysis.tensors) {
+    if (dtype_kind(tensor.dtype) == DTypeKind::kSkipped)
+      skipped.push_back(fmt::format("{} ({})", tensor.name, dtype_name(tensor.dtype)));
+    optimizer += tensor.role == TensorRole::kOptimizer;
+    parts += !tensor.parts.empty() && !tensor.replicated;
+    replicated += tensor.replicated;
+  }
+  auto& warnings = analysis.warnings;
+  if (!skipped.empty())
+    warnings.push_back(fmt::format("{} tensor(s) of dtypes precdetect cannot analyze were counted but not analyzed: {}",
+                                   skipped.size(), fmt::join(skipped, ", ")));
+  if (optimizer > 0)
+    warnings.push_back(fmt::format("{} optimizer-state tensor(s) are reported apart (role \"optimizer\") and kept out "
+                                   "of the model statistics",
+                                   optimizer));
+  if (analysis.buffers.tensors > 0)
+    warnings.push_back(fmt::format(
+        "{} buffer tensor(s) (running statistics, masks, position tables: not learned) are reported apart (role "
+        "\"buffer\") and kept out of the verdict; fp16_risk still counts them",
+        analysis.buffers.tensors));
+  if (parts + replicated > 0)
+    warnings.push_back(fmt::format("model-parallel shards: {} tensor(s) split across the files were joined (parts "
+                                   "added up), {} copied in every file were counted once",
+                                   parts, replicated));
+  if (analysis.tensors.empty() && filter.given())
+    warnings.emplace_back("no tensor matches --include/--exclude; nothing to classify (widen the filter)");
+  else if (analysis.summary.analyzed_tensors == 0)
+    warnings.emplace_back("the model has no floating-point parameters; nothing to classify");
+  TensorStats totals = analysis.summary.totals;
+  totals.merge(analysis.buffers.totals);
+  if (totals.nans + totals.infs > 0)
+    warnings.push_back(fmt::format("the weights hold {} NaN and {} Inf values: the checkpoint is damaged or "
+                                   "overflowed during training",
+                                   totals.nans, totals.infs));
+}
+
+}  // namespace
+
+ModelAnalysis analyze_model(const Checkpoint& checkpoint, const TensorFilter& filter, const BufferNames& buffers,
+                            Analyzer& analyzer, StatsCache* cache) {
+  if (checkpoint.tensors.empty())
+    fail(ErrorCode::kNoTensors, model_path(checkpoint),
+         checkpoint.warnings.empty() ? "no tensors found: nothing to scan"
+                                     : "no tensors found: nothing to scan (" + checkpoint.warnings.front() + ")");
+  std::vector<const TensorRecord*> selected, floats;
+  for (const TensorRecord& record : checkpoint.tensors) {
+    if (!filter.selects(record.name)) continue;
+    selected.push_back(&record);
+    if (dtype_kind(record.dtype) == DTypeKind::kFloat) floats.push_back(&record);
+  }
+  std::vector<TensorStats> stats = float_stats(checkpoint, floats, analyzer, cache);
+  ModelAnalysis analysis;
+  size_t next_float = 0;
+  for (const TensorRecord* record : selected) {
+    analysis.tensors.push_back(analyzed(*record, buffers));
+    if (dtype_kind(record->dtype) == DTypeKind::kFloat) analysis.tensors.back().stats = stats[next_float++];
+  }
+  if (checkpoint.model_parallel) analysis.tensors = join_parts(std::move(analysis.tensors));
+  count_roles(analysis);
+  add_warnings(analysis, filter);
+  return analysis;
+}
+
+}  // namespace precdetect

@@ -1,0 +1,42 @@
+#include "precdetect/report/verdict_text.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <array>
+
+#include "precdetect/report/stat_text.h"
+
+namespace precdetect {
+namespace {
+
+/// "overflow in 2 tensors (conv2_BN.running_var 4.970e+05, ...)" for the reasons of one kind.
+std::string kind_text(const Verdict& verdict, Fp16RiskKind kind) {
+  const Fp16RiskReason* first = nullptr;
+  size_t count = 0;
+  for (const Fp16RiskReason& reason : verdict.fp16_risk_reasons)
+    if (reason.kind == kind) first = first ? first : &reason, ++count;
+  if (!first) return "";
+  if (kind == Fp16RiskKind::kRange) return "range";
+  std::string value = kind == Fp16RiskKind::kOverflow ? format_stat(true, first->value)
+                                                      : fmt::format("{:.0f}% to 0", 100 * first->value);
+  return fmt::format("{} in {} tensor{} ({}{} {}{})", kind == Fp16RiskKind::kOverflow ? "overflow" : "flush to zero",
+                     count, count == 1 ? "" : "s", first->role == TensorRole::kBuffer ? "buffer " : "", first->tensor,
+                     value, count > 1 ? ", ..." : "");
+}
+
+}  // namespace
+
+std::string label_text(const Verdict& verdict) {
+  return fmt::format("{} ({:.2f})", fmt::join(verdict.candidates, "|"), verdict.confidence);
+}
+
+std::string risk_text(const Verdict& verdict) {
+  if (!verdict.fp16_risk) return "";
+  std::vector<std::string> parts;
+  for (Fp16RiskKind kind : {Fp16RiskKind::kRange, Fp16RiskKind::kOverflow, Fp16RiskKind::kFlushToZero})
+    if (std::string part = kind_text(verdict, kind); !part.empty()) parts.push_back(std::move(part));
+  return fmt::format(" fp16-risk: {}", fmt::join(parts, ", "));
+}
+
+}  // namespace precdetect
