@@ -188,6 +188,19 @@ class ReportInChromiumTest(ReportCase):
         self.assertGreater(height, 2000)  # the whole page, not the window
         self.assertGreater(len(set(pixels[::101])), 16, "the screenshot is blank")
 
+    def test_the_verdict_says_its_candidates_risks_and_buffers(self):
+        tensors = {"conv.weight": torch.full((4, 4), 0.5), "bn.running_var": torch.tensor([7e4, 1.0])}
+        result, _ = self.scan_with_report(self.write_model(tensors))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        page = self.open_page(self.tmp / "report.html")
+        self.assertQuietAndOffline(page)
+        verdict = page.evaluate("document.querySelector('#model-0 .verdict').innerText")
+        self.assertIn("does not rule out: fp32", verdict)
+        self.assertIn("Cast to fp16, buffer bn.running_var becomes inf: 1 value(s) above 65504", verdict)
+        section = page.evaluate("document.getElementById('model-0').innerText")
+        self.assertIn("Buffers (not in the verdict)", section)
+        self.assertIn("abs max 7.000e+4 (bn.running_var)", section)
+
     def test_failed_model_and_hostile_names(self):
         good = self.write_model({HOSTILE_NAME: torch.ones(4), "b.bias": torch.full((3,), 2.0)}, "good")
         broken = self.tmp / "broken.safetensors"

@@ -91,22 +91,26 @@ TEST_F(Discovery, IndependentCheckpointsAreOneModelEach) {
 }
 
 TEST_F(Discovery, ShardPatternsMakeOneModel) {
-  write("s/model-00001-of-00002.safetensors", "");
-  write("s/model-00002-of-00002.safetensors", "");
-  ModelSource ordinary = discover((root_ / "s").string(), root_);
-  EXPECT_EQ(ordinary.files.size(), 2u);
-  EXPECT_FALSE(ordinary.model_parallel);
-  write("meta/consolidated.00.pth", "");
-  write("meta/consolidated.01.pth", "");
-  write("meta/params.json", "{}");
-  ModelSource meta = discover((root_ / "meta").string(), root_);
-  EXPECT_EQ(meta.files.size(), 2u);
-  EXPECT_TRUE(meta.model_parallel);
-  write("ds/mp_rank_00_model_states.pt", "");
-  write("ds/mp_rank_01_model_states.pt", "");
-  write("ds/zero_pp_rank_0_mp_rank_00_optim_states.pt", "");  // optimizer partitions: training state
-  EXPECT_TRUE(discover((root_ / "ds").string(), root_).model_parallel);
-  EXPECT_EQ(discover((root_ / "ds").string(), root_).files.size(), 2u);
+  struct Case {
+    std::string folder;
+    std::vector<std::string> files;  // the first two are the shards
+    bool model_parallel;
+  };
+  const Case cases[] = {
+      {"hf", {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}, false},
+      {"meta", {"consolidated.00.pth", "consolidated.01.pth", "params.json"}, true},
+      // DeepSpeed: ZeRO's optimizer partitions beside the model states are training state
+      {"ds", {"mp_rank_00_model_states.pt", "mp_rank_01_model_states.pt", "zero_pp_rank_0_mp_rank_00_optim_states.pt"},
+       true},
+      {"fairseq", {"checkpoint_last-model_part-0.pt", "checkpoint_last-model_part-1.pt"}, true},
+  };
+  for (const Case& c : cases) {
+    for (const std::string& file : c.files) write(c.folder + "/" + file, "");
+    ModelSource source = discover((root_ / c.folder).string(), root_);
+    EXPECT_EQ(source.files, (std::vector<fs::path>{root_ / c.folder / c.files[0], root_ / c.folder / c.files[1]}))
+        << c.folder;
+    EXPECT_EQ(source.model_parallel, c.model_parallel) << c.folder;
+  }
 }
 
 TEST_F(Discovery, MegatronRankFoldersAreOneModelParallelModel) {

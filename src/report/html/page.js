@@ -139,7 +139,8 @@ function exponentChart(precision) {
 // One dot per analyzed tensor, in file order, on a log scale against the rules and fp16's max.
 function tensorAbsMaxChart(model) {
   const tensors = model.tensors.filter((t) => typeof t.abs_max === 'number' && t.abs_max > 0)
-      .map((t, i) => ({i, name: t.name, abs_max: t.abs_max, group: t.group, dtype: t.dtype}));
+      // Buffers and optimizer state are coloured by their role: they are not among the groups' parameters.
+      .map((t, i) => ({i, name: t.name, abs_max: t.abs_max, group: t.role === 'model' ? t.group : t.role, dtype: t.dtype}));
   if (!tensors.length) return element('p', {class: 'sub'}, 'No tensor with a non-zero abs max to chart.');
   return chart({
     width: 560, height: 240,
@@ -155,7 +156,7 @@ function tensorAbsMaxChart(model) {
       {orient: 'bottom', scale: 'x', title: 'tensor (file order)', tickMinStep: 1, format: 'd'},
       {orient: 'left', scale: 'y', title: 'abs max', grid: true, format: '~g'},
     ],
-    legends: [{fill: 'group', title: 'group', orient: 'right'}],
+    legends: [{fill: 'group', title: 'group or role', orient: 'right'}],
     marks: [
       {type: 'symbol', name: 'tensor-dots', from: {data: 'tensors'}, encode: {
         enter: {x: {scale: 'x', field: 'i'}, y: {scale: 'y', field: 'abs_max'}, fill: {scale: 'group', field: 'group'},
@@ -229,16 +230,35 @@ function layerChart(model, stat, title) {
 
 // ---- the model section ----
 
+// One fp16 risk reason in words (docs/json-schema.md, verdict.fp16_risk_reasons).
+function riskReason(reason) {
+  const where = reason.tensor ? ` ${reason.role === 'buffer' ? 'buffer' : 'parameter'} ${reason.tensor}` : '';
+  if (reason.kind === 'range') {
+    return `The parameters were learned wider than fp16 holds: rule ${reason.rule} fired (${scientific(reason.value)}` +
+           `${where ? ` in${where}` : ''}).`;
+  }
+  if (reason.kind === 'overflow') {
+    return `Cast to fp16,${where} becomes inf: ${count(reason.values)} value(s) above 65504 (abs max ` +
+           `${scientific(reason.value)}).`;
+  }
+  return `Cast to fp16,${where} flushes ${(100 * reason.value).toFixed(0)}% of its non-zero values ` +
+         `(${count(reason.values)}) to zero.`;
+}
+
 function verdictBlock(model) {
   const verdict = model.verdict;
   const risk = verdict.fp16_risk ? element('span', {class: 'badge risk'}, 'fp16 risk')
-                                 : element('span', {class: 'badge safe'}, 'no fp16 range risk');
+                                 : element('span', {class: 'badge safe'}, 'no fp16 risk found');
   const hints = [];
   if (verdict.hints?.config_dtype) hints.push(`config.json says ${verdict.hints.config_dtype}`);
   if (verdict.hints?.stored_dtypes?.length) hints.push(`stored as ${verdict.hints.stored_dtypes.join(', ')}`);
+  const others = verdict.candidates.filter((label) => label !== verdict.label);
   return element('div', {class: 'verdict'},
       element('span', {class: `label ${verdict.label}`}, verdict.label),
       element('div', {}, element('div', {}, `confidence ${verdict.confidence.toFixed(2)} `, risk),
+              element('div', {class: 'sub candidates'}, others.length
+                  ? `The evidence does not rule out: ${others.join(', ')} (range cannot tell bf16 from fp32).` : ''),
+              element('ul', {class: 'risks'}, verdict.fp16_risk_reasons.map((r) => element('li', {}, riskReason(r)))),
               element('div', {class: 'sub'}, hints.length ? `hints (not proof): ${hints.join('; ')}` : '')));
 }
 
@@ -292,9 +312,20 @@ function censusTable(summary) {
 function largestTensors(model, limit = 12) {
   const rows = model.tensors.filter((t) => typeof t.abs_max === 'number')
       .sort((a, b) => b.abs_max - a.abs_max).slice(0, limit)
-      .map((t) => ({cells: [t.name, t.group, t.dtype, scientific(t.abs_max), scientific(t.norm),
-                            count(t.precision.fp16.overflow)]}));
-  return table(['tensor', 'group', 'dtype', 'abs max', 'L2 norm', 'fp16 overflow'], rows, 3);
+      .map((t) => ({cells: [t.name, t.role === 'model' ? t.group : t.role, t.dtype, scientific(t.abs_max),
+                            scientific(t.norm), count(t.precision.fp16.overflow)]}));
+  return table(['tensor', 'group or role', 'dtype', 'abs max', 'L2 norm', 'fp16 overflow'], rows, 3);
+}
+
+// Buffers (running statistics, masks, position tables) are kept out of the verdict, not out of sight.
+function buffersBlock(buffers) {
+  if (!buffers.tensors) return null;
+  return [element('h3', {}, 'Buffers (not in the verdict)'),
+          element('p', {class: 'sub'}, `${count(buffers.tensors)} tensors, ${count(buffers.parameters)} values: ` +
+              `abs max ${scientific(buffers.abs_max)} (${buffers.abs_max_tensor ?? '-'}), norm max ` +
+              `${scientific(buffers.norm_max)}; ${count(buffers.precision.fp16.overflow)} value(s) overflow fp16. ` +
+              'model.half() casts them too, so fp16 risk counts them.'),
+          censusTable(buffers)];
 }
 
 function failedModel(model) {
@@ -328,7 +359,8 @@ function modelSection(model) {
                  element('div', {class: 'charts'}, layerChart(model, 'abs_max', 'abs max per block'),
                          layerChart(model, 'norm_max', 'largest L2 norm per block'))] : null,
       element('h3', {}, 'Largest tensors'), largestTensors(model),
-      element('h3', {}, 'Census'), censusTable(summary));
+      element('h3', {}, 'Census (parameters)'), censusTable(summary),
+      buffersBlock(model.buffers));
 }
 
 // ---- the page ----
@@ -339,7 +371,8 @@ function overview(models) {
   const rows = models.map((m) => ({cells: [
     element('a', {href: `#${anchor(m)}`}, m.input),
     m.error ? element('span', {class: 'badge error'}, 'error')
-            : element('span', {class: `badge ${m.verdict.label}`}, `${m.verdict.label} ${m.verdict.confidence.toFixed(2)}`),
+            : element('span', {class: `badge ${m.verdict.label}`},
+                      `${m.verdict.candidates.join('|')} ${m.verdict.confidence.toFixed(2)}`),
     m.error ? '' : m.verdict.fp16_risk ? element('span', {class: 'badge risk'}, 'fp16 risk') : 'no',
     m.error ? '' : scientific(m.summary.abs_max), m.error ? '' : scientific(m.summary.norm_max),
     m.error ? '' : count(m.summary.parameters)]}));
