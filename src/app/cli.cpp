@@ -90,7 +90,7 @@ void add_gate_options(CLI::App& app, Gates& gates) {
       ->delimiter(',')
       ->allow_extra_args(false)
       ->check(CLI::IsMember(kLabels));
-  app.add_flag("--fail-if-fp16-risk", gates.fail_if_fp16_risk, "exit 1 if a model is at risk of overflow in fp16");
+  app.add_flag("--fail-if-fp16-risk", gates.fail_if_fp16_risk, "exit 1 if a model is at risk in fp16 (its range, or a tensor that overflows or flushes to zero)");
   app.add_option("--max-abs", gates.max_abs, "exit 1 if a model's largest |weight| exceeds X")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--max-norm", gates.max_norm, "exit 1 if a model's largest tensor L2 norm exceeds X")

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "precdetect/report/verdict_text.h"
+
 namespace precdetect {
 
 std::vector<std::string> gate_failures(const ModelReport& model, const Gates& gates) {
@@ -17,8 +19,7 @@ std::vector<std::string> gate_failures(const ModelReport& model, const Gates& ga
   if (std::find(gates.fail_on.begin(), gates.fail_on.end(), label) != gates.fail_on.end())
     failures.push_back(fmt::format("classified {} (--fail-on {})", label, fmt::join(gates.fail_on, ",")));
   if (gates.fail_if_fp16_risk && model.verdict.fp16_risk)
-    failures.push_back(fmt::format("at risk of overflow in fp16: abs max {:.4g} (--fail-if-fp16-risk)",
-                                   summary.abs_max));
+    failures.push_back(fmt::format("at risk in fp16: {} (--fail-if-fp16-risk)", risk_reasons_text(model.verdict)));
   if (gates.max_abs && summary.has_values && summary.abs_max > *gates.max_abs)
     failures.push_back(fmt::format("abs max {:.4g} exceeds {:.4g} (--max-abs)", summary.abs_max, *gates.max_abs));
   if (gates.max_norm && summary.has_nonzero_norm && summary.norm_max > *gates.max_norm)

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <array>
 
 #include "precdetect/report/stat_text.h"
 
@@ -31,12 +30,15 @@ std::string label_text(const Verdict& verdict) {
   return fmt::format("{} ({:.2f})", fmt::join(verdict.candidates, "|"), verdict.confidence);
 }
 
-std::string risk_text(const Verdict& verdict) {
-  if (!verdict.fp16_risk) return "";
+std::string risk_reasons_text(const Verdict& verdict) {
   std::vector<std::string> parts;
   for (Fp16RiskKind kind : {Fp16RiskKind::kRange, Fp16RiskKind::kOverflow, Fp16RiskKind::kFlushToZero})
     if (std::string part = kind_text(verdict, kind); !part.empty()) parts.push_back(std::move(part));
-  return fmt::format(" fp16-risk: {}", fmt::join(parts, ", "));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::string risk_text(const Verdict& verdict) {
+  return verdict.fp16_risk ? " fp16-risk: " + risk_reasons_text(verdict) : "";
 }
 
 }  // namespace precdetect

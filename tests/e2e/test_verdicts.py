@@ -103,6 +103,10 @@ class Buffers(ScanTestCase):
                       result.stdout)
         self.assertIn("buffer (not in the verdict)", result.stdout)
         self.assertIn("buffers (kept out of the verdict): 6 tensors", result.stdout)
+        gated = run("--fail-if-fp16-risk", self.tmp / "net.pth")
+        self.assertEqual(gated.returncode, 1)
+        self.assertIn("gate failed: ", gated.stderr)
+        self.assertIn("at risk in fp16: overflow in 1 tensor (buffer conv2_BN.running_var 4.970e+05)", gated.stderr)
 
     def test_a_pickled_module_decides_its_buffers_by_its_own_dicts(self):
         torch.manual_seed(3)

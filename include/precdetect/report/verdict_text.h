@@ -11,7 +11,10 @@ namespace precdetect {
 /// The label, then the other candidates ("bf16|fp32"), and the confidence.
 std::string label_text(const Verdict& verdict);
 
-/// "" when there is no fp16 risk; else " fp16-risk: " and each kind of reason with its first tensor.
+/// Each kind of fp16 risk reason with its first tensor: "range, overflow in 2 tensors (...)"; "" when none.
+std::string risk_reasons_text(const Verdict& verdict);
+
+/// "" when there is no fp16 risk; else " fp16-risk: " and the reasons.
 std::string risk_text(const Verdict& verdict);
 
 }  // namespace precdetect
