@@ -1,7 +1,6 @@
 #include "precdetect/analyze/model_analysis.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <map>
 
@@ -108,31 +107,19 @@ void add_warnings(ModelAnalysis& analysis, const TensorFilter& filter) {
   }
   auto& warnings = analysis.warnings;
   if (!skipped.empty())
-    warnings.push_back(fmt::format("{} tensor(s) of dtypes precdetect cannot analyze were counted but not analyzed: {}",
-                                   skipped.size(), fmt::join(skipped, ", ")));
-  if (optimizer > 0)
-    warnings.push_back(fmt::format("{} optimizer-state tensor(s) are reported apart (role \"optimizer\") and kept out "
-                                   "of the model statistics",
-                                   optimizer));
-  if (analysis.buffers.tensors > 0)
-    warnings.push_back(fmt::format(
-        "{} buffer tensor(s) (running statistics, masks, position tables: not learned) are reported apart (role "
-        "\"buffer\") and kept out of the verdict; fp16_risk still counts them",
-        analysis.buffers.tensors));
+    warnings.push_back({.code = WarningCode::kDtypesNotAnalyzed, .names = skipped, .count = skipped.size()});
+  if (optimizer > 0) warnings.push_back({.code = WarningCode::kOptimizerState, .count = optimizer});
+  if (analysis.buffers.tensors > 0) warnings.push_back({.code = WarningCode::kBuffers, .count = analysis.buffers.tensors});
   if (parts + replicated > 0)
-    warnings.push_back(fmt::format("model-parallel shards: {} tensor(s) split across the files were joined (parts "
-                                   "added up), {} copied in every file were counted once",
-                                   parts, replicated));
+    warnings.push_back({.code = WarningCode::kModelParallelJoined, .count = parts, .other = replicated});
   if (analysis.tensors.empty() && filter.given())
-    warnings.emplace_back("no tensor matches --include/--exclude; nothing to classify (widen the filter)");
+    warnings.push_back({.code = WarningCode::kEmptySelection});
   else if (analysis.summary.analyzed_tensors == 0)
-    warnings.emplace_back("the model has no floating-point parameters; nothing to classify");
+    warnings.push_back({.code = WarningCode::kNoFloatParameters});
   TensorStats totals = analysis.summary.totals;
   totals.merge(analysis.buffers.totals);
   if (totals.nans + totals.infs > 0)
-    warnings.push_back(fmt::format("the weights hold {} NaN and {} Inf values: the checkpoint is damaged or "
-                                   "overflowed during training",
-                                   totals.nans, totals.infs));
+    warnings.push_back({.code = WarningCode::kNonFinite, .count = totals.nans, .other = totals.infs});
 }
 
 }  // namespace
@@ -142,7 +129,7 @@ ModelAnalysis analyze_model(const Checkpoint& checkpoint, const TensorFilter& fi
   if (checkpoint.tensors.empty())
     fail(ErrorCode::kNoTensors, model_path(checkpoint),
          checkpoint.warnings.empty() ? "no tensors found: nothing to scan"
-                                     : "no tensors found: nothing to scan (" + checkpoint.warnings.front() + ")");
+                                     : "no tensors found: nothing to scan (" + checkpoint.warnings.front().message() + ")");
   std::vector<const TensorRecord*> selected, floats;
   for (const TensorRecord& record : checkpoint.tensors) {
     if (!filter.selects(record.name)) continue;

@@ -73,7 +73,7 @@ void add_batch_options(CLI::App& app, ScanOptions& options, std::string& shard, 
   app.add_option("--cache", options.cache, "keep tensor statistics in this SQLite file; unchanged files are not re-read")
       ->envname("PRECDETECT_CACHE");
   app.add_flag("--no-cache", no_cache, "no results cache, even when --cache or PRECDETECT_CACHE names one");
-  app.add_flag("-q,--quiet", options.quiet, "no progress line on stderr (drawn only when stderr is a terminal)");
+  app.add_flag("-q,--quiet", options.quiet, "no progress line and no warnings on stderr (errors are still printed)");
   app.add_flag_callback(
          "--jsonl", [&options] { options.format = OutputFormat::kJsonl; },
          "print one JSON line per model as it finishes, then a summary line (--format jsonl)")

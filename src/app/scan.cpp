@@ -133,6 +133,14 @@ void announce(const ModelReport& model, bool jsonl, Progress& progress) {
   progress.finished(model.summary.bytes);
 }
 
+/// Each model's warnings on stderr, one line each, after the results: a table, CSV or Markdown reader sees them
+/// too (JSON carries them in the document).
+void print_warnings(const ScanReport& report) {
+  for (const ModelReport& model : report.models)
+    for (const Warning& warning : model.warnings)
+      fmt::print(stderr, "precdetect: warning: {}: {}\n", model.input, warning.message());
+}
+
 ExitCode exit_code(const ScanReport& report) {
   BatchCounts counts = count_batch(report);
   if (counts.gate_failed) return ExitCode::kGateFailed;
@@ -178,6 +186,8 @@ ExitCode run_scan(const ScanOptions& options) {
   if (options.report) write_file_atomically(*options.report, render_html(document));
   publish(document, options.output, options.format == OutputFormat::kJson, rendered(report, options));
   if (options.format == OutputFormat::kJsonl) print_json_line(batch_summary_json(report));
+  std::fflush(stdout);  // the warnings follow the results on a terminal that shows both
+  if (!options.quiet) print_warnings(report);
   return exit_code(report);
 }
 

@@ -39,9 +39,7 @@ void check_against_index(Checkpoint& checkpoint, const ModelSource& source) {
            fmt::format("tensor `{}` is listed in the index but not found in shard `{}`", name, shard));
   }
   size_t unindexed = checkpoint.tensors.size() - source.weight_map.size();
-  if (unindexed > 0)
-    checkpoint.warnings.push_back(
-        fmt::format("{} tensor(s) in the shards are not listed in the index; they were scanned anyway", unindexed));
+  if (unindexed > 0) checkpoint.warnings.push_back({.code = WarningCode::kUnindexedTensors, .count = unindexed});
 }
 
 /// Two tensors of one name are one model's contradiction, except across model-parallel shards, whose files each
@@ -72,7 +70,7 @@ Checkpoint open_checkpoint(const ModelSource& source, ReadMode mode) {
     checkpoint.files.push_back(map_file(file, mode));
     std::string format = read_file(checkpoint, checkpoint.files.size() - 1);
     if (!checkpoint.format.empty() && checkpoint.format != format)
-      checkpoint.warnings.push_back(fmt::format("files of several formats: {} and {}", checkpoint.format, format));
+      checkpoint.warnings.push_back({.code = WarningCode::kMixedFormats, .names = {checkpoint.format, format}});
     checkpoint.format = format;
   }
   if (!source.weight_map.empty()) check_against_index(checkpoint, source);

@@ -1,7 +1,6 @@
 #include "precdetect/load/torch_tensors.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -198,21 +197,19 @@ void add_torch_tensors(Checkpoint& checkpoint, const std::vector<FoundTensor>& f
     checkpoint.tensors.push_back(std::move(record));
   }
   if (!skipped.empty())
-    checkpoint.warnings.push_back(fmt::format("{} tensor(s) of dtypes precdetect cannot read were skipped: {}",
-                                              skipped.size(), fmt::join(skipped, ", ")));
+    checkpoint.warnings.push_back(
+        {.code = WarningCode::kDtypesNotRead, .file = path.string(), .names = skipped, .count = skipped.size()});
   if (!unreached.empty())
-    checkpoint.warnings.push_back(fmt::format(
-        "{}: {} tensor(s) rebuilt by the pickle are reachable by no key path and are reported as {} (role "
-        "\"model\"): check what they are before trusting the verdict",
-        path.string(), unreached.size(), fmt::join(unreached, ", ")));
+    checkpoint.warnings.push_back(
+        {.code = WarningCode::kUnreachedTensors, .file = path.string(), .names = unreached, .count = unreached.size()});
 }
 
 void warn_not_called(Checkpoint& checkpoint, const std::set<std::string>& globals, const std::filesystem::path& path) {
   if (globals.empty()) return;
-  checkpoint.warnings.push_back(fmt::format(
-      "{}: the pickle asks to call {} function(s) or class(es) outside precdetect's allowlist; none was executed, "
-      "tensors were read from the data alone: {}",
-      path.string(), globals.size(), fmt::join(globals, ", ")));
+  checkpoint.warnings.push_back({.code = WarningCode::kNotExecuted,
+                                 .file = path.string(),
+                                 .names = {globals.begin(), globals.end()},
+                                 .count = globals.size()});
 }
 
 }  // namespace precdetect

@@ -167,6 +167,13 @@ ordered_json tensor_json(const TensorReport& tensor) {
   return item;
 }
 
+ordered_json warnings_json(const std::vector<Warning>& warnings) {
+  ordered_json items = ordered_json::array();
+  for (const Warning& warning : warnings)
+    items.push_back({{"code", warning_code_name(warning.code)}, {"message", warning.message()}});
+  return items;
+}
+
 }  // namespace
 
 ordered_json model_json(const ModelReport& model) {
@@ -183,7 +190,7 @@ ordered_json model_json(const ModelReport& model) {
           {"verdict", verdict_json(model.verdict)},
           {"storage_cast", storage_cast_json(model.summary)},
           {"tensors", tensors},
-          {"warnings", model.warnings},
+          {"warnings", warnings_json(model.warnings)},
           {"error", error},
           {"gate_failures", model.gate_failures}};
 }

@@ -43,6 +43,15 @@ def scan(*args, env=None, launcher=()):
     return result.returncode, result.document, result.stderr
 
 
+def messages(model):
+    """The messages of a model's warnings (each is {"code", "message"})."""
+    return [w["message"] for w in model["warnings"]]
+
+
+def warning_codes(model):
+    return [w["code"] for w in model["warnings"]]
+
+
 def as_json_number(value):
     """How precdetect writes a magnitude: a number, or the string "inf"."""
     return "inf" if math.isinf(value) else value

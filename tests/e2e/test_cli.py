@@ -8,7 +8,7 @@ import unittest
 import torch
 from safetensors.torch import save_file
 
-from helpers import REPO, ScanTestCase, reference_precision, run, scan
+from helpers import REPO, ScanTestCase, reference_precision, run, scan, warning_codes
 
 
 class ExitCodes(ScanTestCase):
@@ -96,6 +96,22 @@ class Output(ScanTestCase):
         table = run(self.tmp / "m.safetensors", "--output", out)  # the table on stdout, JSON in the file
         self.assertIn("abs min", table.stdout)
         self.assertEqual(json.loads(out.read_text())["models"][0]["summary"], document["models"][0]["summary"])
+
+    def test_warnings_reach_every_format_and_quiet_silences_them(self):
+        torch.save({"model": {"w": torch.tensor([1.0, float("nan")]), "bn.running_var": torch.ones(2)},
+                    "optimizer": {"state": {0: {"exp_avg": torch.zeros(2)}}}}, self.tmp / "ckpt.pt")
+        expected = ["optimizer_state", "buffers", "non_finite"]
+        _, document, stderr = scan(self.tmp / "ckpt.pt")
+        self.assertEqual(warning_codes(document["models"][0]), expected)
+        for format in ("table", "csv", "markdown"):
+            with self.subTest(format=format):
+                result = run("--format", format, self.tmp / "ckpt.pt")
+                lines = [l for l in result.stderr.splitlines() if l.startswith("precdetect: warning: ")]
+                self.assertEqual(len(lines), 3, result.stderr)
+                self.assertIn(f"precdetect: warning: {self.tmp / 'ckpt.pt'}: the weights hold 1 NaN and 0 Inf values",
+                              result.stderr)
+                self.assertNotIn("warning", result.stdout)
+        self.assertEqual(run("--quiet", self.tmp / "ckpt.pt").stderr, "")
 
     def test_unwritable_output_is_an_error(self):
         save_file({"w": torch.ones(2)}, self.tmp / "m.safetensors")

@@ -9,7 +9,7 @@ import unittest
 import torch
 from safetensors.torch import load_file
 
-from helpers import BATCHNORM_BUFFERS, CORPUS, ScanTestCase, parameters_only, reference_precision, scan
+from helpers import BATCHNORM_BUFFERS, CORPUS, ScanTestCase, messages, parameters_only, reference_precision, scan
 
 
 WRAPPERS = ("state_dict", "model_state_dict", "model", "module", "net", "network")
@@ -128,7 +128,7 @@ class Corpus(ScanTestCase):
         self.assertEqual(roles["model.24.anchor_grid.0"], "buffer")
         self.assertEqual(model["verdict"]["label"], "fp16")  # anchor_grid (373) and grid were its bf16 evidence
         self.assertIn("model.0.conv.weight", {t["name"] for t in model["tensors"]})
-        self.assertTrue(any("models.yolo.Model" in w for w in model["warnings"]))
+        self.assertTrue(any("models.yolo.Model" in w for w in messages(model)))
 
     def test_the_tar_fixture_against_its_raw_storages(self):
         """burn's hand-made tar (torch itself cannot load it: no storage views, no tensors member, storage ids

@@ -7,7 +7,7 @@ import unittest
 import torch
 from safetensors.torch import save_file
 
-from helpers import ScanTestCase, scan
+from helpers import ScanTestCase, messages, scan
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
@@ -78,7 +78,7 @@ class Sharded(ScanTestCase):
         code, document, _ = scan(self.tmp / "m")
         self.assertEqual(code, 0)
         self.assertSummary(document["models"][0]["summary"], tensors)
-        self.assertTrue(any("not listed in the index" in w for w in document["models"][0]["warnings"]))
+        self.assertTrue(any("not listed in the index" in w for w in messages(document["models"][0])))
 
 
 class HfCache(ScanTestCase):

@@ -7,7 +7,7 @@ import unittest
 import torch
 from safetensors.torch import save_file
 
-from helpers import ScanTestCase, run, scan
+from helpers import ScanTestCase, messages, run, scan
 
 
 def planted(tensor, *values):
@@ -60,7 +60,7 @@ class EveryDtype(ScanTestCase):
         self.assertEqual(model["summary"]["nans"], 5)  # f64, f32, f16, bf16, f8_e5m2
         self.assertEqual(model["summary"]["infs"], 2)
         self.assertEqual(model["summary"]["abs_max"], "inf")
-        self.assertTrue(any("NaN" in w for w in model["warnings"]))
+        self.assertTrue(any("NaN" in w for w in messages(model)))
 
     def test_empty_and_all_zero_tensors_follow_the_seed_definitions(self):
         tensors = {"zero": torch.zeros(4), "w": torch.tensor([0.5, -2.0]), "empty": torch.zeros(0)}
@@ -125,7 +125,7 @@ class Selection(ScanTestCase):
         self.assertEqual(code, 0)
         model = document["models"][0]
         self.assertEqual(model["verdict"]["label"], "unknown")
-        self.assertTrue(any("--include" in w for w in model["warnings"]))
+        self.assertTrue(any("--include" in w for w in messages(model)))
 
 
 class Verdicts(ScanTestCase):

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from helpers import ScanTestCase, reference_summary, run, scan
+from helpers import ScanTestCase, messages, reference_summary, run, scan
 
 
 class PitchNet(torch.nn.Module):
@@ -246,9 +246,9 @@ class NothingReadEmpty(ScanTestCase):
     def test_the_filter_warning_only_follows_a_filter(self):
         save_file({"steps": torch.tensor([3]), "w": torch.ones(2)}, self.tmp / "m.safetensors")
         _, document, _ = scan(self.tmp / "m.safetensors")
-        self.assertFalse(any("--include" in w for w in document["models"][0]["warnings"]))
+        self.assertFalse(any("--include" in w for w in messages(document["models"][0])))
         _, document, _ = scan("--include", "nothing-matches", self.tmp / "m.safetensors")
-        self.assertTrue(any("--include" in w for w in document["models"][0]["warnings"]))
+        self.assertTrue(any("--include" in w for w in messages(document["models"][0])))
 
     def test_a_tensor_no_path_reaches_is_still_analyzed_and_named(self):
         hidden = torch.tensor([4.0, -250.0, 0.5])
@@ -259,7 +259,7 @@ class NothingReadEmpty(ScanTestCase):
         unreached = [t for t in model["tensors"] if t["name"].startswith("(unreached).")]
         self.assertEqual(len(unreached), 1)
         self.assertTensorStats(unreached[0], hidden)
-        self.assertTrue(any(unreached[0]["name"] in w and "reachable by no key path" in w for w in model["warnings"]))
+        self.assertTrue(any(unreached[0]["name"] in w and "reachable by no key path" in w for w in messages(model)))
         self.assertEqual(model["verdict"]["label"], "bf16")  # its 250 counts: analyzed, never dropped
 
 

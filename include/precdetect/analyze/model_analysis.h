@@ -11,6 +11,7 @@
 #include "precdetect/analyze/stats_cache.h"
 #include "precdetect/analyze/summary.h"
 #include "precdetect/analyze/tensor_filter.h"
+#include "precdetect/core/warning.h"
 #include "precdetect/load/checkpoint.h"
 
 namespace precdetect {
@@ -19,7 +20,7 @@ struct ModelAnalysis {
   ModelSummary summary;                 ///< the parameters (role model), each counted once: the verdict's input
   ValueSummary buffers;                 ///< the buffers, reported apart
   std::vector<AnalyzedTensor> tensors;  ///< every selected tensor in file order; model-parallel parts joined
-  std::vector<std::string> warnings;    ///< full sentences
+  std::vector<Warning> warnings;
 };
 
 /// Analyzes the tensors `filter` selects with `analyzer`, taking statistics from `cache` where it has them

@@ -60,7 +60,7 @@ struct ScanOptions {
   bool all_revisions = false;      ///< with hf_cache: every snapshot, not only the one refs/main names
   Shard shard;                     ///< scan only this part of the inputs (--shard K/N)
   size_t jobs = 0;                 ///< models scanned at once; 0: the default for the device
-  bool quiet = false;              ///< no progress line on stderr (it is drawn only on a terminal anyway)
+  bool quiet = false;              ///< no progress line and no warnings on stderr (errors still)
   std::optional<std::filesystem::path> cache;  ///< the SQLite results cache (--cache, $PRECDETECT_CACHE)
   /// kJsonl: one JSON line per model as it finishes, then a summary line
   OutputFormat format = OutputFormat::kTable;

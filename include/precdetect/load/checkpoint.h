@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "precdetect/core/warning.h"
 #include "precdetect/discover/discover.h"
 #include "precdetect/load/byte_source.h"
 #include "precdetect/load/tensor_record.h"
@@ -15,7 +16,7 @@ struct Checkpoint {
   std::string format;                              ///< "safetensors"
   std::vector<std::unique_ptr<ByteSource>> files;  ///< TensorRecord::file indexes this
   std::vector<TensorRecord> tensors;               ///< file by file, in data order
-  std::vector<std::string> warnings;               ///< full sentences, for the report
+  std::vector<Warning> warnings;
   /// The files are model-parallel shards (ModelSource::model_parallel): a name may recur across files.
   bool model_parallel = false;
 };

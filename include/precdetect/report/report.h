@@ -9,6 +9,7 @@
 #include "precdetect/analyze/analyzed_tensor.h"
 #include "precdetect/analyze/summary.h"
 #include "precdetect/classify/classifier.h"
+#include "precdetect/core/warning.h"
 
 namespace precdetect {
 
@@ -29,7 +30,7 @@ struct ModelReport {
   ValueSummary buffers;  ///< the buffers, apart (docs/method.md)
   Verdict verdict;
   std::vector<TensorReport> tensors;
-  std::vector<std::string> warnings;
+  std::vector<Warning> warnings;
   std::optional<ModelError> error;
   std::vector<std::string> gate_failures;  ///< one reason per violated --expect/--fail-on/... gate
 };

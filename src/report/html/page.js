@@ -337,7 +337,7 @@ function failedModel(model) {
 function modelSection(model) {
   if (model.error) return failedModel(model);
   const {summary} = model;
-  const notes = [...model.warnings.map((w) => element('p', {class: 'warn'}, w)),
+  const notes = [...model.warnings.map((w) => element('p', {class: 'warn'}, w.message)),
                  ...model.gate_failures.map((g) => element('p', {class: 'warn'}, `gate failed: ${g}`))];
   if (model.storage_cast) notes.push(element('p', {class: 'note'}, `Storage cast: ${model.storage_cast.says}`));
   const layered = summary.layers.length > 1;

@@ -1,0 +1,41 @@
+#pragma once
+/// Everything precdetect warns about: a closed list (docs/errors.md), each warning a code with its arguments, and
+/// one message that says what happened and what to do. A new code does not compile until message() handles it.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace precdetect {
+
+enum class WarningCode {
+  kDtypesNotRead,         ///< load: tensors of dtypes precdetect cannot represent (quantized, complex128) skipped
+  kNotExecuted,           ///< load: the pickle asks to call globals outside the allowlist; none was called
+  kUnreachedTensors,      ///< load: tensors the pickle rebuilt that no key path reaches, named "(unreached).N"
+  kMixedFormats,          ///< load: one model's files are of several formats
+  kUnindexedTensors,      ///< load: tensors in the shards that the index does not list
+  kDtypesNotAnalyzed,     ///< analyze: tensors counted in the census whose values were not analyzed
+  kOptimizerState,        ///< analyze: optimizer state reported apart
+  kBuffers,               ///< analyze: buffers reported apart, out of the verdict
+  kModelParallelJoined,   ///< analyze: model-parallel parts joined into whole tensors
+  kEmptySelection,        ///< analyze: --include/--exclude selected no tensor
+  kNoFloatParameters,     ///< analyze: no floating-point parameter: nothing to classify
+  kNonFinite,             ///< analyze: NaN or Inf values in the weights
+};
+
+/// snake_case name of a code, e.g. "not_executed" (JSON `warnings[].code`).
+std::string_view warning_code_name(WarningCode code);
+
+struct Warning {
+  WarningCode code;
+  std::string file;                ///< the file it concerns; empty when it concerns the model
+  std::vector<std::string> names;  ///< the tensors, globals or formats it concerns
+  uint64_t count = 0;              ///< how many (tensors; NaN values for kNonFinite)
+  uint64_t other = 0;              ///< a second count (replicated tensors; Inf values for kNonFinite)
+
+  /// What happened and what to do, in full sentences.
+  std::string message() const;
+};
+
+}  // namespace precdetect
