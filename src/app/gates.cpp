@@ -27,4 +27,9 @@ std::vector<std::string> gate_failures(const ModelReport& model, const Gates& ga
   return failures;
 }
 
+ExitCode batch_exit_code(const BatchCounts& counts) {
+  if (counts.gate_failed) return ExitCode::kGateFailed;
+  return counts.failed ? ExitCode::kError : ExitCode::kSuccess;
+}
+
 }  // namespace precdetect

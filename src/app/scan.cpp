@@ -129,7 +129,7 @@ void announce(const ModelReport& model, bool jsonl, Progress& progress) {
   if (model.error) fmt::print(stderr, "precdetect: {}\n", model.error->message);
   for (const std::string& failure : model.gate_failures)
     fmt::print(stderr, "precdetect: gate failed: {}: {}\n", model.path, failure);
-  if (jsonl) print_json_line(model_json(model));
+  if (jsonl) print_json_line(model_line_json(model));
   progress.finished(model.summary.bytes);
 }
 
@@ -139,12 +139,6 @@ void print_warnings(const ScanReport& report) {
   for (const ModelReport& model : report.models)
     for (const Warning& warning : model.warnings)
       fmt::print(stderr, "precdetect: warning: {}: {}\n", model.input, warning.message());
-}
-
-ExitCode exit_code(const ScanReport& report) {
-  BatchCounts counts = count_batch(report);
-  if (counts.gate_failed) return ExitCode::kGateFailed;
-  return counts.failed ? ExitCode::kError : ExitCode::kSuccess;
 }
 
 }  // namespace
@@ -188,7 +182,7 @@ ExitCode run_scan(const ScanOptions& options) {
   if (options.format == OutputFormat::kJsonl) print_json_line(batch_summary_json(report));
   std::fflush(stdout);  // the warnings follow the results on a terminal that shows both
   if (!options.quiet) print_warnings(report);
-  return exit_code(report);
+  return batch_exit_code(count_batch(report));
 }
 
 }  // namespace precdetect

@@ -2,16 +2,19 @@
 
 namespace precdetect {
 
+void BatchCounts::add(bool model_failed, const std::string& label, bool violated_a_gate) {
+  if (model_failed) {
+    ++failed;
+    return;
+  }
+  ++labels[label];
+  gate_failed += violated_a_gate;
+}
+
 BatchCounts count_batch(const ScanReport& report) {
   BatchCounts counts;
-  for (const ModelReport& model : report.models) {
-    if (model.error) {
-      ++counts.failed;
-      continue;
-    }
-    ++counts.labels[model.verdict.label];
-    counts.gate_failed += !model.gate_failures.empty();
-  }
+  for (const ModelReport& model : report.models)
+    counts.add(model.error.has_value(), model.verdict.label, !model.gate_failures.empty());
   return counts;
 }
 

@@ -195,9 +195,16 @@ ordered_json model_json(const ModelReport& model) {
           {"gate_failures", model.gate_failures}};
 }
 
+ordered_json model_line_json(const ModelReport& model) {
+  ordered_json line = {{"type", "model"}};
+  line.update(model_json(model));
+  return line;
+}
+
 ordered_json batch_summary_json(const ScanReport& report) {
   BatchCounts counts = count_batch(report);
-  return {{"summary",
+  return {{"type", "summary"},
+          {"summary",
            {{"models", report.models.size()},
             {"scanned", report.models.size() - counts.failed},
             {"failed", counts.failed},

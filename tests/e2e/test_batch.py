@@ -98,6 +98,7 @@ class JsonLines(Zoo):
         result = run("--jsonl", "--recursive", self.zoo, "--jobs", "3")
         self.assertEqual(result.returncode, 2)
         lines = [json.loads(line) for line in result.stdout.splitlines()]
+        self.assertEqual([line.pop("type") for line in lines], ["model"] * 3 + ["summary"])
         models, summary = lines[:-1], lines[-1]["summary"]
         self.assertEqual(sorted(m["input"] for m in models), sorted(map(str, [self.broken, self.bf16, self.fp16])))
         self.assertEqual(summary, {"models": 3, "scanned": 2, "failed": 1, "gate_failures": 0,
@@ -421,11 +422,16 @@ class Merge(ScanTestCase):
 
     def test_a_line_that_is_no_record_is_named(self):
         cut = self.tmp / "cut.jsonl"
-        cut.write_text('{"summary": {}}\n{"input": "x", "path"\n')
+        cut.write_text('{"type": "summary", "summary": {}}\n{"type": "model", "input": "x", "path"\n')
         result = run("merge", cut)
         self.assertEqual(result.returncode, 2)
         self.assertIn("cut.jsonl: line 2", result.stderr)
         self.assertEqual(result.stdout, "")
+        untyped = self.tmp / "untyped.jsonl"  # a line without a type: another tool's, or an older precdetect's
+        untyped.write_text('{"input": "x", "error": null, "verdict": {"label": "fp16"}}\n')
+        result = run("merge", untyped)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("untyped.jsonl: line 1 is not a precdetect --jsonl record", result.stderr)
 
 
 if __name__ == "__main__":

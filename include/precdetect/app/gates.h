@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "precdetect/app/options.h"
+#include "precdetect/report/batch_counts.h"
 #include "precdetect/report/report.h"
 
 namespace precdetect {
@@ -13,5 +14,9 @@ namespace precdetect {
 /// that could not be scanned is judged by its error, never by gates. A bound on a statistic the model does not
 /// have (no floating tensors) is not violated.
 std::vector<std::string> gate_failures(const ModelReport& model, const Gates& gates);
+
+/// The run's exit status from what its models came to (scan and merge alike): a gate failure wins over a model
+/// that could not be scanned.
+ExitCode batch_exit_code(const BatchCounts& counts);
 
 }  // namespace precdetect

@@ -20,10 +20,14 @@ nlohmann::ordered_json scan_document(nlohmann::ordered_json models);
 /// UTF-8: invalid bytes become U+FFFD rather than aborting the dump.
 std::string json_text(const nlohmann::ordered_json& document, int indent);
 
-/// One item of "models": a line of --jsonl.
+/// One item of "models".
 nlohmann::ordered_json model_json(const ModelReport& model);
 
-/// The last line of --jsonl: {"summary": {"models", "scanned", "failed", "gate_failures", "labels"}}.
+/// A --jsonl line of one model: {"type": "model", then model_json's fields}.
+nlohmann::ordered_json model_line_json(const ModelReport& model);
+
+/// The last line of --jsonl: {"type": "summary", "summary": {"models", "scanned", "failed", "gate_failures",
+/// "labels"}}.
 nlohmann::ordered_json batch_summary_json(const ScanReport& report);
 
 }  // namespace precdetect
