@@ -3,30 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <regex>
-
+#include "precdetect/analyze/tensor_groups.h"
 #include "precdetect/load/tensor_loader.h"
 
 namespace precdetect {
 namespace {
-
-struct GroupPattern {
-  const char* group;
-  std::regex pattern;
-};
-
-// First match wins: norms before attention ("attention_norm"), heads before mlp ("output").
-const std::vector<GroupPattern>& group_patterns() {
-  static const std::vector<GroupPattern> patterns = {
-      {"embedding", std::regex(R"(embed|wte|wpe|word_embeddings|position_embeddings|^shared\.)")},
-      {"norm", std::regex(R"(norm|ln_|\.ln\d|layernorm)")},
-      {"head", std::regex(R"(lm_head|^output\.|classifier|score\.)")},
-      {"attention",
-       std::regex(R"(attn|attention|q_proj|k_proj|v_proj|o_proj|query|key|value|\.wq\.|\.wk\.|\.wv\.|\.wo\.)")},
-      {"mlp", std::regex(R"(mlp|ffn|feed_forward|fc\d|dense|gate_proj|up_proj|down_proj|\.wi\.|\.wo\.|\.w\d\.)")},
-  };
-  return patterns;
-}
 
 std::map<std::string, const TensorRecord*> model_tensors(const Checkpoint& checkpoint, const TensorFilter& filter) {
   std::map<std::string, const TensorRecord*> tensors;
@@ -38,8 +19,8 @@ std::map<std::string, const TensorRecord*> model_tensors(const Checkpoint& check
 
 void add_to_totals(PairDiff& pair, const TensorDiff& tensor) {
   pair.overall.merge(tensor.stats);
-  pair.groups[parameter_group(tensor.name)].merge(tensor.stats);
-  if (auto layer = layer_index(tensor.name)) pair.layers[*layer].merge(tensor.stats);
+  pair.groups[std::string(tensor_group(tensor.name))].merge(tensor.stats);  // as scan groups it
+  if (auto layer = tensor_layer(tensor.name)) pair.layers[*layer].merge(tensor.stats);
 }
 
 TensorDiff compare(const Checkpoint& base, const TensorRecord& a, const Checkpoint& other, const TensorRecord& b,
@@ -68,19 +49,6 @@ bool PairDiff::changed() const {
   bool values_differ = false;
   for (const TensorDiff& tensor : tensors) values_differ = values_differ || !tensor.stats.identical;
   return values_differ || !missing.empty() || !extra.empty() || !shape_mismatch.empty() || !dtype_mismatch.empty();
-}
-
-std::string parameter_group(const std::string& name) {
-  for (const auto& [group, pattern] : group_patterns())
-    if (std::regex_search(name, pattern)) return group;
-  return "other";
-}
-
-std::optional<int64_t> layer_index(const std::string& name) {
-  static const std::regex kIndex(R"((?:^|\.)(\d+)\.)");
-  std::smatch match;
-  if (!std::regex_search(name, match, kIndex)) return std::nullopt;
-  return std::stoll(match[1].str().substr(0, 12));
 }
 
 PairDiff diff_checkpoints(const Checkpoint& base, const Checkpoint& other, const TensorFilter& filter,

@@ -50,11 +50,16 @@ ordered_json mismatches_json(const std::vector<Mismatch>& mismatches) {
 }
 
 ordered_json pair_json(const PairDiff& pair) {
-  ordered_json groups = ordered_json::object(), layers = ordered_json::object(), tensors = ordered_json::array();
+  ordered_json groups = ordered_json::object(), layers = ordered_json::array(), tensors = ordered_json::array();
   for (const auto& [group, stats] : pair.groups) groups[group] = stats_json(stats);
-  for (const auto& [layer, stats] : pair.layers) layers[std::to_string(layer)] = stats_json(stats);
+  for (const auto& [layer, stats] : pair.layers) {  // as scan's summary.layers: stack and index first
+    ordered_json entry = {{"stack", layer.stack}, {"index", layer.index}};
+    entry.update(stats_json(stats));
+    layers.push_back(std::move(entry));
+  }
   for (const TensorDiff& t : pair.tensors) {
     ordered_json item = {{"name", t.name},
+                         {"group", tensor_group(t.name)},
                          {"base_dtype", dtype_name(t.base_dtype)},
                          {"other_dtype", dtype_name(t.other_dtype)},
                          {"shape", t.shape},

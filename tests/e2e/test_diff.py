@@ -6,7 +6,7 @@ import unittest
 import torch
 from safetensors.torch import load_file, save_file
 
-from helpers import CORPUS, ScanTestCase, run
+from helpers import CORPUS, ScanTestCase, run, scan
 
 ETA = 1e-3
 
@@ -97,10 +97,15 @@ class Diff(ScanTestCase):
             tensor = next(t for t in pair["tensors"] if t["name"] == name)
             self.assertStats(tensor, reference([(base[name], other[name])]), name)
         layer0 = [n for n in base if ".layers.0." in n]
-        self.assertStats(pair["layers"]["0"], reference([(base[n], other[n]) for n in layer0]), "layer 0")
+        self.assertEqual([(l["stack"], l["index"]) for l in pair["layers"]], [("model.layers", 0), ("model.layers", 1)])
+        self.assertStats(pair["layers"][0], reference([(base[n], other[n]) for n in layer0]), "layer 0")
         attention = [n for n in base if "self_attn" in n]
         self.assertStats(pair["groups"]["attention"], reference([(base[n], other[n]) for n in attention]), "attention")
         self.assertEqual(set(pair["groups"]), {"embedding", "attention", "mlp", "norm"})
+        # scan and diff put every tensor in the same group (one tensor_groups for both)
+        _, scanned, _ = scan(self.tmp / "base.safetensors")
+        self.assertEqual({t["name"]: t["group"] for t in pair["tensors"]},
+                         {t["name"]: t["group"] for t in scanned["models"][0]["tensors"]})
         # about 20% of values moved visibly: sparsity near 80%, and 2^-12 updates sit below 2^-8
         self.assertGreater(pair["overall"]["sparsity"], 0.7)
         self.assertLess(pair["overall"]["sparsity"], 0.9)

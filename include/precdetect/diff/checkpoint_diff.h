@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "precdetect/analyze/tensor_filter.h"
+#include "precdetect/analyze/tensor_groups.h"
 #include "precdetect/diff/tensor_diff.h"
 #include "precdetect/load/checkpoint.h"
 #include "precdetect/report/report.h"
@@ -29,20 +30,14 @@ struct PairDiff {
   std::string base, other;
   std::optional<ModelError> error;
   DiffStats overall;
-  std::map<std::string, DiffStats> groups;
-  std::map<int64_t, DiffStats> layers;
+  std::map<std::string, DiffStats> groups;  ///< by tensor_group(), as scan groups tensors
+  std::map<Layer, DiffStats> layers;        ///< by tensor_layer(), as scan finds blocks
   std::vector<TensorDiff> tensors;
   std::vector<std::string> missing, extra;  ///< in base only / in other only
   std::vector<Mismatch> shape_mismatch, dtype_mismatch;
   /// True when anything differs: a value, a dtype, a shape, or a tensor present on one side only.
   bool changed() const;
 };
-
-/// The group a parameter belongs to, from its name in common architectures: embedding, norm, attention, mlp,
-/// head, or other.
-std::string parameter_group(const std::string& name);
-/// The layer index a name carries ("model.layers.12.mlp" -> 12), if any.
-std::optional<int64_t> layer_index(const std::string& name);
 
 /// Compares the model tensors of `other` against `base` (selected by `filter`), one pair of tensors at a time.
 PairDiff diff_checkpoints(const Checkpoint& base, const Checkpoint& other, const TensorFilter& filter,
