@@ -121,7 +121,7 @@ struct NarrowFormatLanes {
   void flush_into(TensorStats& total) const {
     for (size_t i = 0; i < kWidth; ++i) {
       auto count = [](int32_t lane) { return static_cast<uint64_t>(lane); };
-      total.above_seed_threshold += count(above_seed[i]);
+      total.above_1e2 += count(above_seed[i]);
       total.above_e4m3_max += count(above_e4m3[i]);
       total.above_e5m2_max += count(above_e5m2[i]);
       total.above_fp16_max += count(above_fp16[i]);

@@ -62,7 +62,7 @@ void add_magnitude(TensorStats& stats, double magnitude, uint64_t count) {
     stats.infs += count;
   } else {
     stats.exponents.counts[exponent_bin(magnitude)] += count;
-    stats.above_seed_threshold += magnitude > limits::kSeedThreshold ? count : 0;
+    stats.above_1e2 += magnitude > limits::kSeedThreshold ? count : 0;
     stats.above_e4m3_max += magnitude > limits::kE4m3Max ? count : 0;
     stats.above_e5m2_max += magnitude > limits::kE5m2Max ? count : 0;
     stats.above_fp16_max += magnitude > limits::kFp16Max ? count : 0;

@@ -107,7 +107,7 @@ TensorStats stats_from_wide_summary(const double* summary) {
     stats.abs_max = summary[kMax];
     stats.abs_min = summary[kMin];
   }
-  stats.above_seed_threshold = count(kAboveSeed);
+  stats.above_1e2 = count(kAboveSeed);
   stats.above_e4m3_max = count(kAboveE4m3);
   stats.above_e5m2_max = count(kAboveE5m2);
   stats.above_fp16_max = count(kAboveFp16);

@@ -81,15 +81,20 @@ void add_batch_options(CLI::App& app, ScanOptions& options, std::string& shard, 
       ->excludes("--format");
 }
 
-const std::vector<std::string> kLabels = {"fp16", "bf16", "fp32", "unknown"};
+/// --expect and --fail-on take the labels by name.
+std::map<std::string, Label> label_names() {
+  std::map<std::string, Label> names;
+  for (Label label : kLabels) names.emplace(label_name(label), label);
+  return names;
+}
 
 void add_gate_options(CLI::App& app, Gates& gates) {
   app.add_option("--expect", gates.expect, "exit 1 unless every model is classified LABEL")
-      ->check(CLI::IsMember(kLabels));
+      ->transform(CLI::CheckedTransformer(label_names()));
   app.add_option("--fail-on", gates.fail_on, "exit 1 if a model is classified LABEL[,LABEL...]")
       ->delimiter(',')
       ->allow_extra_args(false)
-      ->check(CLI::IsMember(kLabels));
+      ->transform(CLI::CheckedTransformer(label_names()));
   app.add_flag("--fail-if-fp16-risk", gates.fail_if_fp16_risk, "exit 1 if a model is at risk in fp16 (its range, or a tensor that overflows or flushes to zero)");
   app.add_option("--max-abs", gates.max_abs, "exit 1 if a model's largest |weight| exceeds X")
       ->check(CLI::NonNegativeNumber);

@@ -5,14 +5,27 @@
 
 #include <algorithm>
 
+#include "precdetect/classify/stat.h"
 #include "precdetect/report/verdict_text.h"
 
 namespace precdetect {
+namespace {
+
+/// A --max-abs / --max-norm bound, read off the summary through the stat table (a model without the statistic
+/// does not violate it).
+std::optional<std::string> bound_failure(const ModelSummary& summary, Stat stat, std::optional<double> bound,
+                                         std::string_view flag, std::string_view what) {
+  std::optional<double> observed = stat_def(stat).read(summary);
+  if (!bound || !observed || *observed <= *bound) return std::nullopt;
+  return fmt::format("{} {:.4g} exceeds {:.4g} ({})", what, *observed, *bound, flag);
+}
+
+}  // namespace
 
 std::vector<std::string> gate_failures(const ModelReport& model, const Gates& gates) {
   std::vector<std::string> failures;
   if (model.error) return failures;
-  const std::string& label = model.verdict.label;
+  Label label = model.verdict.label;
   const ModelSummary& summary = model.summary;
   if (gates.expect && label != *gates.expect)
     failures.push_back(fmt::format("classified {}, expected {} (--expect)", label, *gates.expect));
@@ -20,10 +33,9 @@ std::vector<std::string> gate_failures(const ModelReport& model, const Gates& ga
     failures.push_back(fmt::format("classified {} (--fail-on {})", label, fmt::join(gates.fail_on, ",")));
   if (gates.fail_if_fp16_risk && model.verdict.fp16_risk)
     failures.push_back(fmt::format("at risk in fp16: {} (--fail-if-fp16-risk)", risk_reasons_text(model.verdict)));
-  if (gates.max_abs && summary.has_values && summary.abs_max > *gates.max_abs)
-    failures.push_back(fmt::format("abs max {:.4g} exceeds {:.4g} (--max-abs)", summary.abs_max, *gates.max_abs));
-  if (gates.max_norm && summary.has_nonzero_norm && summary.norm_max > *gates.max_norm)
-    failures.push_back(fmt::format("norm max {:.4g} exceeds {:.4g} (--max-norm)", summary.norm_max, *gates.max_norm));
+  for (auto failure : {bound_failure(summary, Stat::kAbsMax, gates.max_abs, "--max-abs", "abs max"),
+                       bound_failure(summary, Stat::kNormMax, gates.max_norm, "--max-norm", "norm max")})
+    if (failure) failures.push_back(std::move(*failure));
   return failures;
 }
 

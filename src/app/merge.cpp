@@ -43,7 +43,8 @@ ExitCode run_merge(const MergeCommand& command) {
   for (const auto& file : command.files) read_model_lines(file, models);
   BatchCounts counts;
   for (const auto& model : models)
-    counts.add(!model["error"].is_null(), model["verdict"].value("label", "unknown"),
+    counts.add(!model["error"].is_null(),
+               parse_label(model["verdict"].value("label", "unknown")).value_or(Label::kUnknown),
                !model.value("gate_failures", nlohmann::ordered_json::array()).empty());
   nlohmann::ordered_json document = scan_document(std::move(models));
   if (command.report) write_file_atomically(*command.report, render_html(document));

@@ -2,36 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "precdetect/analyze/cast_safety.h"
 #include "precdetect/core/text_file.h"
 
 namespace precdetect {
 namespace {
-
-std::optional<double> summary_stat(const ModelSummary& summary, const std::string& stat) {
-  if (stat == "abs_min") return summary.has_values ? std::optional(summary.abs_min) : std::nullopt;
-  if (stat == "abs_max") return summary.has_values ? std::optional(summary.abs_max) : std::nullopt;
-  if (stat == "norm_min") return summary.has_nonzero_norm ? std::optional(summary.norm_min) : std::nullopt;
-  if (stat == "norm_max") return summary.has_nonzero_norm ? std::optional(summary.norm_max) : std::nullopt;
-  const TensorStats& totals = summary.totals;
-  if (stat == "nans") return static_cast<double>(totals.nans);
-  if (stat == "infs") return static_cast<double>(totals.infs);
-  if (stat == "parameters") return static_cast<double>(summary.parameters);
-  if (stat == "above_1e2") return static_cast<double>(totals.above_seed_threshold);
-  if (stat == "fp16_overflow") return static_cast<double>(totals.above_fp16_max);
-  if (stat == "square_overflow") return static_cast<double>(square_overflow(totals));
-  // Storage-cast evidence: only F32/F64 tensors have a fraction; a model without them has no such statistic.
-  if (stat == "bf16_exact_fraction") return totals.bf16_exact_fraction();
-  if (stat == "fp16_exact_fraction") return totals.fp16_exact_fraction();
-  return std::nullopt;  // parse_rules admits no other names
-}
-
-bool compare(double observed, const std::string& op, double threshold) {
-  if (op == ">") return observed > threshold;
-  if (op == ">=") return observed >= threshold;
-  if (op == "<") return observed < threshold;
-  return observed <= threshold;
-}
 
 Evidence evaluate(const Rule& rule, const ModelSummary& summary) {
   Evidence evidence{.rule = rule.id,
@@ -46,8 +20,8 @@ Evidence evaluate(const Rule& rule, const ModelSummary& summary) {
     Observation observation{.stat = condition.stat,
                             .op = condition.op,
                             .threshold = condition.value,
-                            .observed = summary_stat(summary, condition.stat)};
-    observation.holds = observation.observed && compare(*observation.observed, condition.op, condition.value);
+                            .observed = stat_def(condition.stat).read(summary)};
+    observation.holds = observation.observed && holds(*observation.observed, condition.op, condition.value);
     evidence.fired = evidence.fired && observation.holds;
     evidence.observations.push_back(observation);
   }
@@ -60,8 +34,8 @@ Fp16RiskReason range_reason(const Evidence& evidence, const ModelSummary& summar
   Fp16RiskReason reason{.kind = Fp16RiskKind::kRange, .rule = evidence.rule};
   const Observation& first = evidence.observations.front();
   reason.value = first.observed.value_or(0.0);
-  if (first.stat == "abs_max") reason.tensor = summary.abs_max_tensor;
-  if (first.stat == "norm_max") reason.tensor = summary.norm_max_tensor;
+  if (first.stat == Stat::kAbsMax) reason.tensor = summary.abs_max_tensor;
+  if (first.stat == Stat::kNormMax) reason.tensor = summary.norm_max_tensor;
   return reason;
 }
 

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <array>
 #include <regex>
 #include <nlohmann/json.hpp>
 
@@ -15,34 +13,28 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 12> kStats = {
-    "abs_min",         "abs_max",    "norm_min",         "norm_max",          "nans",
-    "infs",            "parameters", "above_1e2",        "fp16_overflow",     "square_overflow",
-    "bf16_exact_fraction", "fp16_exact_fraction"};
-constexpr std::array<std::string_view, 4> kOps = {">", ">=", "<", "<="};
-constexpr std::array<std::string_view, 4> kLabels = {"fp16", "bf16", "fp32", "unknown"};
-
-template <size_t N>
-bool one_of(const std::array<std::string_view, N>& allowed, const std::string& value) {
-  return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
-}
-
 Condition parse_condition(const json& item, const std::string& rule_id, const std::filesystem::path& origin) {
-  Condition condition{item.at("stat").get<std::string>(), item.at("op").get<std::string>(),
-                      item.at("value").get<double>()};
-  if (!one_of(kStats, condition.stat))
-    fail(ErrorCode::kInvalidRules, origin, fmt::format("rule `{}`: unknown stat `{}`", rule_id, condition.stat));
-  if (!one_of(kOps, condition.op))
-    fail(ErrorCode::kInvalidRules, origin, fmt::format("rule `{}`: unknown op `{}`", rule_id, condition.op));
-  return condition;
+  auto stat_key = item.at("stat").get<std::string>(), op_text = item.at("op").get<std::string>();
+  std::optional<Stat> stat = parse_stat(stat_key);
+  std::optional<Op> op = parse_op(op_text);
+  if (!stat) fail(ErrorCode::kInvalidRules, origin, fmt::format("rule `{}`: unknown stat `{}`", rule_id, stat_key));
+  if (!op) fail(ErrorCode::kInvalidRules, origin, fmt::format("rule `{}`: unknown op `{}`", rule_id, op_text));
+  return {*stat, *op, item.at("value").get<double>()};
 }
 
-std::vector<std::string> parse_candidates(const json& item, const Rule& rule, const std::filesystem::path& origin) {
-  std::vector<std::string> candidates = item.value("candidates", std::vector<std::string>{rule.label});
-  for (const std::string& candidate : candidates)
-    if (!one_of(kLabels, candidate))
-      fail(ErrorCode::kInvalidRules, origin,
-           fmt::format("rule `{}`: candidate `{}` must be fp16, bf16, fp32 or unknown", rule.id, candidate));
+Label parse_rule_label(const std::string& name, const std::string& rule_id, const std::filesystem::path& origin) {
+  std::optional<Label> label = parse_label(name);
+  if (!label)
+    fail(ErrorCode::kInvalidRules, origin,
+         fmt::format("rule `{}`: label `{}` must be fp16, bf16, fp32 or unknown", rule_id, name));
+  return *label;
+}
+
+std::vector<Label> parse_candidates(const json& item, const Rule& rule, const std::filesystem::path& origin) {
+  std::vector<Label> candidates;
+  for (const std::string& name : item.value("candidates", std::vector<std::string>{}))
+    candidates.push_back(parse_rule_label(name, rule.id, origin));
+  if (!item.contains("candidates")) candidates = {rule.label};
   if (candidates.empty() || candidates.front() != rule.label)
     fail(ErrorCode::kInvalidRules, origin, fmt::format("rule `{}`: candidates must start with its label", rule.id));
   return candidates;
@@ -51,15 +43,12 @@ std::vector<std::string> parse_candidates(const json& item, const Rule& rule, co
 Rule parse_rule(const json& item, const std::filesystem::path& origin) {
   Rule rule{.id = item.at("id").get<std::string>()};
   for (const json& condition : item.at("when")) rule.when.push_back(parse_condition(condition, rule.id, origin));
-  rule.label = item.at("label").get<std::string>();
+  rule.label = parse_rule_label(item.at("label").get<std::string>(), rule.id, origin);
   rule.confidence = item.at("confidence").get<double>();
   rule.fp16_risk = item.at("fp16_risk").get<bool>();
   rule.says = item.value("says", "");
   rule.source = item.value("source", "");
   if (rule.when.empty()) fail(ErrorCode::kInvalidRules, origin, fmt::format("rule `{}` has no conditions", rule.id));
-  if (!one_of(kLabels, rule.label))
-    fail(ErrorCode::kInvalidRules, origin,
-         fmt::format("rule `{}`: label must be fp16, bf16, fp32 or unknown", rule.id));
   rule.candidates = parse_candidates(item, rule, origin);
   if (!(rule.confidence >= 0.0 && rule.confidence <= 1.0))
     fail(ErrorCode::kInvalidRules, origin, fmt::format("rule `{}`: confidence must lie in [0, 1]", rule.id));

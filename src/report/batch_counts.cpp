@@ -2,7 +2,7 @@
 
 namespace precdetect {
 
-void BatchCounts::add(bool model_failed, const std::string& label, bool violated_a_gate) {
+void BatchCounts::add(bool model_failed, Label label, bool violated_a_gate) {
   if (model_failed) {
     ++failed;
     return;

@@ -51,7 +51,7 @@ std::vector<std::string> row(const ModelReport& model, const TensorReport& tenso
   cells.push_back(count(s ? s->zeros : 0));
   cells.push_back(count(s ? s->nans : 0));
   cells.push_back(count(s ? s->infs : 0));
-  cells.push_back(count(s ? s->above_seed_threshold : 0));
+  cells.push_back(count(s ? s->above_1e2 : 0));
   cells.push_back(count(s ? square_overflow(*s) : 0));
   for (const NarrowFormat& format : kNarrowFormats) {
     FormatFit fit = s ? format_fit(*s, format) : FormatFit{};

@@ -27,7 +27,7 @@ ordered_json exponents_json(const ExponentHistogram& histogram) {
 
 /// The precision diagnostics of a tensor or a set of them.
 ordered_json precision_json(const TensorStats& stats) {
-  ordered_json item = {{"above_1e2", stats.above_seed_threshold}, {"square_overflow", square_overflow(stats)}};
+  ordered_json item = {{"above_1e2", stats.above_1e2}, {"square_overflow", square_overflow(stats)}};
   for (const NarrowFormat& format : kNarrowFormats) {
     FormatFit fit = format_fit(stats, format);
     item[std::string(format.name)] = {
@@ -99,16 +99,28 @@ ordered_json storage_cast_json(const ModelSummary& summary) {
           {"says", cast->says}};
 }
 
+ordered_json label_list(const std::vector<Label>& labels) {
+  ordered_json names = ordered_json::array();
+  for (Label label : labels) names.push_back(label_name(label));
+  return names;
+}
+
+ordered_json labels_json(const std::map<Label, size_t>& counts) {
+  ordered_json item = ordered_json::object();
+  for (const auto& [label, count] : counts) item[std::string(label_name(label))] = count;
+  return item;
+}
+
 ordered_json evidence_json(const Evidence& evidence) {
   ordered_json observations = ordered_json::array();
   for (const Observation& o : evidence.observations)
-    observations.push_back({{"stat", o.stat},
-                            {"op", o.op},
+    observations.push_back({{"stat", stat_def(o.stat).key},
+                            {"op", op_symbol(o.op)},
                             {"threshold", o.threshold},
                             {"observed", o.observed ? number(*o.observed) : ordered_json(nullptr)},
                             {"holds", o.holds}});
   return {{"rule", evidence.rule},           {"fired", evidence.fired},
-          {"label", evidence.label},         {"candidates", evidence.candidates},
+          {"label", label_name(evidence.label)}, {"candidates", label_list(evidence.candidates)},
           {"confidence", evidence.confidence},
           {"fp16_risk", evidence.fp16_risk}, {"observations", observations},
           {"says", evidence.says},           {"source", evidence.source}};
@@ -131,8 +143,8 @@ ordered_json verdict_json(const Verdict& verdict) {
   for (const Evidence& item : verdict.evidence) evidence.push_back(evidence_json(item));
   ordered_json reasons = ordered_json::array();
   for (const Fp16RiskReason& reason : verdict.fp16_risk_reasons) reasons.push_back(risk_reason_json(reason));
-  return {{"label", verdict.label},
-          {"candidates", verdict.candidates},
+  return {{"label", label_name(verdict.label)},
+          {"candidates", label_list(verdict.candidates)},
           {"confidence", verdict.confidence},
           {"fp16_risk", verdict.fp16_risk},
           {"fp16_risk_reasons", reasons},
@@ -209,7 +221,7 @@ ordered_json batch_summary_json(const ScanReport& report) {
             {"scanned", report.models.size() - counts.failed},
             {"failed", counts.failed},
             {"gate_failures", counts.gate_failed},
-            {"labels", counts.labels}}}};
+            {"labels", labels_json(counts.labels)}}}};
 }
 
 ordered_json scan_document(ordered_json models) {

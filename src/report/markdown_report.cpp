@@ -21,7 +21,7 @@ std::string stats_cells(const ValueSummary& s) {
   return fmt::format("{} | {} | {} | {} | {} | {} | {}", format_stat(s.has_values, s.abs_min),
                      format_stat(s.has_values, s.abs_max), format_stat(s.has_nonzero_norm, s.norm_min),
                      format_stat(s.has_nonzero_norm, s.norm_max),
-                     s.totals.above_seed_threshold, fp16.overflow, fp16.underflow + fp16.subnormal);
+                     s.totals.above_1e2, fp16.overflow, fp16.underflow + fp16.subnormal);
 }
 
 constexpr const char* kStatsHeader = "abs min | abs max | norm min | norm max | > 1e2 | fp16 overflow | fp16 underflow/subnormal";

@@ -96,7 +96,7 @@ void append_precision(std::string& out, const ModelReport& model) {
                        fit.overflow, format.max, fit.subnormal, fit.underflow);
   }
   out += fmt::format("  {} values above 1e2; {} at or above 256 (their squares overflow fp16)\n",
-                     totals.above_seed_threshold, square_overflow(totals));
+                     totals.above_1e2, square_overflow(totals));
   if (std::optional<StorageCast> cast = storage_cast(totals))
     out += fmt::format("  storage: {:.1f}% of F32/F64 values are bf16-exact, {:.1f}% fp16-exact: {}\n",
                        100 * cast->bf16_exact, 100 * cast->fp16_exact, cast->says);
@@ -105,7 +105,7 @@ void append_precision(std::string& out, const ModelReport& model) {
   for (const auto& [name, group] : summary.groups)
     out += fmt::format("  {:<10} | {:>7} | {:>9} | {:>9} | {:>9} | {:>13}\n", name, human_count(group.parameters),
                        format_stat(group.has_values, group.abs_max), format_stat(group.has_nonzero_norm, group.norm_max),
-                       group.totals.above_seed_threshold, group.totals.above_fp16_max);
+                       group.totals.above_1e2, group.totals.above_fp16_max);
   out += render_exponent_chart(totals.exponents, "  ");
   const ValueSummary& buffers = model.buffers;
   if (buffers.tensors > 0)

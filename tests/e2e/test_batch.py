@@ -181,7 +181,7 @@ class Gates(Zoo):
         self.assertEqual(result.returncode, 1)
         bf16_row = next(line for line in result.stdout.splitlines() if "bf16-like" in line)
         self.assertIn("GATE FAILED", bf16_row)
-        self.assertEqual(result.stdout.splitlines()[-1], "3 models: bf16 1, fp16 1; 1 failed; 1 failed a gate")
+        self.assertEqual(result.stdout.splitlines()[-1], "3 models: fp16 1, bf16 1; 1 failed; 1 failed a gate")
 
 
 def run_with_terminal_stderr(*args, env=None):

@@ -57,7 +57,7 @@ TEST(Classifier, Fp16GroupIsFp16AndSafe) {
   for (const SeedRow& row : kSeedTable) {
     if (std::string(row.group) != "fp16") continue;
     Verdict verdict = classify(summary_of(row), {}, default_rules(), {});
-    EXPECT_EQ(verdict.label, "fp16") << row.model;
+    EXPECT_EQ(verdict.label, Label::kFp16) << row.model;
     EXPECT_FALSE(verdict.fp16_risk) << row.model;
     EXPECT_GT(verdict.confidence, 0.5) << row.model;
   }
@@ -68,7 +68,7 @@ TEST(Classifier, Bf16GroupCarriesFp16Risk) {
     if (std::string(row.group) != "bf16") continue;
     Verdict verdict = classify(summary_of(row), {}, default_rules(), {});
     EXPECT_TRUE(verdict.fp16_risk) << row.model;
-    EXPECT_EQ(verdict.label, "bf16") << row.model;
+    EXPECT_EQ(verdict.label, Label::kBf16) << row.model;
   }
 }
 
@@ -93,20 +93,20 @@ TEST(Classifier, EvidenceListsEveryRuleWithObservedValues) {
   EXPECT_EQ(abs_max_rule.observations[0].threshold, 100.0);
   EXPECT_FALSE(verdict.evidence[0].fired);  // 792 < 65504
   EXPECT_FALSE(verdict.evidence[3].fired);  // the fp16-sized rule
-  EXPECT_EQ(verdict.label, "bf16");
+  EXPECT_EQ(verdict.label, Label::kBf16);
   EXPECT_DOUBLE_EQ(verdict.confidence, 0.85);
 }
 
 TEST(Classifier, ValuesBeyondFp16MaxAreCertain) {
   SeedRow row{"huge", "bf16", 0, 7e4, 1, 1e6};
   Verdict verdict = classify(summary_of(row), {}, default_rules(), {});
-  EXPECT_EQ(verdict.label, "bf16");
+  EXPECT_EQ(verdict.label, Label::kBf16);
   EXPECT_DOUBLE_EQ(verdict.confidence, 0.99);
 }
 
 TEST(Classifier, NoFloatingValuesIsUnknown) {
   Verdict verdict = classify(ModelSummary{}, {}, default_rules(), {.stored_dtypes = {"I64"}});
-  EXPECT_EQ(verdict.label, "unknown");
+  EXPECT_EQ(verdict.label, Label::kUnknown);
   EXPECT_FALSE(verdict.fp16_risk);
   EXPECT_EQ(verdict.confidence, 0.0);
   EXPECT_EQ(verdict.hints.stored_dtypes, std::vector<std::string>{"I64"});
@@ -118,7 +118,7 @@ TEST(Rules, CustomRulesReplaceTheDefault) {
                               R"("label":"fp32","confidence":0.4,"fp16_risk":false}]})",
                               "custom.json");
   Verdict verdict = classify(summary_of({"m", "?", 0, 0.5, 1, 2}), {}, rules, {});
-  EXPECT_EQ(verdict.label, "fp32");
+  EXPECT_EQ(verdict.label, Label::kFp32);
   EXPECT_DOUBLE_EQ(verdict.confidence, 0.4);
 }
 
@@ -145,6 +145,20 @@ TEST(Rules, InvalidRulesAreNamed) {
   expect_invalid(R"({"rules":[]})", "no rules");
   expect_invalid(R"({"rules":[{"id":"r"}]})", "invalid rules file");
   expect_invalid("not json", "invalid rules file");
+}
+
+// One definition per word: the stat table is indexed by the enum, and every name parses back to its own entry.
+TEST(Vocabulary, EveryStatOpAndLabelRoundTrips) {
+  for (size_t i = 0; i < kStats.size(); ++i) {
+    EXPECT_EQ(static_cast<size_t>(kStats[i].id), i) << kStats[i].key;
+    EXPECT_EQ(parse_stat(kStats[i].key), kStats[i].id);
+    EXPECT_FALSE(kStats[i].description.empty()) << kStats[i].key;
+  }
+  for (Op op : {Op::kGreater, Op::kGreaterEqual, Op::kLess, Op::kLessEqual}) EXPECT_EQ(parse_op(op_symbol(op)), op);
+  for (Label label : kLabels) EXPECT_EQ(parse_label(label_name(label)), label);
+  EXPECT_EQ(parse_stat("above_seed_threshold"), std::nullopt);  // JSON and C++ say above_1e2 alike
+  EXPECT_TRUE(holds(2.0, Op::kGreaterEqual, 2.0));
+  EXPECT_FALSE(holds(2.0, Op::kLess, 2.0));
 }
 
 }  // namespace

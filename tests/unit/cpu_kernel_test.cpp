@@ -126,7 +126,7 @@ const std::vector<float> kBoundaryValues = {
     0.0f, -INFINITY, NAN, 1 + 0x1p-10f, 1 + 0x1p-7f, -(1 + 0x1p-11f)};                          // precision
 
 void expect_boundary_counts(const TensorStats& stats, uint64_t copies) {
-  EXPECT_EQ(stats.above_seed_threshold, 11 * copies);  // every value above 100 but Inf: 100 itself is not
+  EXPECT_EQ(stats.above_1e2, 11 * copies);  // every value above 100 but Inf: 100 itself is not
   EXPECT_EQ(stats.above_e4m3_max, 7 * copies);
   EXPECT_EQ(stats.above_e5m2_max, 5 * copies);
   EXPECT_EQ(stats.above_fp16_max, 3 * copies);

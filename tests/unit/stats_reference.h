@@ -95,7 +95,7 @@ inline TensorStats reference_stats(const std::vector<double>& values, DType dtyp
     int exponent = 0;
     std::frexp(magnitude, &exponent);  // magnitude = m * 2^exponent, m in [0.5, 1)
     stats.exponents.counts[std::clamp(exponent - 1 + 127, 0, 255)]++;
-    stats.above_seed_threshold += magnitude > 100.0;
+    stats.above_1e2 += magnitude > 100.0;
     stats.above_e4m3_max += magnitude > 448.0;
     stats.above_e5m2_max += magnitude > 57344.0;
     stats.above_fp16_max += magnitude > 65504.0;
@@ -120,7 +120,7 @@ inline void expect_same_stats(const TensorStats& actual, const TensorStats& expe
     EXPECT_EQ(actual.abs_min, expected.abs_min);
     EXPECT_EQ(actual.abs_max, expected.abs_max);
   }
-  EXPECT_EQ(actual.above_seed_threshold, expected.above_seed_threshold);
+  EXPECT_EQ(actual.above_1e2, expected.above_1e2);
   EXPECT_EQ(actual.above_e4m3_max, expected.above_e4m3_max);
   EXPECT_EQ(actual.above_e5m2_max, expected.above_e5m2_max);
   EXPECT_EQ(actual.above_fp16_max, expected.above_fp16_max);

@@ -55,7 +55,7 @@ struct TensorStats {
   double sum_squares = 0.0;
 
   /// Finite values with a magnitude strictly above each of `limits` (Inf is counted in `infs` only).
-  uint64_t above_seed_threshold = 0, above_e4m3_max = 0, above_e5m2_max = 0, above_fp16_max = 0;
+  uint64_t above_1e2 = 0, above_e4m3_max = 0, above_e5m2_max = 0, above_fp16_max = 0;
   /// Non-NaN values exactly representable in bf16 / fp16 (Inf and zero are), out of `exactness_checked`: the
   /// non-NaN values of F32 and F64 tensors (a narrower dtype says its own precision, and checks none).
   uint64_t bf16_exact = 0, fp16_exact = 0, exactness_checked = 0;
@@ -77,7 +77,7 @@ struct TensorStats {
     abs_min = std::fmin(abs_min, other.abs_min);
     abs_max = std::fmax(abs_max, other.abs_max);
     sum_squares += other.sum_squares;
-    above_seed_threshold += other.above_seed_threshold;
+    above_1e2 += other.above_1e2;
     above_e4m3_max += other.above_e4m3_max;
     above_e5m2_max += other.above_e5m2_max;
     above_fp16_max += other.above_fp16_max;

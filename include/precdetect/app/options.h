@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "precdetect/analyze/tensor_filter.h"
+#include "precdetect/core/label.h"
 #include "precdetect/diff/diff_options.h"
 #include "precdetect/discover/input_list.h"
 #include "precdetect/load/byte_source.h"
@@ -42,8 +43,8 @@ struct MergeCommand {
 
 /// CI gates on each scanned model (docs/using.md): a violated one makes the exit status 1.
 struct Gates {
-  std::optional<std::string> expect;  ///< every model must be classified this label
-  std::vector<std::string> fail_on;   ///< no model may be classified any of these labels
+  std::optional<Label> expect;  ///< every model must be classified this label
+  std::vector<Label> fail_on;   ///< no model may be classified any of these labels
   bool fail_if_fp16_risk = false;
   std::optional<double> max_abs;   ///< the largest |weight| allowed
   std::optional<double> max_norm;  ///< the largest per-tensor L2 norm allowed

@@ -14,8 +14,8 @@ namespace precdetect {
 
 /// One condition of a rule, as evaluated on a model.
 struct Observation {
-  std::string stat;
-  std::string op;
+  Stat stat;
+  Op op;
   double threshold = 0.0;
   std::optional<double> observed;  ///< nullopt when the model has no such value (no floating tensors)
   bool holds = false;
@@ -25,8 +25,8 @@ struct Observation {
 struct Evidence {
   std::string rule;
   bool fired = false;
-  std::string label;
-  std::vector<std::string> candidates;
+  Label label = Label::kUnknown;
+  std::vector<Label> candidates;
   double confidence = 0.0;
   bool fp16_risk = false;
   std::vector<Observation> observations;
@@ -41,10 +41,10 @@ struct Hints {
 };
 
 struct Verdict {
-  std::string label = "unknown";  ///< fp16 | bf16 | fp32 | unknown
+  Label label = Label::kUnknown;
   /// The labels the evidence does not rule out, `label` first: range evidence tells fp16 from the rest, never
   /// bf16 from fp32. "unknown" rules out nothing.
-  std::vector<std::string> candidates = {"fp16", "bf16", "fp32"};
+  std::vector<Label> candidates = {Label::kFp16, Label::kBf16, Label::kFp32};
   double confidence = 0.0;
   bool fp16_risk = false;
   std::vector<Fp16RiskReason> fp16_risk_reasons;  ///< why fp16_risk is true, one entry per reason

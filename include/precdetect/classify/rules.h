@@ -7,21 +7,23 @@
 #include <vector>
 
 #include "precdetect/analyze/buffer_names.h"
+#include "precdetect/classify/stat.h"
+#include "precdetect/core/label.h"
 
 namespace precdetect {
 
 struct Condition {
-  std::string stat;  ///< a ModelSummary statistic: abs_min, abs_max, norm_min, norm_max, nans, infs, parameters
-  std::string op;    ///< one of > >= < <=
+  Stat stat;  ///< a statistic of the parameters' summary (classify/stat.h lists them)
+  Op op;
   double value = 0.0;
 };
 
 struct Rule {
   std::string id;
   std::vector<Condition> when;  ///< all must hold for the rule to fire
-  std::string label;            ///< fp16 | bf16 | fp32 | unknown
+  Label label = Label::kUnknown;
   /// The labels the rule's evidence does not rule out, `label` first (range: bf16 or fp32; fp16 or fp32).
-  std::vector<std::string> candidates;
+  std::vector<Label> candidates;
   double confidence = 0.0;      ///< in [0, 1]
   bool fp16_risk = false;
   std::string says;    ///< what a firing means, in a sentence

@@ -14,7 +14,6 @@ import {version as vegaVersion} from 'vega/package.json';
 extend(transforms, dataTransforms, viewTransforms, encodeTransforms);
 
 const FP16_MAX = 65504;
-const LABELS = ['fp16', 'bf16', 'fp32', 'unknown'];
 
 // ---- small DOM and number helpers ----
 
@@ -381,8 +380,9 @@ function overview(models) {
 }
 
 function headline(models) {
-  const labels = LABELS.map((label) => [label, models.filter((m) => !m.error && m.verdict.label === label).length])
-      .filter(([, n]) => n).map(([label, n]) => `${label} ${n}`);
+  // The labels as the document spells them (C++ defines them once: core/label.h), in order of first appearance.
+  const present = [...new Set(models.filter((m) => !m.error).map((m) => m.verdict.label))];
+  const labels = present.map((label) => `${label} ${models.filter((m) => !m.error && m.verdict.label === label).length}`);
   const failed = models.filter((m) => m.error).length;
   return `${models.length} model(s) scanned: ${labels.join(', ') || 'none classified'}` +
          (failed ? `; ${failed} could not be scanned` : '');
