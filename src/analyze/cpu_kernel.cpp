@@ -30,13 +30,11 @@ TensorStats in_passes(size_t begin, size_t end, Reduce reduce) {
 
 // 8- and 16-bit dtypes hold at most 2^15 magnitudes: counting how often each occurs is one increment per value,
 // and every statistic follows exactly from the counts. Values are read 64 bits at a time: on CPUs that do not
-// let a load pass an earlier store whose address is still unknown (this VM's EPYC), reading each value after
-// the previous increment serializes the loop (3.3 vs 1.0 ns per value measured). Consecutive 64-bit words count
-// into two tables, so that equal codes in neighbouring words (frequent: trained weights crowd a few hundred
-// codes) do not wait on each other's increments: 1M normal(0, 0.02) values on one core of that VM, bf16
-// 0.85-1.02 -> 0.40-0.49 ns per value, f16 1.10-1.23 -> 0.70-0.80 (four tables: 0.62 and 1.18, no better). Ranges
-// with fewer values than codes keep one table: zeroing and merging a second cost a 4096-value tensor more than it
-// saved (30 -> 49 us measured).
+// let a load pass an earlier store whose address is still unknown (AMD's EPYC among them), reading each value
+// after the previous increment serializes the loop. Consecutive 64-bit words count into two tables, so that equal
+// codes in neighbouring words (frequent: trained weights crowd a few hundred codes) do not wait on each other's
+// increments; four tables were no better. Ranges with fewer values than codes keep one table: zeroing and merging
+// a second costs a small tensor more than it saves. The figures: docs/benchmarks.md, "Figures behind the code".
 template <typename Raw>
 TensorStats reduce_codes(DType dtype, const Raw* data, size_t begin, size_t end) {
   constexpr unsigned kBits = 8 * sizeof(Raw);
@@ -138,10 +136,8 @@ constexpr size_t kBlock = 1 << 14;  // flush interval: bounds float64 summation 
 /// The exponent histogram of F32 magnitudes, counted eight values at a time inside the vector loop (two per
 /// 64-bit load, see reduce_codes for why), one table per position so that runs of equal exponents (most of a
 /// trained tensor's values share a handful) do not wait on each other's increments. The increments are scalar
-/// stores; between the vector work they cost less than in a pass of their own. 64K normal(0, 0.02) values on one
-/// core of this project's 2-core VM, the whole F32 pass: 2.3-2.5 ns per value with the histogram counted in a
-/// second pass over each block (and the lanes in arrays, which GCC kept on the stack), 1.36-1.60 ns now (the VM's
-/// own spread between minutes; tests/bench/kernel_bench.cpp times it).
+/// stores; between the vector work they cost less than in a pass of their own (a second pass over each block was
+/// 1.7x slower; docs/benchmarks.md, "Figures behind the code"; tests/bench/kernel_bench.cpp times it).
 class ExponentCounter {
  public:
   static constexpr size_t kValues = 8;
@@ -183,7 +179,7 @@ TensorStats reduce_floats(const uint32_t* data, size_t begin, size_t end) {
       nans -= b_nan;
       lanes_a.add(a, a_nan);
       lanes_b.add(b, b_nan);
-      exponents.count(data + i);  // before the branch: after it, GCC 12's code took 1.9 ns per value
+      exponents.count(data + i);  // before the branch: after it, GCC's code was slower (docs/benchmarks.md)
       if (vectors::any(NarrowFormatLanes::may_count(a) | NarrowFormatLanes::may_count(b))) {
         narrow.add(a);
         narrow.add(b);

@@ -19,7 +19,8 @@ struct CudaSupport {
 };
 
 /// libtorch_cuda.so is not linked but loaded here, once, beside the libtorch_cpu.so this process runs: its static
-/// initialisation registers CUDA with libtorch, and would cost every CPU-only run 0.17 s and 350 MiB.
+/// initialisation registers CUDA with libtorch, and would cost every CPU-only run time and memory at start-up
+/// (docs/benchmarks.md, "Figures behind the code").
 const CudaSupport& load_cuda_support() {
   static const CudaSupport support = [] {
     Dl_info torch_cpu{};

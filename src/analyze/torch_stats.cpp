@@ -29,8 +29,8 @@ bool counted_by_code(DType dtype) { return dtype_bits(dtype) <= 16; }
 /// Neighbouring values, which neighbouring GPU threads count, often fall in one bin (a bf16 tensor of normal(0,
 /// 0.02) values uses a few hundred codes, an F32 one a dozen exponents): added to one counter, their atomic
 /// increments wait on each other. So each position modulo kLanes counts into its own copy of the bins, and the
-/// copies are summed at the end (on an H100, 64M such bf16 codes counted by histc: 15 GB/s with one lane, 75 GB/s
-/// with 32). The counters are int64 (scatter_add_), exact at any count.
+/// copies are summed at the end (32 lanes counted five times faster than one: docs/benchmarks.md, "Figures behind the code"). The counters are
+/// int64 (scatter_add_), exact at any count.
 at::Tensor bin_counts(const at::Tensor& bin_numbers, int64_t bins) {
   constexpr int64_t kLanes = 32;
   int64_t width = bins + 1;  // the last column takes the values not counted
@@ -62,8 +62,8 @@ enum Field { kNumel, kNans, kInfs, kZeros, kSumSquares, kMax, kMin, kAboveSeed, 
 constexpr int64_t kWideSummarySize = kExponents + ExponentHistogram::kBins;
 
 /// F32 and F64: the statistics of one slice as float64 values, in Field order. Computed in the values' own
-/// dtype, which holds every limit exactly, except the sum of squares (float64, as on the CPU): on an H100 the
-/// same steps in Python (exponents counted by histc there) ran at 21 GB/s of F32, against 16 GB/s in float64.
+/// dtype, which holds every limit exactly, except the sum of squares (float64, as on the CPU): the whole slice in
+/// float64 was slower (docs/benchmarks.md, "Figures behind the code").
 at::Tensor wide_summary(const at::Tensor& values) {
   at::Tensor magnitudes = values.abs();
   at::Tensor nan = magnitudes.isnan();

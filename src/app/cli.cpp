@@ -90,11 +90,13 @@ std::map<std::string, Label> label_names() {
 
 void add_gate_options(CLI::App& app, Gates& gates) {
   app.add_option("--expect", gates.expect, "exit 1 unless every model is classified LABEL")
-      ->transform(CLI::CheckedTransformer(label_names()));
+      ->transform(CLI::CheckedTransformer(label_names()))
+      ->option_text("fp16|bf16|fp32|unknown");
   app.add_option("--fail-on", gates.fail_on, "exit 1 if a model is classified LABEL[,LABEL...]")
       ->delimiter(',')
       ->allow_extra_args(false)
-      ->transform(CLI::CheckedTransformer(label_names()));
+      ->transform(CLI::CheckedTransformer(label_names()))
+      ->option_text("LABEL[,LABEL...]");
   app.add_flag("--fail-if-fp16-risk", gates.fail_if_fp16_risk, "exit 1 if a model is at risk in fp16 (its range, or a tensor that overflows or flushes to zero)");
   app.add_option("--max-abs", gates.max_abs, "exit 1 if a model's largest |weight| exceeds X")
       ->check(CLI::NonNegativeNumber);
@@ -109,7 +111,8 @@ void add_io_option(CLI::App& app, Mode& mode, std::string_view default_mode) {
   app.add_option("--io", mode,
                  fmt::format("how weights are read: mmap (from the page cache) or pread (parallel reads; for cold "
                              "disks and network filesystems); default: {}", default_mode))
-      ->transform(CLI::CheckedTransformer(kModes, CLI::ignore_case));
+      ->transform(CLI::CheckedTransformer(kModes, CLI::ignore_case))
+      ->option_text("mmap|pread");
 }
 
 /// The scan options live on the top-level command; `scan` is an alias that hands its arguments back up.
@@ -123,8 +126,9 @@ void add_scan_options(CLI::App& app, ScanOptions& options, std::string& include,
                                                             {"markdown", OutputFormat::kMarkdown}};
   app.add_option("--format", options.format,
                  "table (default), json (docs/json-schema.md), jsonl (a line per model), csv (a row per tensor) "
-                 "or markdown (seed 000's table)")
-      ->transform(CLI::CheckedTransformer(kFormats, CLI::ignore_case));
+                 "or markdown (the table of stas00's notebook)")
+      ->transform(CLI::CheckedTransformer(kFormats, CLI::ignore_case))
+      ->option_text("table|json|jsonl|csv|markdown");
   app.add_flag_callback(
          "--json", [&options] { options.format = OutputFormat::kJson; }, "print the JSON document (--format json)")
       ->excludes("--format");
@@ -153,7 +157,8 @@ struct DiffArguments {
 void add_diff_options(CLI::App& diff, DiffArguments& args) {
   diff.add_option("paths", args.paths, "BASE, then one or more OTHER checkpoints (several: a trajectory, in order)")
       ->required()
-      ->expected(2, 1 << 16);
+      ->expected(2, 1 << 16)
+      ->option_text("BASE OTHER...");
   diff.add_flag("--json", args.command.json, "print the JSON document (docs/diff.md) instead of the table");
   diff.add_option("-o,--output", args.command.output, "also write the JSON document to FILE (atomically)");
   diff.add_option("--rtol", args.command.tolerances.rtol, "allclose relative tolerance (default 1e-5)")

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 namespace precdetect {
 namespace {
@@ -28,7 +29,10 @@ std::string clock_time(double seconds) {
 Progress::Progress(size_t total_models, bool enabled)
     : total_(total_models), enabled_(enabled), color_(std::getenv("NO_COLOR") == nullptr) {}
 
-bool Progress::wanted(bool quiet) { return !quiet && isatty(STDERR_FILENO); }
+bool Progress::wanted(bool quiet) {
+  const char* term = std::getenv("TERM");  // a dumb terminal cannot overprint a line
+  return !quiet && isatty(STDERR_FILENO) && !(term && std::string_view(term) == "dumb");
+}
 
 void Progress::started(const std::string& input) {
   current_ = input.size() > kMaxNameWidth ? "..." + input.substr(input.size() - kMaxNameWidth + 3) : input;

@@ -31,7 +31,7 @@ const std::array<StatDef, 12> kStats = {{
     {Stat::kParameters, "parameters", [](const ModelSummary& s) { return std::optional(count(s.parameters)); },
      "number of parameter values"},
     {Stat::kAbove1e2, "above_1e2", [](const ModelSummary& s) { return std::optional(count(s.totals.above_1e2)); },
-     "finite values with |x| > 100, seed 000's threshold"},
+     "finite values with |x| > 100, the threshold of stas00's notebook"},
     {Stat::kFp16Overflow, "fp16_overflow",
      [](const ModelSummary& s) { return std::optional(count(s.totals.above_fp16_max)); },
      "finite values with |x| > 65504: inf in fp16"},

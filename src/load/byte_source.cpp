@@ -19,8 +19,8 @@ namespace precdetect {
 namespace {
 
 // Reads are split into parts of at least 4 MiB, as many as the worker pool runs at once: enough requests in
-// flight for a cold disk or a network filesystem (at least 8), and for a hot page cache one memcpy per core. Filling the
-// CUDA path's 64 MiB staging buffers on an H100 machine's 16 cores: 31-38 GB/s in 4 MiB parts, 23-24 GB/s in 8 MiB.
+// flight for a cold disk or a network filesystem (at least 8), and for a hot page cache one memcpy per core. 4 MiB
+// parts filled the CUDA path's staging buffers faster than 8 MiB ones (docs/benchmarks.md, "Figures behind the code").
 constexpr uint64_t kMinReadPart = 4 << 20;
 uint64_t read_parts() { return WorkerPool::shared().concurrency(); }
 

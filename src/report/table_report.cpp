@@ -118,19 +118,23 @@ void append_precision(std::string& out, const ModelReport& model) {
 }  // namespace
 
 std::string render_table(const ScanReport& report, bool per_tensor) {
-  size_t width = 4;
-  for (const auto& model : report.models) width = std::max(width, std::min(model.input.size(), kMaxNameWidth));
-  std::string out = fmt::format("{:<{}} | {:^9} | {:^9} | {:^9} | {:^9} | {:>7} | {:<12} | {}\n", "name", width,
-                                "abs min", "abs max", "norm min", "norm max", "params", "dtypes", "verdict");
-  out += fmt::format("{:-<{}}-|-{:-<9}-|-{:-<9}-|-{:-<9}-|-{:-<9}-|-{:-<7}-|-{:-<12}-|-{:-<20}\n", "", width, "", "",
-                     "", "", "", "", "");
+  size_t width = 4, dtypes_width = 12;  // every row's census fits its column, however many dtypes it lists
+  for (const auto& model : report.models) {
+    width = std::max(width, std::min(model.input.size(), kMaxNameWidth));
+    dtypes_width = std::max(dtypes_width, dtype_census(model.summary).size());
+  }
+  std::string out = fmt::format("{:<{}} | {:^9} | {:^9} | {:^9} | {:^9} | {:>7} | {:<{}} | {}\n", "name", width,
+                                "abs min", "abs max", "norm min", "norm max", "params", "dtypes", dtypes_width,
+                                "verdict");
+  out += fmt::format("{:-<{}}-|-{:-<9}-|-{:-<9}-|-{:-<9}-|-{:-<9}-|-{:-<7}-|-{:-<{}}-|-{:-<20}\n", "", width, "", "",
+                     "", "", "", "", dtypes_width, "");
   for (const auto& model : report.models) {
     const ModelSummary& s = model.summary;
     out +=
-        fmt::format("{:<{}} | {:>9} | {:>9} | {:>9} | {:>9} | {:>7} | {:<12} | {}\n", elide_middle(model.input, width),
+        fmt::format("{:<{}} | {:>9} | {:>9} | {:>9} | {:>9} | {:>7} | {:<{}} | {}\n", elide_middle(model.input, width),
                     width, format_stat(s.has_values, s.abs_min), format_stat(s.has_values, s.abs_max),
                     format_stat(s.has_nonzero_norm, s.norm_min), format_stat(s.has_nonzero_norm, s.norm_max),
-                    human_count(s.parameters), dtype_census(s), verdict_cell(model));
+                    human_count(s.parameters), dtype_census(s), dtypes_width, verdict_cell(model));
     if (per_tensor && !model.error) {
       append_tensor_rows(out, model);
       append_precision(out, model);

@@ -221,6 +221,10 @@ class ProgressLine(Zoo):
         self.assertNotIn("\x1b[2m", shown)
         self.assertEqual(run_with_terminal_stderr("--json", "--quiet", self.fp16)[1], "")
 
+    def test_a_dumb_terminal_gets_no_progress_line(self):
+        self.assertIn("[1/1]", run_with_terminal_stderr("--json", self.fp16, env={"TERM": "xterm"})[1])
+        self.assertEqual(run_with_terminal_stderr("--json", self.fp16, env={"TERM": "dumb"})[1], "")
+
     def test_errors_replace_the_line_and_pipes_get_no_progress(self):
         _, shown = run_with_terminal_stderr("--json", "--jobs", "1", self.broken, self.fp16)
         self.assertIn("\r\x1b[Kprecdetect: ", shown)  # the line is erased before the message

@@ -26,7 +26,7 @@ class Analyzer {
   /// How this analyzer's bytes are best read from a hot page cache (--io's default). The CPU kernel computes
   /// straight from the mapping. The CUDA path copies every byte into its staging buffers anyway, and pread
   /// fills them without mapping the file's pages into the process: no page tables to fill and tear down, and
-  /// the tensor in hand not resident (an H100, 4 GB bf16: peak RSS 714 MiB against 831, docs/benchmarks.md).
+  /// the tensor in hand not resident (a lower peak RSS, docs/benchmarks.md).
   ReadMode preferred_read_mode() const { return uploader_ ? ReadMode::kPread : ReadMode::kMmap; }
 
  private:

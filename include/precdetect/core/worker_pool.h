@@ -1,7 +1,6 @@
 #pragma once
-/// Threads started once per process for the parts of a parallel loop. Starting 15 per loop and joining them
-/// took 0.9 ms on the 2-core VM, against about 2 ms to fill one 64 MiB CUDA staging buffer on an H100 machine
-/// (at the 31-38 GB/s measured there): the fill is split that way for every buffer, a CPU tensor for every tensor.
+/// Threads started once per process for the parts of a parallel loop: starting and joining threads per loop cost
+/// nearly half as much as the work it split, a CUDA staging buffer's fill (docs/benchmarks.md, "Figures behind the code").
 
 #include <condition_variable>
 #include <cstddef>

@@ -1,5 +1,5 @@
 #pragma once
-/// PyTorch's file formats, read without executing their pickles (docs/formats.md).
+/// PyTorch's file formats, read without executing their pickles (docs/using.md, "PyTorch files, safely").
 
 #include <string>
 

@@ -348,7 +348,7 @@ function modelSection(model) {
       element('h3', {}, 'Will it fit fp16?'),
       element('div', {class: 'charts'}, exponentChart(summary.precision), tensorAbsMaxChart(model)),
       castTable(summary.precision),
-      element('p', {class: 'sub'}, `${count(summary.precision.above_1e2)} values above 1e2 (the seed's threshold), ` +
+      element('p', {class: 'sub'}, `${count(summary.precision.above_1e2)} values above 1e2 (the threshold of stas00's notebook), ` +
           `${count(summary.precision.square_overflow)} at or above 256 (their square overflows fp16).`),
       element('h3', {}, 'Groups'),
       element('div', {class: 'charts'}, groupChart(model, 'abs_max', 'abs max per group (log scale)'),
