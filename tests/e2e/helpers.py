@@ -24,12 +24,12 @@ DTYPE_NAMES = {
 FLOAT_DTYPES = {torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2}
 
 
-def run(*args, env=None, check_json=False, stdin=b"", launcher=()):
+def run(*args, env=None, check_json=False, stdin=b"", launcher=(), cwd=None):
     """Runs precdetect (through `launcher`, a command prefix, when given); returns the CompletedProcess with stdout
     decoded strictly as UTF-8 (it must be valid) and stderr leniently (it may quote a path that is not UTF-8)."""
     full_env = dict(os.environ, **(env or {}))
     result = subprocess.run([*launcher, BINARY, *map(str, args)], capture_output=True, env=full_env, timeout=300,
-                            input=stdin)
+                            input=stdin, cwd=cwd)
     result.stdout = result.stdout.decode("utf-8")
     result.stderr = result.stderr.decode("utf-8", errors="replace")
     if check_json:
