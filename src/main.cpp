@@ -30,8 +30,9 @@ int run(int argc, char** argv) {
 }
 
 /// Ends the process without static destructors: libtorch's deregister every operator, a third of a short run's
-/// time (docs/benchmarks.md, "Figures behind the code"). By now run() has closed everything of ours (output files, the results cache)
-/// and only stdio needs flushing. Under AddressSanitizer the ordinary exit stays: LeakSanitizer checks at exit.
+/// time (docs/benchmarks.md, "Figures behind the code"). By now run() has closed everything of ours (output files, the
+/// results cache) and only stdio needs flushing. Under AddressSanitizer the ordinary exit stays: LeakSanitizer checks
+/// at exit.
 [[noreturn]] void leave(int exit_code) {
   std::fflush(nullptr);
 #ifdef PRECDETECT_UNDER_ASAN

@@ -8,8 +8,6 @@ FormatFit format_fit(const TensorStats& stats, const NarrowFormat& format) {
           .subnormal = stats.exponents.between(format.min_subnormal_exponent, format.min_normal_exponent)};
 }
 
-uint64_t square_overflow(const TensorStats& stats) {
-  return stats.exponents.at_least(8);
-}
+uint64_t square_overflow(const TensorStats& stats) { return stats.exponents.at_least(8); }
 
 }  // namespace precdetect

@@ -78,7 +78,8 @@ std::vector<AnalyzedTensor> join_parts(std::vector<AnalyzedTensor> tensors) {
     named[at->second].push_back(std::move(tensor));
   }
   std::vector<AnalyzedTensor> joined_tensors;
-  for (auto& parts : named) joined_tensors.push_back(parts.size() == 1 ? std::move(parts.front()) : joined(std::move(parts)));
+  for (auto& parts : named)
+    joined_tensors.push_back(parts.size() == 1 ? std::move(parts.front()) : joined(std::move(parts)));
   return joined_tensors;
 }
 
@@ -109,7 +110,8 @@ void add_warnings(ModelAnalysis& analysis, const TensorFilter& filter) {
   if (!skipped.empty())
     warnings.push_back({.code = WarningCode::kDtypesNotAnalyzed, .names = skipped, .count = skipped.size()});
   if (optimizer > 0) warnings.push_back({.code = WarningCode::kOptimizerState, .count = optimizer});
-  if (analysis.buffers.tensors > 0) warnings.push_back({.code = WarningCode::kBuffers, .count = analysis.buffers.tensors});
+  if (analysis.buffers.tensors > 0)
+    warnings.push_back({.code = WarningCode::kBuffers, .count = analysis.buffers.tensors});
   if (parts + replicated > 0)
     warnings.push_back({.code = WarningCode::kModelParallelJoined, .count = parts, .other = replicated});
   if (analysis.tensors.empty() && filter.given())
@@ -128,8 +130,9 @@ ModelAnalysis analyze_model(const Checkpoint& checkpoint, const TensorFilter& fi
                             Analyzer& analyzer, StatsCache* cache) {
   if (checkpoint.tensors.empty())
     fail(ErrorCode::kNoTensors, model_path(checkpoint),
-         checkpoint.warnings.empty() ? "no tensors found: nothing to scan"
-                                     : "no tensors found: nothing to scan (" + checkpoint.warnings.front().message() + ")");
+         checkpoint.warnings.empty()
+             ? "no tensors found: nothing to scan"
+             : "no tensors found: nothing to scan (" + checkpoint.warnings.front().message() + ")");
   std::vector<const TensorRecord*> selected, floats;
   for (const TensorRecord& record : checkpoint.tensors) {
     if (!filter.selects(record.name)) continue;

@@ -74,7 +74,7 @@ void add_wide_magnitude(TensorStats& stats, double magnitude) {
   if (std::isnan(magnitude)) return;
   ++stats.exactness_checked;
   auto narrow = static_cast<float>(magnitude);
-  if (static_cast<double>(narrow) != magnitude) return;  // not even a float32
+  if (static_cast<double>(narrow) != magnitude) return;                 // not even a float32
   stats.bf16_exact += (std::bit_cast<uint32_t>(narrow) & 0xFFFF) == 0;  // bf16 is float32's upper half
   stats.fp16_exact += fp16_exact(narrow);
 }

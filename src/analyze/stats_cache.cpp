@@ -29,15 +29,15 @@ constexpr int kBusyTimeoutMs = 30'000;
 constexpr uint64_t kHashedBytes = 64 << 10;
 
 std::string tensor_key(const std::string& file, const TensorRecord& r) {
-  return fmt::format("{}|{}|{}+{}|{}|[{}]|[{}]|{}", file, static_cast<int>(r.dtype), r.offset, r.storage_offset, r.numel,
-                     fmt::join(r.shape, ","), fmt::join(r.stride, ","), r.big_endian);
+  return fmt::format("{}|{}|{}+{}|{}|[{}]|[{}]|{}", file, static_cast<int>(r.dtype), r.offset, r.storage_offset,
+                     r.numel, fmt::join(r.shape, ","), fmt::join(r.stride, ","), r.big_endian);
 }
 
 /// Opens `path` and makes sure it holds our table; nullptr and the reason when it does not.
 sqlite3* open_database(const fs::path& path, std::string& reason) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc == SQLITE_OK) {
     sqlite3_busy_timeout(db, kBusyTimeoutMs);
     rc = sqlite3_exec(db, kSchema, nullptr, nullptr, nullptr);

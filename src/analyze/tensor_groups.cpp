@@ -24,9 +24,10 @@ const std::array<GroupPattern, 6>& group_patterns() {
       {"embedding",
        std::regex(R"(embed|(^|\.)(wte|wpe|shared|word_embeddings|position_embeddings|relative_attention_bias)(\.|$))",
                   icase)},
-      {"attention", std::regex(R"(attn|attention|(^|\.)(q|k|v|o|q_proj|k_proj|v_proj|o_proj|query_key_value)\.)", icase)},
-      {"mlp", std::regex(R"(mlp|(^|\.)(DenseReluDense|ffn|fc1|fc2|intermediate|wi|wo|wi_0|wi_1)(\.|$)|output\.dense)",
-                         icase)},
+      {"attention",
+       std::regex(R"(attn|attention|(^|\.)(q|k|v|o|q_proj|k_proj|v_proj|o_proj|query_key_value)\.)", icase)},
+      {"mlp",
+       std::regex(R"(mlp|(^|\.)(DenseReluDense|ffn|fc1|fc2|intermediate|wi|wo|wi_0|wi_1)(\.|$)|output\.dense)", icase)},
   }};
   return patterns;
 }

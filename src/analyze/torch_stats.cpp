@@ -29,8 +29,8 @@ bool counted_by_code(DType dtype) { return dtype_bits(dtype) <= 16; }
 /// Neighbouring values, which neighbouring GPU threads count, often fall in one bin (a bf16 tensor of normal(0,
 /// 0.02) values uses a few hundred codes, an F32 one a dozen exponents): added to one counter, their atomic
 /// increments wait on each other. So each position modulo kLanes counts into its own copy of the bins, and the
-/// copies are summed at the end (32 lanes counted five times faster than one: docs/benchmarks.md, "Figures behind the code"). The counters are
-/// int64 (scatter_add_), exact at any count.
+/// copies are summed at the end (32 lanes counted five times faster than one: docs/benchmarks.md, "Figures behind the
+/// code"). The counters are int64 (scatter_add_), exact at any count.
 at::Tensor bin_counts(const at::Tensor& bin_numbers, int64_t bins) {
   constexpr int64_t kLanes = 32;
   int64_t width = bins + 1;  // the last column takes the values not counted
@@ -51,14 +51,28 @@ at::Tensor code_counts(const at::Tensor& values, DType dtype) {
   at::Tensor raw = values.reshape(-1).view(dtype_bits(dtype) == 16 ? at::kShort : at::kByte);
   at::Tensor counts = at::zeros({codes_count}, values.options().dtype(at::kDouble));
   for (int64_t begin = 0; begin < raw.numel(); begin += kSlice)
-    counts.add_(bin_counts(raw.slice(0, begin, begin + kSlice).bitwise_and(codes_count - 1).to(at::kLong),
-                           codes_count));
+    counts.add_(
+        bin_counts(raw.slice(0, begin, begin + kSlice).bitwise_and(codes_count - 1).to(at::kLong), codes_count));
   return counts;
 }
 
 /// Where each statistic of an F32/F64 slice sits in its float64 summary.
-enum Field { kNumel, kNans, kInfs, kZeros, kSumSquares, kMax, kMin, kAboveSeed, kAboveE4m3, kAboveE5m2, kAboveFp16,
-             kBf16Exact, kFp16Exact, kExponents };
+enum Field {
+  kNumel,
+  kNans,
+  kInfs,
+  kZeros,
+  kSumSquares,
+  kMax,
+  kMin,
+  kAboveSeed,
+  kAboveE4m3,
+  kAboveE5m2,
+  kAboveFp16,
+  kBf16Exact,
+  kFp16Exact,
+  kExponents
+};
 constexpr int64_t kWideSummarySize = kExponents + ExponentHistogram::kBins;
 
 /// F32 and F64: the statistics of one slice as float64 values, in Field order. Computed in the values' own
@@ -101,7 +115,10 @@ at::Tensor wide_summary(const at::Tensor& values) {
 /// Reads one wide_summary back into statistics.
 TensorStats stats_from_wide_summary(const double* summary) {
   auto count = [&](int field) { return static_cast<uint64_t>(summary[field]); };
-  TensorStats stats{.numel = count(kNumel), .zeros = count(kZeros), .nans = count(kNans), .infs = count(kInfs),
+  TensorStats stats{.numel = count(kNumel),
+                    .zeros = count(kZeros),
+                    .nans = count(kNans),
+                    .infs = count(kInfs),
                     .sum_squares = summary[kSumSquares]};
   if (stats.has_values()) {
     stats.abs_max = summary[kMax];

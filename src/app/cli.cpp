@@ -60,7 +60,8 @@ CLI::Validator shard_validator() {
 
 void add_batch_options(CLI::App& app, ScanOptions& options, std::string& shard, bool& no_cache) {
   // One value per occurrence (allow_extra_args false): a vector option would otherwise swallow the PATHs after it.
-  app.add_option("--from", options.lists, "also scan the inputs listed in FILE, one per line ('#' comments; - is stdin)")
+  app.add_option("--from", options.lists,
+                 "also scan the inputs listed in FILE, one per line ('#' comments; - is stdin)")
       ->allow_extra_args(false);
   app.add_flag("-r,--recursive", options.recursive, "a folder stands for every model folder under it");
   app.add_option("-j,--jobs", options.jobs, "models scanned at once (default: up to 4 on the CPU, 2 on a GPU)")
@@ -70,7 +71,8 @@ void add_batch_options(CLI::App& app, ScanOptions& options, std::string& shard, 
       ->needs("--hf-cache");
   app.add_option("--shard", shard, "scan only part K of N (0 <= K < N) of the inputs, split by a stable hash")
       ->check(shard_validator());
-  app.add_option("--cache", options.cache, "keep tensor statistics in this SQLite file; unchanged files are not re-read")
+  app.add_option("--cache", options.cache,
+                 "keep tensor statistics in this SQLite file; unchanged files are not re-read")
       ->envname("PRECDETECT_CACHE");
   app.add_flag("--no-cache", no_cache, "no results cache, even when --cache or PRECDETECT_CACHE names one");
   app.add_flag("-q,--quiet", options.quiet, "no progress line and no warnings on stderr (errors are still printed)");
@@ -97,7 +99,8 @@ void add_gate_options(CLI::App& app, Gates& gates) {
       ->allow_extra_args(false)
       ->transform(CLI::CheckedTransformer(label_names()))
       ->option_text("LABEL[,LABEL...]");
-  app.add_flag("--fail-if-fp16-risk", gates.fail_if_fp16_risk, "exit 1 if a model is at risk in fp16 (its range, or a tensor that overflows or flushes to zero)");
+  app.add_flag("--fail-if-fp16-risk", gates.fail_if_fp16_risk,
+               "exit 1 if a model is at risk in fp16 (its range, or a tensor that overflows or flushes to zero)");
   app.add_option("--max-abs", gates.max_abs, "exit 1 if a model's largest |weight| exceeds X")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--max-norm", gates.max_norm, "exit 1 if a model's largest tensor L2 norm exceeds X")
@@ -110,7 +113,8 @@ void add_io_option(CLI::App& app, Mode& mode, std::string_view default_mode) {
   static const std::map<std::string, ReadMode> kModes{{"mmap", ReadMode::kMmap}, {"pread", ReadMode::kPread}};
   app.add_option("--io", mode,
                  fmt::format("how weights are read: mmap (from the page cache) or pread (parallel reads; for cold "
-                             "disks and network filesystems); default: {}", default_mode))
+                             "disks and network filesystems); default: {}",
+                             default_mode))
       ->transform(CLI::CheckedTransformer(kModes, CLI::ignore_case))
       ->option_text("mmap|pread");
 }

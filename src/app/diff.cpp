@@ -28,7 +28,8 @@ ModelError error_of(const std::exception& e, const std::string& input) {
 PairDiff diff_pair(const Checkpoint& base, const std::string& other_input, const DiffCommand& command,
                    const ComputeDevice& device) {
   try {
-    return diff_checkpoints(base, open_input(other_input, command.read_mode), command.filter, command.tolerances, device);
+    return diff_checkpoints(base, open_input(other_input, command.read_mode), command.filter, command.tolerances,
+                            device);
   } catch (const std::exception& e) {
     return PairDiff{.error = error_of(e, other_input)};
   }

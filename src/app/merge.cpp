@@ -28,13 +28,12 @@ void read_model_lines(const std::filesystem::path& file, nlohmann::ordered_json&
     if (type != "model" || !record.contains("input") || !record.contains("error") || !record.contains("verdict") ||
         !record["verdict"].is_object())
       fail(ErrorCode::kInvalidJsonl, file,
-           fmt::format("line {} is not a precdetect --jsonl record (type \"model\" or \"summary\", schema {})",
-                       number, kSchemaVersion));
+           fmt::format("line {} is not a precdetect --jsonl record (type \"model\" or \"summary\", schema {})", number,
+                       kSchemaVersion));
     record.erase("type");
     models.push_back(std::move(record));
   }
 }
-
 
 }  // namespace
 

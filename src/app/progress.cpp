@@ -54,7 +54,8 @@ void Progress::draw() {
   if (!enabled_) return;
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   // ETA by models: their sizes are unknown until each is opened.
-  std::string eta = done_ ? clock_time(elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_)) : "-";
+  std::string eta =
+      done_ ? clock_time(elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_)) : "-";
   std::string line = fmt::format("[{}/{}] {}, {}/s, ETA {}", done_, total_, human_bytes(static_cast<double>(bytes_)),
                                  human_bytes(elapsed > 0 ? static_cast<double>(bytes_) / elapsed : 0.0), eta);
   if (!current_.empty()) line += color_ ? fmt::format("  \x1b[2m{}\x1b[0m", current_) : "  " + current_;

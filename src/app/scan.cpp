@@ -53,8 +53,8 @@ Hints storage_hints(const ModelSummary& summary, const ModelSource& source) {
 
 }  // namespace
 
-ModelReport scan_model(const std::string& input, const ScanOptions& options, const RuleSet& rules,
-                       Analyzer& analyzer, StatsCache* cache) {
+ModelReport scan_model(const std::string& input, const ScanOptions& options, const RuleSet& rules, Analyzer& analyzer,
+                       StatsCache* cache) {
   ModelReport report;
   report.input = report.path = input;
   try {

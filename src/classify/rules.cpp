@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <regex>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "precdetect/core/error.h"
 #include "precdetect/core/text_file.h"

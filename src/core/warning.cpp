@@ -44,49 +44,57 @@ std::string Warning::message() const {
   std::string names_text = fmt::format("{}", fmt::join(names, ", "));
   switch (code) {
     case WarningCode::kDtypesNotRead:
-      return fmt::format("{}{} tensor(s) of dtypes precdetect cannot read were skipped: {}. Their values are in "
-                         "neither the verdict nor the counts; check them with the tool that wrote them",
-                         in_file(*this), count, names_text);
+      return fmt::format(
+          "{}{} tensor(s) of dtypes precdetect cannot read were skipped: {}. Their values are in "
+          "neither the verdict nor the counts; check them with the tool that wrote them",
+          in_file(*this), count, names_text);
     case WarningCode::kNotExecuted:
-      return fmt::format("{}the pickle asks to call {} function(s) or class(es) outside precdetect's allowlist; none "
-                         "was executed, tensors were read from the data alone: {}. torch.load(weights_only=False) "
-                         "would run them: load the file so only if you trust where it came from",
-                         in_file(*this), count, names_text);
+      return fmt::format(
+          "{}the pickle asks to call {} function(s) or class(es) outside precdetect's allowlist; none "
+          "was executed, tensors were read from the data alone: {}. torch.load(weights_only=False) "
+          "would run them: load the file so only if you trust where it came from",
+          in_file(*this), count, names_text);
     case WarningCode::kUnreachedTensors:
-      return fmt::format("{}{} tensor(s) rebuilt by the pickle are reachable by no key path and are reported as {} "
-                         "(role \"model\"): check what they are before trusting the verdict",
-                         in_file(*this), count, names_text);
+      return fmt::format(
+          "{}{} tensor(s) rebuilt by the pickle are reachable by no key path and are reported as {} "
+          "(role \"model\"): check what they are before trusting the verdict",
+          in_file(*this), count, names_text);
     case WarningCode::kMixedFormats:
       return fmt::format("files of several formats in one model ({}): check that they are parts of one model",
                          names_text);
     case WarningCode::kUnindexedTensors:
-      return fmt::format("{} tensor(s) in the shards are not listed in the index; they were scanned anyway "
-                         "(regenerate the index if they belong to the model)",
-                         count);
+      return fmt::format(
+          "{} tensor(s) in the shards are not listed in the index; they were scanned anyway "
+          "(regenerate the index if they belong to the model)",
+          count);
     case WarningCode::kDtypesNotAnalyzed:
       return fmt::format("{} tensor(s) of dtypes precdetect cannot analyze were counted but not analyzed: {}", count,
                          names_text);
     case WarningCode::kOptimizerState:
-      return fmt::format("{} optimizer-state tensor(s) are reported apart (role \"optimizer\") and kept out of the "
-                         "model statistics",
-                         count);
+      return fmt::format(
+          "{} optimizer-state tensor(s) are reported apart (role \"optimizer\") and kept out of the "
+          "model statistics",
+          count);
     case WarningCode::kBuffers:
-      return fmt::format("{} buffer tensor(s) (running statistics, masks, position tables: not learned) are reported "
-                         "apart (role \"buffer\") and kept out of the verdict; fp16_risk still counts them. If one "
-                         "is a learned parameter, drop its name from the rules file's buffers list",
-                         count);
+      return fmt::format(
+          "{} buffer tensor(s) (running statistics, masks, position tables: not learned) are reported "
+          "apart (role \"buffer\") and kept out of the verdict; fp16_risk still counts them. If one "
+          "is a learned parameter, drop its name from the rules file's buffers list",
+          count);
     case WarningCode::kModelParallelJoined:
-      return fmt::format("model-parallel shards: {} tensor(s) split across the files were joined (parts added up), {} "
-                         "copied in every file were counted once",
-                         count, other);
+      return fmt::format(
+          "model-parallel shards: {} tensor(s) split across the files were joined (parts added up), {} "
+          "copied in every file were counted once",
+          count, other);
     case WarningCode::kEmptySelection:
       return "no tensor matches --include/--exclude; nothing to classify (widen the filter)";
     case WarningCode::kNoFloatParameters:
       return "the model has no floating-point parameters; nothing to classify";
     case WarningCode::kNonFinite:
-      return fmt::format("the weights hold {} NaN and {} Inf values: the checkpoint is damaged or overflowed during "
-                         "training; fine-tuning or serving it spreads them",
-                         count, other);
+      return fmt::format(
+          "the weights hold {} NaN and {} Inf values: the checkpoint is damaged or overflowed during "
+          "training; fine-tuning or serving it spreads them",
+          count, other);
   }
   return "";
 }

@@ -53,8 +53,8 @@ struct F64Values {
     std::memcpy(&low, data, sizeof(low));
     std::memcpy(&high, data + 2, sizeof(high));
     return {low, high,
-            __builtin_shufflevector(__builtin_convertvector(low, Floats2), __builtin_convertvector(high, Floats2), 0,
-                                    1, 2, 3)};
+            __builtin_shufflevector(__builtin_convertvector(low, Floats2), __builtin_convertvector(high, Floats2), 0, 1,
+                                    2, 3)};
   }
 };
 
@@ -109,8 +109,7 @@ struct ExponentBins {
 template <typename Values, bool kBitwise>
 class RangeDiff {
  public:
-  explicit RangeDiff(const DiffOptions& options)
-      : atol_(options.atol), rtol_(options.rtol), eta_(options.eta) {}
+  explicit RangeDiff(const DiffOptions& options) : atol_(options.atol), rtol_(options.rtol), eta_(options.eta) {}
 
   DiffStats run(const typename Values::Raw* a, const typename Values::Raw* b, size_t numel) {
     size_t i = 0;
@@ -209,7 +208,7 @@ class RangeDiff {
   DiffStats total_;
   Doubles max_abs_{}, max_rel_{}, sum_abs_{}, sum_sq_diff_{}, sum_sq_base_{}, sum_sq_other_{}, dot_{};
   Longs not_close_{}, changed_{}, zero_bases_{};
-  Ints changed_bits_{};            // --bitwise: counted on the four bf16 patterns at once
+  Ints changed_bits_{};              // --bitwise: counted on the four bf16 patterns at once
   Longs abs_zeros_{}, rel_zeros_{};  // F64 only
   ExponentBins abs_bins_, rel_bins_;
 };

@@ -36,7 +36,8 @@ std::string repo_id(const std::string& folder) {
   std::string id = folder.substr(std::string_view("models--").size());
   size_t separator = id.find("--");
   if (separator == std::string::npos) return id;
-  return id.substr(0, separator) + "/" + id.substr(separator + 2);  // not replace(): GCC's -Wrestrict misfires on it at -O3
+  return id.substr(0, separator) + "/" +
+         id.substr(separator + 2);  // not replace(): GCC's -Wrestrict misfires on it at -O3
 }
 
 std::vector<fs::path> sorted_folders(const fs::path& parent) {

@@ -7,7 +7,7 @@ namespace precdetect {
 namespace {
 
 struct Pattern {
-  std::regex regex;    ///< group 1: the part before the shard number; group 2: the number; group 3: the rest
+  std::regex regex;  ///< group 1: the part before the shard number; group 2: the number; group 3: the rest
   ShardKind kind;
 };
 

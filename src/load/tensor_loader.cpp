@@ -4,15 +4,17 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
 
-
 namespace precdetect {
 
 namespace {
 
 /// The floating dtypes we analyze, with libtorch's name for each.
-constexpr std::pair<DType, c10::ScalarType> kAnalyzedTypes[] = {
-    {DType::F64, at::kDouble},          {DType::F32, at::kFloat},          {DType::F16, at::kHalf},
-    {DType::BF16, at::kBFloat16},       {DType::F8_E4M3, at::kFloat8_e4m3fn}, {DType::F8_E5M2, at::kFloat8_e5m2}};
+constexpr std::pair<DType, c10::ScalarType> kAnalyzedTypes[] = {{DType::F64, at::kDouble},
+                                                                {DType::F32, at::kFloat},
+                                                                {DType::F16, at::kHalf},
+                                                                {DType::BF16, at::kBFloat16},
+                                                                {DType::F8_E4M3, at::kFloat8_e4m3fn},
+                                                                {DType::F8_E5M2, at::kFloat8_e5m2}};
 
 }  // namespace
 

@@ -77,8 +77,7 @@ std::string read_torch_legacy(Checkpoint& checkpoint, size_t file) {
   for (const auto& [key, storage] : objects.storages)
     if (!located.count(key))
       fail(ErrorCode::kInvalidLegacy, source.path(), fmt::format("storage `{}` is referenced but not stored", key));
-  add_torch_tensors(checkpoint, find_tensors(objects, source.path()), locate, file,
-                    written_big_endian(sys_info.root));
+  add_torch_tensors(checkpoint, find_tensors(objects, source.path()), locate, file, written_big_endian(sys_info.root));
   warn_not_called(checkpoint, objects.not_called, source.path());
   return "pytorch-legacy";
 }

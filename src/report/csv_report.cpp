@@ -23,11 +23,12 @@ std::string field(const std::string& text) {
 std::string number(double value) { return std::isinf(value) ? "inf" : fmt::format("{}", value); }
 
 std::vector<std::string> header() {
-  std::vector<std::string> columns = {"model", "tensor", "dtype",  "shape",     "numel", "group", "layer",
-                                      "role",  "abs_min", "abs_max", "norm",   "zeros", "nans",  "infs",
-                                      "above_1e2", "square_overflow"};
+  std::vector<std::string> columns = {"model", "tensor", "dtype",     "shape",          "numel", "group",
+                                      "layer", "role",   "abs_min",   "abs_max",        "norm",  "zeros",
+                                      "nans",  "infs",   "above_1e2", "square_overflow"};
   for (const NarrowFormat& format : kNarrowFormats)
-    for (const char* what : {"overflow", "underflow", "subnormal"}) columns.push_back(fmt::format("{}_{}", format.name, what));
+    for (const char* what : {"overflow", "underflow", "subnormal"})
+      columns.push_back(fmt::format("{}_{}", format.name, what));
   columns.insert(columns.end(), {"bf16_exact", "fp16_exact"});
   return columns;
 }

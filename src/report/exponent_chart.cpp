@@ -45,8 +45,8 @@ std::string render_exponent_chart(const ExponentHistogram& histogram, const std:
   auto last = std::find_if(counts.rbegin(), counts.rend(), [](uint64_t c) { return c != 0; }).base() - 1;
   // Log scale: a handful of outliers next to billions of ordinary values must still show.
   double top = std::log10(static_cast<double>(*std::max_element(first, last + 1)) + 1.0);
-  std::string out = fmt::format("{}{:>8} | {:<{}} | {:>13} | {}\n", indent, "|x| in", "values (log scale)",
-                                kBarWidth, "count", "cast to fp16");
+  std::string out = fmt::format("{}{:>8} | {:<{}} | {:>13} | {}\n", indent, "|x| in", "values (log scale)", kBarWidth,
+                                "count", "cast to fp16");
   for (auto it = last;; --it) {  // largest magnitudes first, like a y axis
     int bin = static_cast<int>(it - counts.begin());
     auto empty_end = std::find_if(std::make_reverse_iterator(it + 1), std::make_reverse_iterator(first),
@@ -61,8 +61,8 @@ std::string render_exponent_chart(const ExponentHistogram& histogram, const std:
     double scaled = std::log10(static_cast<double>(*it) + 1.0) / top;
     auto eighths = static_cast<int>(std::lround(scaled * kBarWidth * 8));
     if (*it != 0) eighths = std::max(eighths, 1);
-    out += fmt::format("{}{:>8} | {:<{}} | {:>13} | {}\n", indent, exponent_label(bin), bar(eighths), kBarWidth,
-                       *it, fp16_zone(bin - ExponentHistogram::kBias));
+    out += fmt::format("{}{:>8} | {:<{}} | {:>13} | {}\n", indent, exponent_label(bin), bar(eighths), kBarWidth, *it,
+                       fp16_zone(bin - ExponentHistogram::kBias));
     if (it == first) break;
   }
   return out;

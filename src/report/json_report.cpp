@@ -1,11 +1,10 @@
 #include "precdetect/report/json_report.h"
 
-#include "precdetect/report/batch_counts.h"
+#include <cmath>
 
 #include "precdetect/analyze/cast_safety.h"
 #include "precdetect/classify/storage_cast.h"
-
-#include <cmath>
+#include "precdetect/report/batch_counts.h"
 
 namespace precdetect {
 namespace {
@@ -119,11 +118,15 @@ ordered_json evidence_json(const Evidence& evidence) {
                             {"threshold", o.threshold},
                             {"observed", o.observed ? number(*o.observed) : ordered_json(nullptr)},
                             {"holds", o.holds}});
-  return {{"rule", evidence.rule},           {"fired", evidence.fired},
-          {"label", label_name(evidence.label)}, {"candidates", label_list(evidence.candidates)},
+  return {{"rule", evidence.rule},
+          {"fired", evidence.fired},
+          {"label", label_name(evidence.label)},
+          {"candidates", label_list(evidence.candidates)},
           {"confidence", evidence.confidence},
-          {"fp16_risk", evidence.fp16_risk}, {"observations", observations},
-          {"says", evidence.says},           {"source", evidence.source}};
+          {"fp16_risk", evidence.fp16_risk},
+          {"observations", observations},
+          {"says", evidence.says},
+          {"source", evidence.source}};
 }
 
 ordered_json risk_reason_json(const Fp16RiskReason& reason) {

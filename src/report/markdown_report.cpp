@@ -20,11 +20,12 @@ std::string stats_cells(const ValueSummary& s) {
   FormatFit fp16 = format_fit(s.totals, kFp16Format);
   return fmt::format("{} | {} | {} | {} | {} | {} | {}", format_stat(s.has_values, s.abs_min),
                      format_stat(s.has_values, s.abs_max), format_stat(s.has_nonzero_norm, s.norm_min),
-                     format_stat(s.has_nonzero_norm, s.norm_max),
-                     s.totals.above_1e2, fp16.overflow, fp16.underflow + fp16.subnormal);
+                     format_stat(s.has_nonzero_norm, s.norm_max), s.totals.above_1e2, fp16.overflow,
+                     fp16.underflow + fp16.subnormal);
 }
 
-constexpr const char* kStatsHeader = "abs min | abs max | norm min | norm max | > 1e2 | fp16 overflow | fp16 underflow/subnormal";
+constexpr const char* kStatsHeader =
+    "abs min | abs max | norm min | norm max | > 1e2 | fp16 overflow | fp16 underflow/subnormal";
 constexpr const char* kStatsRule = "--:|--:|--:|--:|--:|--:|--:";
 
 std::string verdict(const ModelReport& model) {

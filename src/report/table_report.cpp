@@ -73,8 +73,8 @@ std::string tensor_note(const TensorReport& tensor) {
 void append_tensor_rows(std::string& out, const ModelReport& model) {
   size_t width = 6;
   for (const auto& t : model.tensors) width = std::max(width, std::min(t.name.size(), kMaxNameWidth));
-  out += fmt::format("  {:<{}} | {:<7} | {:^9} | {:^9} | {:^9} | {:>7} | {:>5} | {:>5} | {}\n", "tensor", width, "dtype",
-                     "abs min", "abs max", "norm", "zeros", "nans", "infs", "note");
+  out += fmt::format("  {:<{}} | {:<7} | {:^9} | {:^9} | {:^9} | {:>7} | {:>5} | {:>5} | {}\n", "tensor", width,
+                     "dtype", "abs min", "abs max", "norm", "zeros", "nans", "infs", "note");
   for (const auto& t : model.tensors) {
     const auto& s = t.stats;
     bool values = s && s->has_values();
@@ -95,24 +95,26 @@ void append_precision(std::string& out, const ModelReport& model) {
     out += fmt::format("  cast to {:<8}: {} overflow (> {}), {} subnormal, {} flushed to zero\n", format.name,
                        fit.overflow, format.max, fit.subnormal, fit.underflow);
   }
-  out += fmt::format("  {} values above 1e2; {} at or above 256 (their squares overflow fp16)\n",
-                     totals.above_1e2, square_overflow(totals));
+  out += fmt::format("  {} values above 1e2; {} at or above 256 (their squares overflow fp16)\n", totals.above_1e2,
+                     square_overflow(totals));
   if (std::optional<StorageCast> cast = storage_cast(totals))
     out += fmt::format("  storage: {:.1f}% of F32/F64 values are bf16-exact, {:.1f}% fp16-exact: {}\n",
                        100 * cast->bf16_exact, 100 * cast->fp16_exact, cast->says);
   out += fmt::format("  {:<10} | {:>7} | {:^9} | {:^9} | {:>9} | {:>13}\n", "group", "params", "abs max", "norm max",
                      "> 1e2", "fp16 overflow");
   for (const auto& [name, group] : summary.groups)
-    out += fmt::format("  {:<10} | {:>7} | {:>9} | {:>9} | {:>9} | {:>13}\n", name, human_count(group.parameters),
-                       format_stat(group.has_values, group.abs_max), format_stat(group.has_nonzero_norm, group.norm_max),
-                       group.totals.above_1e2, group.totals.above_fp16_max);
+    out +=
+        fmt::format("  {:<10} | {:>7} | {:>9} | {:>9} | {:>9} | {:>13}\n", name, human_count(group.parameters),
+                    format_stat(group.has_values, group.abs_max), format_stat(group.has_nonzero_norm, group.norm_max),
+                    group.totals.above_1e2, group.totals.above_fp16_max);
   out += render_exponent_chart(totals.exponents, "  ");
   const ValueSummary& buffers = model.buffers;
   if (buffers.tensors > 0)
-    out += fmt::format("  buffers (kept out of the verdict): {} tensors, {} values, abs max {}, norm max {}, {} above "
-                       "fp16's max\n",
-                       buffers.tensors, human_count(buffers.parameters), format_stat(buffers.has_values, buffers.abs_max),
-                       format_stat(buffers.has_nonzero_norm, buffers.norm_max), buffers.totals.above_fp16_max);
+    out += fmt::format(
+        "  buffers (kept out of the verdict): {} tensors, {} values, abs max {}, norm max {}, {} above "
+        "fp16's max\n",
+        buffers.tensors, human_count(buffers.parameters), format_stat(buffers.has_values, buffers.abs_max),
+        format_stat(buffers.has_nonzero_norm, buffers.norm_max), buffers.totals.above_fp16_max);
 }
 
 }  // namespace
@@ -123,9 +125,9 @@ std::string render_table(const ScanReport& report, bool per_tensor) {
     width = std::max(width, std::min(model.input.size(), kMaxNameWidth));
     dtypes_width = std::max(dtypes_width, dtype_census(model.summary).size());
   }
-  std::string out = fmt::format("{:<{}} | {:^9} | {:^9} | {:^9} | {:^9} | {:>7} | {:<{}} | {}\n", "name", width,
-                                "abs min", "abs max", "norm min", "norm max", "params", "dtypes", dtypes_width,
-                                "verdict");
+  std::string out =
+      fmt::format("{:<{}} | {:^9} | {:^9} | {:^9} | {:^9} | {:>7} | {:<{}} | {}\n", "name", width, "abs min", "abs max",
+                  "norm min", "norm max", "params", "dtypes", dtypes_width, "verdict");
   out += fmt::format("{:-<{}}-|-{:-<9}-|-{:-<9}-|-{:-<9}-|-{:-<9}-|-{:-<7}-|-{:-<{}}-|-{:-<20}\n", "", width, "", "",
                      "", "", "", "", dtypes_width, "");
   for (const auto& model : report.models) {

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-
 #include "precdetect/report/stat_text.h"
 
 namespace precdetect {

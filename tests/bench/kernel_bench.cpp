@@ -6,9 +6,9 @@
 #include <ATen/Context.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/randn.h>
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <limits>

@@ -3,7 +3,6 @@
 #include "precdetect/load/pickle.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  return precdetect::fuzz::parse_or_reject(data, size, "data.pkl", [](auto file) {
-    precdetect::pickle::run(file->view(0, file->size()), file->path());
-  });
+  return precdetect::fuzz::parse_or_reject(
+      data, size, "data.pkl", [](auto file) { precdetect::pickle::run(file->view(0, file->size()), file->path()); });
 }

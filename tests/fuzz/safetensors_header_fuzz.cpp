@@ -3,7 +3,6 @@
 #include "precdetect/load/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  return precdetect::fuzz::parse_or_reject(data, size, "fuzz.safetensors", [](auto file) {
-    precdetect::read_safetensors_header(*file);
-  });
+  return precdetect::fuzz::parse_or_reject(data, size, "fuzz.safetensors",
+                                           [](auto file) { precdetect::read_safetensors_header(*file); });
 }

@@ -3,7 +3,6 @@
 #include "precdetect/load/zip_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  return precdetect::fuzz::parse_or_reject(data, size, "fuzz.pt", [](auto file) {
-    precdetect::read_zip_directory(*file);
-  });
+  return precdetect::fuzz::parse_or_reject(data, size, "fuzz.pt",
+                                           [](auto file) { precdetect::read_zip_directory(*file); });
 }

@@ -1,10 +1,9 @@
 // The CPU kernel against independent references: libtorch's dtype conversions and long-double sums.
 #include "precdetect/analyze/cpu_kernel.h"
 
-#include "precdetect/analyze/cast_safety.h"
-
 #include <gtest/gtest.h>
 
+#include "precdetect/analyze/cast_safety.h"
 #include "stats_reference.h"
 
 namespace precdetect {
@@ -118,12 +117,19 @@ namespace precdetect {
 namespace {
 
 // Each narrow-format boundary, on both sides, with the counts worked out by hand from the definitions.
-const std::vector<float> kBoundaryValues = {
-    65504.0f, std::nextafter(65504.0f, INFINITY), 65520.0f, -65536.0f,  // fp16 max, above, rounds to Inf, 2^16
-    448.0f, std::nextafter(448.0f, INFINITY), 57344.0f, -std::nextafter(57344.0f, INFINITY),  // fp8 maxima
-    100.0f, std::nextafter(100.0f, INFINITY), 256.0f, 255.0f,                                 // seed, 2^8
-    0x1p-24f, -0x1p-25f, 0x1.8p-24f, 0x1p-14f, 0x1p-15f, 1023 * 0x1p-24f, 1e-45f,              // fp16 small end
-    0.0f, -INFINITY, NAN, 1 + 0x1p-10f, 1 + 0x1p-7f, -(1 + 0x1p-11f)};                          // precision
+const std::vector<float> kBoundaryValues = {65504.0f,    std::nextafter(65504.0f, INFINITY),
+                                            65520.0f,    -65536.0f,  // fp16 max, above, rounds to Inf, 2^16
+                                            448.0f,      std::nextafter(448.0f, INFINITY),
+                                            57344.0f,    -std::nextafter(57344.0f, INFINITY),  // fp8 maxima
+                                            100.0f,      std::nextafter(100.0f, INFINITY),
+                                            256.0f,      255.0f,  // seed, 2^8
+                                            0x1p-24f,    -0x1p-25f,
+                                            0x1.8p-24f,  0x1p-14f,
+                                            0x1p-15f,    1023 * 0x1p-24f,
+                                            1e-45f,  // fp16 small end
+                                            0.0f,        -INFINITY,
+                                            NAN,         1 + 0x1p-10f,
+                                            1 + 0x1p-7f, -(1 + 0x1p-11f)};  // precision
 
 void expect_boundary_counts(const TensorStats& stats, uint64_t copies) {
   EXPECT_EQ(stats.above_1e2, 11 * copies);  // every value above 100 but Inf: 100 itself is not
@@ -136,8 +142,8 @@ void expect_boundary_counts(const TensorStats& stats, uint64_t copies) {
   EXPECT_EQ(stats.bf16_exact, 14 * copies);
   FormatFit fp16 = format_fit(stats, kNarrowFormats[0]);
   EXPECT_EQ(fp16.overflow, 3 * copies);
-  EXPECT_EQ(fp16.underflow, 2 * copies);  // 2^-25, 1e-45
-  EXPECT_EQ(fp16.subnormal, 4 * copies);  // 2^-24, 1.5*2^-24, 2^-15, 1023*2^-24
+  EXPECT_EQ(fp16.underflow, 2 * copies);          // 2^-25, 1e-45
+  EXPECT_EQ(fp16.subnormal, 4 * copies);          // 2^-24, 1.5*2^-24, 2^-15, 1023*2^-24
   EXPECT_EQ(square_overflow(stats), 9 * copies);  // 256 and up (255 is not), Inf excluded
   FormatFit e4m3 = format_fit(stats, kNarrowFormats[1]);
   EXPECT_EQ(e4m3.underflow, 7 * copies);  // the seven nonzero values below 2^-9

@@ -100,7 +100,8 @@ TEST_F(Discovery, ShardPatternsMakeOneModel) {
       {"hf", {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}, false},
       {"meta", {"consolidated.00.pth", "consolidated.01.pth", "params.json"}, true},
       // DeepSpeed: ZeRO's optimizer partitions beside the model states are training state
-      {"ds", {"mp_rank_00_model_states.pt", "mp_rank_01_model_states.pt", "zero_pp_rank_0_mp_rank_00_optim_states.pt"},
+      {"ds",
+       {"mp_rank_00_model_states.pt", "mp_rank_01_model_states.pt", "zero_pp_rank_0_mp_rank_00_optim_states.pt"},
        true},
       {"fairseq", {"checkpoint_last-model_part-0.pt", "checkpoint_last-model_part-1.pt"}, true},
   };

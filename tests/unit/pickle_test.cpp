@@ -131,10 +131,12 @@ TEST(Pickle, MappingsBuiltFromPairs) {
 
 TEST(Pickle, AModulesDictsSayParameterOrBuffer) {
   // Net() with __dict__ {_parameters: {w}, _buffers: {running_var}, grid: [t], _modules: {}}
-  auto result = run("\x80\x02" "cnet\nNet\n)\x81}(" + unicode("_parameters") + "}" + unicode("w") +
-                    rebuilt_tensor("0") + "s" + unicode("_buffers") + "}" + unicode("running_var") +
-                    rebuilt_tensor("1") + "s" + unicode("grid") + "]" + rebuilt_tensor("2") + "a" +
-                    unicode("_modules") + "}ub."s);
+  auto result =
+      run("\x80\x02"
+          "cnet\nNet\n)\x81}(" +
+          unicode("_parameters") + "}" + unicode("w") + rebuilt_tensor("0") + "s" + unicode("_buffers") + "}" +
+          unicode("running_var") + rebuilt_tensor("1") + "s" + unicode("grid") + "]" + rebuilt_tensor("2") + "a" +
+          unicode("_modules") + "}ub."s);
   auto found = find_tensors(result, "data.pkl");
   ASSERT_EQ(names(found), (std::vector<std::string>{"w", "running_var", "grid.0"}));
   EXPECT_EQ(found[0].role, TensorRole::kModel);

@@ -23,17 +23,19 @@ bool reaches(const std::atomic<size_t>& produced, size_t count) {
 
 TEST(ReadAhead, GivesEveryItemOnceInOrder) {
   // Move-only items, as a CUDA upload's event is.
-  ReadAhead<std::unique_ptr<size_t>> items(1000, 3, [](size_t) { return 1; },
-                                           [](size_t i) { return std::make_unique<size_t>(i * i); });
+  ReadAhead<std::unique_ptr<size_t>> items(
+      1000, 3, [](size_t) { return 1; }, [](size_t i) { return std::make_unique<size_t>(i * i); });
   for (size_t i = 0; i < 1000; ++i) ASSERT_EQ(*items.next(), i * i);
 }
 
 TEST(ReadAhead, RunsAheadUntilTheBudgetIsSpent) {
   std::atomic<size_t> produced = 0;
-  ReadAhead<size_t> items(100, 10, [](size_t i) { return i < 3 ? 3 : 5; }, [&](size_t i) {
-    ++produced;
-    return i;
-  });
+  ReadAhead<size_t> items(
+      100, 10, [](size_t i) { return i < 3 ? 3 : 5; },
+      [&](size_t i) {
+        ++produced;
+        return i;
+      });
   ASSERT_TRUE(reaches(produced, 3));  // 3 + 3 + 3 waiting: the fourth, at 5, would take them to 14
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(produced, 3) << "ran past its budget";
@@ -51,17 +53,20 @@ TEST(ReadAhead, RunsAheadUntilTheBudgetIsSpent) {
 }
 
 TEST(ReadAhead, AnItemAboveTheBudgetIsProducedWhenNoneWaits) {
-  ReadAhead<size_t> items(5, 1, [](size_t) { return 100; }, [](size_t i) { return i; });
+  ReadAhead<size_t> items(
+      5, 1, [](size_t) { return 100; }, [](size_t i) { return i; });
   for (size_t i = 0; i < 5; ++i) EXPECT_EQ(items.next(), i);
 }
 
 TEST(ReadAhead, AFailureComesAfterTheItemsBeforeItAndEndsTheSequence) {
   std::atomic<size_t> produced = 0;
-  ReadAhead<size_t> items(10, 100, [](size_t) { return 1; }, [&](size_t i) {
-    ++produced;
-    if (i == 4) throw std::runtime_error("item 4 failed");
-    return i;
-  });
+  ReadAhead<size_t> items(
+      10, 100, [](size_t) { return 1; },
+      [&](size_t i) {
+        ++produced;
+        if (i == 4) throw std::runtime_error("item 4 failed");
+        return i;
+      });
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(items.next(), i);
   EXPECT_THROW(items.next(), std::runtime_error);
   std::this_thread::sleep_for(50ms);
@@ -71,10 +76,12 @@ TEST(ReadAhead, AFailureComesAfterTheItemsBeforeItAndEndsTheSequence) {
 TEST(ReadAhead, LeavingEarlyStopsTheProducer) {
   std::atomic<size_t> produced = 0;
   {
-    ReadAhead<size_t> items(1'000'000, 2, [](size_t) { return 1; }, [&](size_t i) {
-      ++produced;
-      return i;
-    });
+    ReadAhead<size_t> items(
+        1'000'000, 2, [](size_t) { return 1; },
+        [&](size_t i) {
+          ++produced;
+          return i;
+        });
     EXPECT_EQ(items.next(), 0u);
   }  // would hang here if the producer still waited for room
   EXPECT_LE(produced, 3u);

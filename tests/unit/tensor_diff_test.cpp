@@ -42,9 +42,8 @@ void expect_same_diff(const DiffStats& a, const DiffStats& b) {
   EXPECT_EQ(a.abs_updates.total, b.abs_updates.total);
   EXPECT_EQ(a.max_abs, b.max_abs);
   EXPECT_EQ(a.max_rel, b.max_rel);
-  for (auto [x, y] :
-       {std::pair{a.sum_sq_diff, b.sum_sq_diff}, std::pair{a.dot, b.dot}, std::pair{a.sum_abs, b.sum_abs},
-        std::pair{a.sum_sq_base, b.sum_sq_base}, std::pair{a.sum_sq_other, b.sum_sq_other}}) {
+  for (auto [x, y] : {std::pair{a.sum_sq_diff, b.sum_sq_diff}, std::pair{a.dot, b.dot}, std::pair{a.sum_abs, b.sum_abs},
+                      std::pair{a.sum_sq_base, b.sum_sq_base}, std::pair{a.sum_sq_other, b.sum_sq_other}}) {
     if (std::isnan(y))
       EXPECT_TRUE(std::isnan(x));  // a NaN in the data poisons the sums on both paths alike
     else
@@ -75,9 +74,10 @@ std::pair<at::Tensor, at::Tensor> awkward_pair(int64_t n) {
 // mixed and fp8 pairs (converted), both bf16 modes, sizes that leave a tail and that split across threads.
 TEST(TensorDiff, FusedPassAgreesWithLibtorchOps) {
   const std::pair<at::ScalarType, at::ScalarType> dtypes[] = {
-      {at::kDouble, at::kDouble},   {at::kFloat, at::kFloat},     {at::kHalf, at::kHalf},
-      {at::kBFloat16, at::kBFloat16}, {at::kBFloat16, at::kFloat}, {at::kHalf, at::kBFloat16},
-      {at::kFloat, at::kDouble},    {at::kFloat8_e4m3fn, at::kFloat8_e4m3fn}};
+      {at::kDouble, at::kDouble},  {at::kFloat, at::kFloat},
+      {at::kHalf, at::kHalf},      {at::kBFloat16, at::kBFloat16},
+      {at::kBFloat16, at::kFloat}, {at::kHalf, at::kBFloat16},
+      {at::kFloat, at::kDouble},   {at::kFloat8_e4m3fn, at::kFloat8_e4m3fn}};
   for (int64_t n : {0, 1, 7, 200'003, 600'001}) {  // 600'001: two parts of at least 2^18 on 2 cores or more
     auto [base, other] = awkward_pair(n);
     for (auto [base_dtype, other_dtype] : dtypes) {
@@ -87,7 +87,8 @@ TEST(TensorDiff, FusedPassAgreesWithLibtorchOps) {
         DiffOptions options{.bitwise = bitwise};
         expect_same_diff(diff_tensors(a, b, options, {}), diff_tensors_with_ops(a, b, options, at::kCPU));
         // a bitwise copy (the CPU path's shortcut), NaN and Inf included
-        expect_same_diff(diff_tensors(b, b.clone(), options, {}), diff_tensors_with_ops(b, b.clone(), options, at::kCPU));
+        expect_same_diff(diff_tensors(b, b.clone(), options, {}),
+                         diff_tensors_with_ops(b, b.clone(), options, at::kCPU));
       }
     }
   }

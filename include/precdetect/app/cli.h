@@ -18,8 +18,8 @@ struct CommandLine {
   std::string out, err;  ///< text for stdout / stderr when there is nothing to run
 };
 
-/// `precdetect [scan] PATH... [options]`, `precdetect diff BASE OTHER... [options]` or `precdetect merge FILE...`. Usage errors give exit
-/// code 2 and a message naming the flag.
+/// `precdetect [scan] PATH... [options]`, `precdetect diff BASE OTHER... [options]` or `precdetect merge FILE...`.
+/// Usage errors give exit code 2 and a message naming the flag.
 CommandLine parse_command_line(int argc, const char* const* argv);
 
 }  // namespace precdetect

@@ -55,13 +55,13 @@ enum class OutputFormat { kTable, kJson, kJsonl, kCsv, kMarkdown };
 
 struct ScanOptions {
   std::vector<std::string> inputs;
-  std::vector<std::string> lists;  ///< --from files naming more inputs ("-": standard input)
-  bool recursive = false;          ///< a folder input stands for every model folder under it
-  bool hf_cache = false;           ///< also scan every model in the local Hugging Face cache
-  bool all_revisions = false;      ///< with hf_cache: every snapshot, not only the one refs/main names
-  Shard shard;                     ///< scan only this part of the inputs (--shard K/N)
-  size_t jobs = 0;                 ///< models scanned at once; 0: the default for the device
-  bool quiet = false;              ///< no progress line and no warnings on stderr (errors still)
+  std::vector<std::string> lists;              ///< --from files naming more inputs ("-": standard input)
+  bool recursive = false;                      ///< a folder input stands for every model folder under it
+  bool hf_cache = false;                       ///< also scan every model in the local Hugging Face cache
+  bool all_revisions = false;                  ///< with hf_cache: every snapshot, not only the one refs/main names
+  Shard shard;                                 ///< scan only this part of the inputs (--shard K/N)
+  size_t jobs = 0;                             ///< models scanned at once; 0: the default for the device
+  bool quiet = false;                          ///< no progress line and no warnings on stderr (errors still)
   std::optional<std::filesystem::path> cache;  ///< the SQLite results cache (--cache, $PRECDETECT_CACHE)
   /// kJsonl: one JSON line per model as it finishes, then a summary line
   OutputFormat format = OutputFormat::kTable;

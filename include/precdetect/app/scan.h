@@ -11,8 +11,8 @@ namespace precdetect {
 
 /// Scans one input with `analyzer`, taking tensor statistics from `cache` where it has them (nullptr: no cache).
 /// Never throws precdetect::Error: a model that cannot be scanned comes back with `error` set.
-ModelReport scan_model(const std::string& input, const ScanOptions& options, const RuleSet& rules,
-                       Analyzer& analyzer, StatsCache* cache);
+ModelReport scan_model(const std::string& input, const ScanOptions& options, const RuleSet& rules, Analyzer& analyzer,
+                       StatsCache* cache);
 
 /// Runs the whole command: scans every input, prints the table or JSON, writes --output, and returns the exit
 /// code. Throws Error for problems that concern the whole run (bad --rules, unavailable --device).

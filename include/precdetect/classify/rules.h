@@ -24,7 +24,7 @@ struct Rule {
   Label label = Label::kUnknown;
   /// The labels the rule's evidence does not rule out, `label` first (range: bf16 or fp32; fp16 or fp32).
   std::vector<Label> candidates;
-  double confidence = 0.0;      ///< in [0, 1]
+  double confidence = 0.0;  ///< in [0, 1]
   bool fp16_risk = false;
   std::string says;    ///< what a firing means, in a sentence
   std::string source;  ///< where the threshold comes from

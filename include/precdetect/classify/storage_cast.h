@@ -12,10 +12,10 @@
 namespace precdetect {
 
 struct StorageCast {
-  uint64_t wide_values = 0;    ///< non-NaN values of F32/F64 tensors (TensorStats::exactness_checked)
-  double bf16_exact = 0.0;     ///< fraction of them exactly representable in bf16
-  double fp16_exact = 0.0;     ///< ... in fp16
-  std::string says;            ///< one sentence a person can act on
+  uint64_t wide_values = 0;  ///< non-NaN values of F32/F64 tensors (TensorStats::exactness_checked)
+  double bf16_exact = 0.0;   ///< fraction of them exactly representable in bf16
+  double fp16_exact = 0.0;   ///< ... in fp16
+  std::string says;          ///< one sentence a person can act on
 };
 
 /// nullopt when the summary holds no F32/F64 values.

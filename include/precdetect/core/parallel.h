@@ -20,9 +20,8 @@ auto reduce_in_parallel(uint64_t numel, uint64_t min_per_thread, Range range) {
   if (parts <= 1) return range(0, numel);
   uint64_t part = (numel + parts - 1) / parts;
   std::vector<std::optional<decltype(range(0, numel))>> results((numel + part - 1) / part);
-  WorkerPool::shared().run(results.size(), [&](size_t i) {
-    results[i].emplace(range(i * part, std::min(numel, (i + 1) * part)));
-  });
+  WorkerPool::shared().run(results.size(),
+                           [&](size_t i) { results[i].emplace(range(i * part, std::min(numel, (i + 1) * part))); });
   auto result = std::move(*results[0]);
   for (size_t i = 1; i < results.size(); ++i) result.merge(*results[i]);
   return result;

@@ -10,18 +10,18 @@
 namespace precdetect {
 
 enum class WarningCode {
-  kDtypesNotRead,         ///< load: tensors of dtypes precdetect cannot represent (quantized, complex128) skipped
-  kNotExecuted,           ///< load: the pickle asks to call globals outside the allowlist; none was called
-  kUnreachedTensors,      ///< load: tensors the pickle rebuilt that no key path reaches, named "(unreached).N"
-  kMixedFormats,          ///< load: one model's files are of several formats
-  kUnindexedTensors,      ///< load: tensors in the shards that the index does not list
-  kDtypesNotAnalyzed,     ///< analyze: tensors counted in the census whose values were not analyzed
-  kOptimizerState,        ///< analyze: optimizer state reported apart
-  kBuffers,               ///< analyze: buffers reported apart, out of the verdict
-  kModelParallelJoined,   ///< analyze: model-parallel parts joined into whole tensors
-  kEmptySelection,        ///< analyze: --include/--exclude selected no tensor
-  kNoFloatParameters,     ///< analyze: no floating-point parameter: nothing to classify
-  kNonFinite,             ///< analyze: NaN or Inf values in the weights
+  kDtypesNotRead,        ///< load: tensors of dtypes precdetect cannot represent (quantized, complex128) skipped
+  kNotExecuted,          ///< load: the pickle asks to call globals outside the allowlist; none was called
+  kUnreachedTensors,     ///< load: tensors the pickle rebuilt that no key path reaches, named "(unreached).N"
+  kMixedFormats,         ///< load: one model's files are of several formats
+  kUnindexedTensors,     ///< load: tensors in the shards that the index does not list
+  kDtypesNotAnalyzed,    ///< analyze: tensors counted in the census whose values were not analyzed
+  kOptimizerState,       ///< analyze: optimizer state reported apart
+  kBuffers,              ///< analyze: buffers reported apart, out of the verdict
+  kModelParallelJoined,  ///< analyze: model-parallel parts joined into whole tensors
+  kEmptySelection,       ///< analyze: --include/--exclude selected no tensor
+  kNoFloatParameters,    ///< analyze: no floating-point parameter: nothing to classify
+  kNonFinite,            ///< analyze: NaN or Inf values in the weights
 };
 
 /// snake_case name of a code, e.g. "not_executed" (JSON `warnings[].code`).

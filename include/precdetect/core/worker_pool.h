@@ -1,6 +1,7 @@
 #pragma once
 /// Threads started once per process for the parts of a parallel loop: starting and joining threads per loop cost
-/// nearly half as much as the work it split, a CUDA staging buffer's fill (docs/benchmarks.md, "Figures behind the code").
+/// nearly half as much as the work it split, a CUDA staging buffer's fill (docs/benchmarks.md, "Figures behind the
+/// code").
 
 #include <condition_variable>
 #include <cstddef>

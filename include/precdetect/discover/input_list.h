@@ -14,8 +14,8 @@ std::vector<std::string> read_input_list(const std::string& list_file);
 
 /// Every folder under `root` (root included) that holds a model, in sorted order; the sub-folders of a folder
 /// whose parts they are (holds_model_parts: pipeline components, Megatron ranks) are left to it. Symbolic links
-/// to folders are not followed (no loops). A folder that cannot be listed is included (it may hold a model; scanning it reports
-/// the io_error) but not entered. Throws Error(kNotFound) when `root` is no folder.
+/// to folders are not followed (no loops). A folder that cannot be listed is included (it may hold a model; scanning it
+/// reports the io_error) but not entered. Throws Error(kNotFound) when `root` is no folder.
 std::vector<std::string> find_model_folders(const std::filesystem::path& root);
 
 /// Part `index` of `count` (0 <= index < count) of a batch split across machines (--shard K/N).

@@ -22,8 +22,8 @@ struct SafetensorsHeader {
 bool looks_like_safetensors(const ByteSource& source);
 
 /// Reads and validates the whole header against the file size before any tensor byte is touched.
-/// Enforces every rule of the reference reader (docs/errors.md names each one's code); each violation throws its own ErrorCode
-/// with the path and, where one is involved, the tensor name. Records get `file = file_index`.
+/// Enforces every rule of the reference reader (docs/errors.md names each one's code); each violation throws its own
+/// ErrorCode with the path and, where one is involved, the tensor name. Records get `file = file_index`.
 SafetensorsHeader read_safetensors_header(const ByteSource& source, size_t file_index = 0);
 
 }  // namespace precdetect

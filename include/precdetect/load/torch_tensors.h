@@ -17,7 +17,7 @@ struct FoundTensor {
   const pickle::Tensor* tensor = nullptr;
   TensorRole role = TensorRole::kModel;
   bool role_from_file = false;  ///< found inside a pickled nn.Module, whose dicts say parameter or buffer
-  bool reached = true;  ///< false: no key path leads to it (named "(unreached).N", N its rebuild order)
+  bool reached = true;          ///< false: no key path leads to it (named "(unreached).N", N its rebuild order)
 };
 
 /// Walks the graph from the pickle's root: dict keys, list indexes and object attributes joined by '.', with
