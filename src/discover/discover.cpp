@@ -131,6 +131,7 @@ std::vector<std::string> pipeline_components(const fs::path& folder) {
 
 std::vector<std::string> set_names(const std::vector<WeightSet>& sets) {
   std::vector<std::string> names;
+  names.reserve(sets.size());
   for (const WeightSet& set : sets) names.push_back(set.name);
   return names;
 }

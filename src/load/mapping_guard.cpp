@@ -37,6 +37,7 @@ void on_sigbus(int signal, siginfo_t* info, void* context) {
     uintptr_t base = slot.base.load(std::memory_order_acquire);
     if (base == 0 || address < base || address - base >= slot.size.load(std::memory_order_acquire)) continue;
     // A zero page over the lost one; the faulting read is then re-executed and reads zeros.
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): the page's address is arithmetic on the faulting address
     void* zeros = ::mmap(reinterpret_cast<void*>(address & ~(page - 1)), page, PROT_READ,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     if (zeros == MAP_FAILED) break;

@@ -604,15 +604,13 @@ Ref make_value(Value value) { return std::make_shared<Value>(std::move(value)); 
 Arena::~Arena() {
   // A pickle can build containers that hold themselves (through the memo); emptying every container first
   // lets the shared pointers free the whole graph.
+  // get_if, not std::visit: a destructor must not throw, and visit may (bad_variant_access).
   for (const Ref& value : values) {
-    std::visit(
-        [](auto& node) {
-          using Node = std::decay_t<decltype(node)>;
-          if constexpr (std::is_same_v<Node, Tuple> || std::is_same_v<Node, List>) node.items.clear();
-          if constexpr (std::is_same_v<Node, Dict>) node.items.clear();
-          if constexpr (std::is_same_v<Node, Opaque>) node.args.reset(), node.state.reset(), node.contents.reset();
-        },
-        value->v);
+    if (auto* tuple = std::get_if<Tuple>(&value->v)) tuple->items.clear();
+    if (auto* list = std::get_if<List>(&value->v)) list->items.clear();
+    if (auto* dict = std::get_if<Dict>(&value->v)) dict->items.clear();
+    if (auto* object = std::get_if<Opaque>(&value->v))
+      object->args.reset(), object->state.reset(), object->contents.reset();
   }
 }
 
