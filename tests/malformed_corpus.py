@@ -12,12 +12,16 @@ test_malformed.py scans each case (named error, path, exit 2, valid JSON) and al
 import io
 import json
 import os
+import pickle
 import struct
 import sys
 import zipfile
 from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pre04_tar import archive, members  # noqa: E402
 
 
 def safetensors(header, data=b"", length=None):
@@ -160,6 +164,43 @@ LEGACY = {
 }
 
 
+def tar_parts(**changes):
+    """The members of a good pre-0.4 tar with some replaced (None: left out)."""
+    parts = members({"w": torch.ones(4), "v": torch.arange(3, dtype=torch.float64)})
+    parts.update(changes)
+    return {name: data for name, data in parts.items() if data is not None}
+
+
+def tar_with_size_field(text):
+    """A good tar whose first member header declares `text` as its octal size (checksum left stale: not read)."""
+    data = bytearray(archive(tar_parts()))
+    first = 512 if data[156:157] == b"x" else 0  # PAX_FORMAT may lead with an extended header
+    data[first + 124:first + 136] = text.ljust(12, b"\0")
+    return bytes(data)
+
+
+def tar_with_pickled(member, value, tail=b""):
+    return archive(tar_parts(**{member: pickle.dumps(value, protocol=2) + tail}))
+
+
+TAR = {  # the pre-0.4 torch.save tar layout (tests/pre04_tar.py)
+    "tar-without-pickle-member": (archive(tar_parts(pickle=None)), "invalid_legacy"),
+    "tar-without-storages-member": (archive(tar_parts(storages=None)), "invalid_legacy"),
+    "tar-member-past-the-end": (archive(tar_parts())[:560], "invalid_legacy"),  # cut inside the first member
+    "tar-unreadable-member-size": (tar_with_size_field(b"zz"), "invalid_legacy"),
+    "tar-huge-member-size": (tar_with_size_field(b"77777777777"), "invalid_legacy"),
+    "tar-storage-count-not-int": (tar_with_pickled("storages", "two"), "invalid_legacy"),
+    "tar-storage-bytes-truncated": (tar_with_pickled("storages", 1, pickle.dumps(("0", "cpu", torch.FloatStorage),
+                                                                                 protocol=2) + struct.pack("<q", 1 << 20)),
+                                    "invalid_legacy"),
+    "tar-unknown-storage-type": (tar_with_pickled("storages", 1, pickle.dumps(("0", "cpu", torch.QInt8Storage),
+                                                                              protocol=2) + struct.pack("<q", 1)),
+                                 "invalid_legacy"),
+    "tar-tensor-count-not-int": (tar_with_pickled("tensors", [1]), "invalid_legacy"),
+    "tar-pickle-garbage": (archive(tar_parts(pickle=b"\xff" * 32)), "invalid_pickle"),
+}
+
+
 def write_folders(dest):
     """Cases that are folders; returns {case: expected code}."""
     expected = {}
@@ -206,7 +247,7 @@ def build(dest):
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     expected = {}
-    for cases, suffix in ((SAFETENSORS, ".safetensors"), (ZIP_AND_PICKLE, ".pt"), (LEGACY, ".bin")):
+    for cases, suffix in ((SAFETENSORS, ".safetensors"), (ZIP_AND_PICKLE, ".pt"), (LEGACY, ".bin"), (TAR, ".tar.pt")):
         for name, (content, code) in cases.items():
             (dest / (name + suffix)).write_bytes(content)
             expected[name + suffix] = code

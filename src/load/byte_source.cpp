@@ -9,7 +9,7 @@
 #include <cstring>
 #include <optional>
 
-#include "precdetect/core/bytes.h"
+#include "precdetect/core/byte_cursor.h"
 #include "precdetect/core/error.h"
 #include "precdetect/core/open_file.h"
 #include "precdetect/core/parallel.h"
@@ -27,11 +27,8 @@ uint64_t read_parts() { return WorkerPool::shared().concurrency(); }
 /// Shared range check: every view is validated against the source's size before a byte is touched.
 std::span<const std::byte> checked_view(const ByteSource& source, const std::byte* base, uint64_t offset,
                                         uint64_t length) {
-  auto end = checked_add(offset, length);
-  if (!end || *end > source.size())
-    fail(ErrorCode::kOffsetPastEnd, source.path(),
-         fmt::format("bytes [{}, +{}) lie past the end of the file ({} bytes)", offset, length, source.size()));
-  return {base + offset, static_cast<size_t>(length)};
+  ByteCursor file({base, static_cast<size_t>(source.size())}, source.path(), ErrorCode::kOffsetPastEnd, "");
+  return file.at(offset, length, "bytes");
 }
 
 class MappedFile final : public ByteSource {

@@ -5,6 +5,7 @@
 #include <bit>
 #include <unordered_map>
 
+#include "precdetect/core/byte_cursor.h"
 #include "precdetect/core/error.h"
 
 namespace precdetect::pickle {
@@ -66,17 +67,17 @@ class Machine {
  public:
   Machine(std::span<const std::byte> bytes, const std::filesystem::path& path, uint64_t base,
           const PersistentResolver& resolve)
-      : bytes_(bytes), path_(path), base_(base), resolve_(resolve) {}
+      : cursor_(bytes, path, ErrorCode::kInvalidPickle, "pickle", base), resolve_(resolve) {}
 
   Result run() {
     while (true) {
-      op_start_ = pos_;
+      cursor_.mark();  // errors name the opcode being read
       uint8_t op = byte();
       if (op == '.') break;  // STOP
       step(op);
     }
     if (stack_.size() != 1 || !marks_.empty()) bad("STOP with an unbalanced stack");
-    return {stack_.back(), base_ + pos_, std::move(not_called_), std::move(storages_), std::move(tensors_), arena_};
+    return {stack_.back(), cursor_.offset(), std::move(not_called_), std::move(storages_), std::move(tensors_), arena_};
   }
 
  private:
@@ -88,23 +89,12 @@ class Machine {
     return created;
   }
 
-  [[noreturn]] void bad(std::string_view what) const {
-    fail(ErrorCode::kInvalidPickle, path_, fmt::format("invalid pickle at offset {}: {}", base_ + op_start_, what));
-  }
+  [[noreturn]] void bad(std::string_view what) const { cursor_.fail(what); }
 
-  uint8_t byte() { return static_cast<uint8_t>(take(1)[0]); }
-  std::string_view take(uint64_t n) {
-    if (n > bytes_.size() - pos_) bad(fmt::format("truncated: {} more bytes needed", n));
-    std::string_view out(reinterpret_cast<const char*>(bytes_.data() + pos_), n);
-    pos_ += n;
-    return out;
-  }
-  uint64_t le(size_t n) {
-    auto raw = take(n);
-    uint64_t value = 0;
-    for (size_t i = 0; i < n; ++i) value |= static_cast<uint64_t>(static_cast<uint8_t>(raw[i])) << (8 * i);
-    return value;
-  }
+  uint8_t byte() { return cursor_.le<uint8_t>(); }
+  std::string_view take(uint64_t n) { return cursor_.text(n); }
+  /// An n-byte little-endian length or integer (n: 1, 2, 4 or 8).
+  uint64_t le(size_t n) { return read_le<uint64_t>(cursor_.bytes(n), 0, n); }
   std::string line() {
     std::string text;
     while (true) {
@@ -207,11 +197,8 @@ class Machine {
   Ref persistent(const Ref& pid);
   std::optional<Storage> storage_id(const Ref& id);
 
-  std::span<const std::byte> bytes_;
-  const std::filesystem::path& path_;
-  uint64_t base_;
+  ByteCursor cursor_;
   const PersistentResolver& resolve_;
-  size_t pos_ = 0, op_start_ = 0;
   std::vector<Ref> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, Ref> memo_;

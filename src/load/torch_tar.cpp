@@ -1,9 +1,10 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
-#include "precdetect/core/bytes.h"
+#include "precdetect/core/byte_cursor.h"
 #include "precdetect/core/error.h"
 #include "precdetect/load/torch_formats.h"
 #include "precdetect/load/torch_tensors.h"
@@ -17,28 +18,33 @@ struct Span {
   uint64_t offset = 0, size = 0;
 };
 
+ByteCursor tar_cursor(std::span<const std::byte> bytes, const ByteSource& source, uint64_t base) {
+  return ByteCursor(bytes, source.path(), ErrorCode::kInvalidLegacy, "torch tar archive", base);
+}
+
 [[noreturn]] void damaged(const ByteSource& source, uint64_t offset, std::string_view what) {
-  fail(ErrorCode::kInvalidLegacy, source.path(),
-       fmt::format("invalid torch tar archive at offset {}: {}", offset, what));
+  tar_cursor({}, source, 0).fail_at(offset, what);
 }
 
 /// The members of a ustar archive: 512-byte headers (name at 0, octal size at 124, type at 156), data padded
 /// to 512 bytes, two zero blocks at the end.
 std::map<std::string, Span> read_tar_members(const ByteSource& source) {
+  ByteCursor tar = tar_cursor(source.view(0, source.size()), source, 0);
   std::map<std::string, Span> members;
-  for (uint64_t at = 0; at + kBlock <= source.size();) {
-    auto header = source.view(at, kBlock);
-    const char* text = reinterpret_cast<const char*>(header.data());
+  while (tar.remaining() >= kBlock) {
+    tar.mark();
+    uint64_t at = tar.position();
+    const char* text = reinterpret_cast<const char*>(tar.bytes(kBlock).data());
     if (text[0] == '\0') break;  // end of archive
     std::string name(text, strnlen(text, 100));
     std::string octal(text + 124, strnlen(text + 124, 12));
     char* end = nullptr;
     uint64_t size = std::strtoull(octal.c_str(), &end, 8);
-    if (end == octal.c_str()) damaged(source, at, "unreadable member size");
-    auto data_end = checked_add(at + kBlock, size);
-    if (!data_end || *data_end > source.size()) damaged(source, at, fmt::format("member `{}` runs past the end", name));
+    if (end == octal.c_str()) tar.fail("unreadable member size");
+    tar.at(at + kBlock, size, fmt::format("member `{}`", name));
     if (text[156] == '0' || text[156] == '\0') members[name] = {at + kBlock, size};
-    at += kBlock + (size + kBlock - 1) / kBlock * kBlock;
+    uint64_t padded = (size + kBlock - 1) / kBlock * kBlock;  // size fits the file, so this cannot overflow
+    tar.seek(std::min(tar.position() + padded, source.size()));
   }
   return members;
 }
@@ -53,30 +59,27 @@ Span member(const std::map<std::string, Span>& members, const std::string& name,
 class MemberReader {
  public:
   MemberReader(const ByteSource& source, Span span)
-      : source_(source), at_(span.offset), end_(span.offset + span.size) {}
+      : cursor_(tar_cursor(source.view(span.offset, span.size), source, span.offset)), path_(source.path()) {}
   pickle::Result next() {
-    auto result = pickle::run(source_.view(at_, end_ - at_), source_.path(), at_);
-    at_ = result.end;
+    auto result = pickle::run(cursor_.rest(), path_, cursor_.offset());
+    cursor_.skip(result.end - cursor_.offset());
     return result;
   }
   uint64_t integer(size_t bytes) {
-    if (end_ - at_ < bytes) damaged(source_, at_, "truncated member");
-    uint64_t value =
-        bytes == 4 ? read_le<uint32_t>(source_.view(at_, 4), 0) : read_le<uint64_t>(source_.view(at_, 8), 0);
-    at_ += bytes;
-    return value;
+    cursor_.mark();
+    return bytes == 4 ? cursor_.le<uint32_t>() : cursor_.le<uint64_t>();
   }
   Span skip(uint64_t bytes) {
-    if (end_ - at_ < bytes) damaged(source_, at_, "truncated member");
-    at_ += bytes;
-    return {at_ - bytes, bytes};
+    cursor_.mark();
+    uint64_t at = cursor_.offset();
+    cursor_.skip(bytes);
+    return {at, bytes};
   }
-  bool done() const { return at_ >= end_; }
-  uint64_t at() const { return at_; }
+  uint64_t at() const { return cursor_.offset(); }
 
  private:
-  const ByteSource& source_;
-  uint64_t at_, end_;
+  ByteCursor cursor_;
+  const std::filesystem::path& path_;
 };
 
 template <typename T>

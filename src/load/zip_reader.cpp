@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "precdetect/core/bytes.h"
+#include "precdetect/core/byte_cursor.h"
 #include "precdetect/core/error.h"
 
 namespace precdetect {
@@ -18,15 +18,9 @@ constexpr uint32_t kZip64End = 0x06064b50;
 constexpr uint64_t kEndSize = 22, kLocatorSize = 20, kZip64EndSize = 56, kCentralSize = 46, kLocalSize = 30;
 constexpr uint64_t kMaxComment = 0xFFFF;
 
-[[noreturn]] void damaged(const ByteSource& source, uint64_t offset, std::string_view what) {
-  fail(ErrorCode::kInvalidZip, source.path(), fmt::format("invalid zip archive at offset {}: {}", offset, what));
-}
-
-/// `length` bytes at `offset`, or a kInvalidZip error naming what was being read.
-std::span<const std::byte> bytes_at(const ByteSource& source, uint64_t offset, uint64_t length, std::string_view what) {
-  auto end = checked_add(offset, length);
-  if (!end || *end > source.size()) damaged(source, offset, fmt::format("{} runs past the end of the file", what));
-  return source.view(offset, length);
+/// The whole archive, for checked reads at the offsets its records give.
+ByteCursor archive(const ByteSource& source) {
+  return ByteCursor(source.view(0, source.size()), source.path(), ErrorCode::kInvalidZip, "zip archive");
 }
 
 struct Directory {
@@ -34,28 +28,29 @@ struct Directory {
 };
 
 /// The end-of-central-directory record sits in the last 22 + 65535 bytes (it may carry a comment): search backwards.
-uint64_t find_end_record(const ByteSource& source) {
-  if (source.size() < kEndSize) damaged(source, 0, "file too small for a zip directory");
-  uint64_t lowest = source.size() > kEndSize + kMaxComment ? source.size() - kEndSize - kMaxComment : 0;
-  auto tail = source.view(lowest, source.size() - lowest);
-  for (uint64_t at = source.size() - kEndSize + 1; at-- > lowest;)
+uint64_t find_end_record(const ByteCursor& zip, uint64_t size) {
+  if (size < kEndSize) zip.fail_at(0, "file too small for a zip directory");
+  uint64_t lowest = size > kEndSize + kMaxComment ? size - kEndSize - kMaxComment : 0;
+  auto tail = zip.at(lowest, size - lowest, "the archive's tail");
+  for (uint64_t at = size - kEndSize + 1; at-- > lowest;)
     if (read_le<uint32_t>(tail, at - lowest) == kEndOfDirectory) return at;
-  damaged(source, source.size(), "no end-of-central-directory record");
+  zip.fail_at(size, "no end-of-central-directory record");
 }
 
-Directory read_directory_location(const ByteSource& source) {
-  uint64_t end = find_end_record(source);
-  auto record = bytes_at(source, end, kEndSize, "end of central directory");
+Directory read_directory_location(const ByteCursor& zip, uint64_t size) {
+  uint64_t end = find_end_record(zip, size);
+  auto record = zip.at(end, kEndSize, "end of central directory");
   Directory dir{read_le<uint16_t>(record, 10), read_le<uint32_t>(record, 16), read_le<uint32_t>(record, 12)};
   bool zip64 = dir.entries == 0xFFFF || dir.offset == 0xFFFFFFFF || dir.size == 0xFFFFFFFF;
-  if (end >= kLocatorSize && read_le<uint32_t>(source.view(end - kLocatorSize, 4), 0) == kZip64Locator) zip64 = true;
+  if (end >= kLocatorSize && read_le<uint32_t>(zip.at(end - kLocatorSize, 4, "ZIP64 locator"), 0) == kZip64Locator)
+    zip64 = true;
   if (!zip64) return dir;
-  if (end < kLocatorSize) damaged(source, end, "ZIP64 locator missing");
-  auto locator = bytes_at(source, end - kLocatorSize, kLocatorSize, "ZIP64 locator");
-  if (read_le<uint32_t>(locator, 0) != kZip64Locator) damaged(source, end - kLocatorSize, "ZIP64 locator missing");
+  if (end < kLocatorSize) zip.fail_at(end, "ZIP64 locator missing");
+  auto locator = zip.at(end - kLocatorSize, kLocatorSize, "ZIP64 locator");
+  if (read_le<uint32_t>(locator, 0) != kZip64Locator) zip.fail_at(end - kLocatorSize, "ZIP64 locator missing");
   uint64_t record64_at = read_le<uint64_t>(locator, 8);
-  auto record64 = bytes_at(source, record64_at, kZip64EndSize, "ZIP64 end of central directory");
-  if (read_le<uint32_t>(record64, 0) != kZip64End) damaged(source, record64_at, "bad ZIP64 end record signature");
+  auto record64 = zip.at(record64_at, kZip64EndSize, "ZIP64 end of central directory");
+  if (read_le<uint32_t>(record64, 0) != kZip64End) zip.fail_at(record64_at, "bad ZIP64 end record signature");
   return {read_le<uint64_t>(record64, 32), read_le<uint64_t>(record64, 48), read_le<uint64_t>(record64, 40)};
 }
 
@@ -78,12 +73,32 @@ void apply_zip64_extra(std::span<const std::byte> extra, uint64_t& size, uint64_
 
 /// The data of an entry starts after its local header, whose name and extra lengths may differ from the
 /// central directory's (torch pads the local extra field so data lands on 64-byte boundaries).
-uint64_t data_offset(const ByteSource& source, uint64_t local, uint64_t size) {
-  auto header = bytes_at(source, local, kLocalSize, "local file header");
-  if (read_le<uint32_t>(header, 0) != kLocalHeader) damaged(source, local, "bad local file header signature");
+uint64_t data_offset(const ByteCursor& zip, uint64_t local, uint64_t size) {
+  auto header = zip.at(local, kLocalSize, "local file header");
+  if (read_le<uint32_t>(header, 0) != kLocalHeader) zip.fail_at(local, "bad local file header signature");
   uint64_t start = local + kLocalSize + read_le<uint16_t>(header, 26) + read_le<uint16_t>(header, 28);
-  bytes_at(source, start, size, "entry data");
+  zip.at(start, size, "entry data");
   return start;
+}
+
+/// Central directory record `number` of `count`, read from `central` (positioned at it).
+ZipEntry read_central_entry(ByteCursor& central, const ByteCursor& zip, uint64_t number, uint64_t count) {
+  central.mark();
+  if (central.remaining() < kCentralSize || central.le<uint32_t>() != kCentralHeader)
+    central.fail(fmt::format("central directory entry {} of {} is missing", number, count));
+  auto fixed = central.bytes(kCentralSize - 4);  // the record's fields after its signature
+  uint64_t name_length = read_le<uint16_t>(fixed, 24), extra_length = read_le<uint16_t>(fixed, 26);
+  uint64_t comment_length = read_le<uint16_t>(fixed, 28);
+  if (central.remaining() < name_length + extra_length + comment_length)
+    central.fail("central directory entry runs past its end");
+  ZipEntry entry{.name = std::string(central.text(name_length)), .method = read_le<uint16_t>(fixed, 6)};
+  uint64_t compressed = read_le<uint32_t>(fixed, 16), size = read_le<uint32_t>(fixed, 20);
+  uint64_t local = read_le<uint32_t>(fixed, 38);
+  apply_zip64_extra(central.bytes(extra_length), size, compressed, local);
+  central.skip(comment_length);
+  entry.size = compressed;
+  entry.data_offset = data_offset(zip, local, compressed);
+  return entry;
 }
 
 }  // namespace
@@ -93,26 +108,14 @@ bool looks_like_zip(const ByteSource& source) {
 }
 
 std::map<std::string, ZipEntry> read_zip_directory(const ByteSource& source) {
-  Directory dir = read_directory_location(source);
-  auto central = bytes_at(source, dir.offset, dir.size, "central directory");
+  ByteCursor zip = archive(source);
+  Directory dir = read_directory_location(zip, source.size());
+  ByteCursor central(zip.at(dir.offset, dir.size, "central directory"), source.path(), ErrorCode::kInvalidZip,
+                     "zip archive", dir.offset);
   std::map<std::string, ZipEntry> entries;
-  uint64_t at = 0;
   for (uint64_t i = 0; i < dir.entries; ++i) {
-    if (at + kCentralSize > central.size() || read_le<uint32_t>(central, at) != kCentralHeader)
-      damaged(source, dir.offset + at, fmt::format("central directory entry {} of {} is missing", i + 1, dir.entries));
-    uint64_t name_length = read_le<uint16_t>(central, at + 28), extra_length = read_le<uint16_t>(central, at + 30);
-    uint64_t comment_length = read_le<uint16_t>(central, at + 32);
-    uint64_t record_end = at + kCentralSize + name_length + extra_length + comment_length;
-    if (record_end > central.size()) damaged(source, dir.offset + at, "central directory entry runs past its end");
-    ZipEntry entry{.name = std::string(reinterpret_cast<const char*>(central.data() + at + kCentralSize), name_length),
-                   .method = read_le<uint16_t>(central, at + 10)};
-    uint64_t compressed = read_le<uint32_t>(central, at + 20), size = read_le<uint32_t>(central, at + 24);
-    uint64_t local = read_le<uint32_t>(central, at + 42);
-    apply_zip64_extra(central.subspan(at + kCentralSize + name_length, extra_length), size, compressed, local);
-    entry.size = compressed;
-    entry.data_offset = data_offset(source, local, compressed);
+    ZipEntry entry = read_central_entry(central, zip, i + 1, dir.entries);
     entries[entry.name] = std::move(entry);
-    at = record_end;
   }
   return entries;
 }

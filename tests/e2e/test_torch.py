@@ -5,14 +5,17 @@ import io
 import json
 import os
 import pickle
-import struct
-import tarfile
+import sys
 import unittest
 import zipfile
+from pathlib import Path
 
 import torch
 
 from helpers import ScanTestCase, messages, run, scan
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from pre04_tar import pre04_tar  # noqa: E402
 
 
 def every_dtype_state_dict():
@@ -161,43 +164,8 @@ class ZipStateDicts(ScanTestCase):
         self.assertSummary(model["summary"], tensors)
 
 
-class TensorKey:
-    """Stands for a tensor in a pre-0.4 pickle, which names tensors by key through persistent ids."""
-
-    def __init__(self, key):
-        self.key = key
-
-
-class KeyPickler(pickle.Pickler):
-    def persistent_id(self, obj):
-        return obj.key if isinstance(obj, TensorKey) else None
-
-
 def write_pre04_tar(path, tensors):
-    """The tar layout torch.save wrote before 0.4, as torch's legacy_load reads it: members storages (count;
-    per storage (key, location, type), int64 count, bytes; then the storage views), tensors (count; per tensor
-    (key, storage key, type), int32 rank, 4 pad bytes, sizes, strides, offset) and pickle (the object graph)."""
-    storages, table, objects = io.BytesIO(), io.BytesIO(), {}
-    pickle.dump(len(tensors), storages, protocol=2)
-    pickle.dump(len(tensors), table, protocol=2)
-    storage_types = {torch.float32: torch.FloatStorage, torch.float64: torch.DoubleStorage, torch.int64: torch.LongStorage}
-    for i, (name, tensor) in enumerate(tensors.items()):
-        key = str(i)
-        pickle.dump((key, "cpu", storage_types[tensor.dtype]), storages, protocol=2)
-        storages.write(struct.pack("<q", tensor.numel()) + tensor.contiguous().numpy().tobytes())
-        pickle.dump((100 + i, key, None), table, protocol=2)  # tensor keys: ints, apart from the storage keys
-        table.write(struct.pack("<ii", tensor.dim(), 0))
-        table.write(struct.pack(f"<{tensor.dim()}q", *tensor.shape) + struct.pack(f"<{tensor.dim()}q", *tensor.stride()))
-        table.write(struct.pack("<q", 0))
-        objects[name] = TensorKey(100 + i)
-    pickle.dump([], storages, protocol=2)
-    graph = io.BytesIO()
-    KeyPickler(graph, protocol=2).dump(objects)
-    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as tar:
-        for member, data in (("storages", storages), ("tensors", table), ("pickle", graph)):
-            info = tarfile.TarInfo(member)
-            info.size = len(data.getvalue())
-            tar.addfile(info, io.BytesIO(data.getvalue()))
+    Path(path).write_bytes(pre04_tar(tensors))
 
 
 class Pre04Tar(ScanTestCase):

@@ -5,11 +5,15 @@ committed."""
 
 import io
 import json
+import sys
 import zipfile
 from pathlib import Path
 
 import torch
 from safetensors.torch import save
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from pre04_tar import pre04_tar  # noqa: E402
 
 SEEDS = Path(__file__).resolve().parent / "seeds"
 
@@ -40,6 +44,8 @@ def main():
     legacy = io.BytesIO()
     torch.save(small, legacy, _use_new_zipfile_serialization=False)
     write("torch_legacy", "state-dict", legacy.getvalue())
+    write("torch_tar", "state-dict", pre04_tar({"w": torch.arange(6, dtype=torch.float32).reshape(2, 3),
+                                                "steps": torch.tensor([3, 4], dtype=torch.int64)}))
     print(f"seeds in {SEEDS}")
 
 

@@ -1,0 +1,12 @@
+// The pre-0.4 torch.save tar layout: ustar members (storages, tensors, pickle), pickles and raw storages within.
+#include "fuzz_parser.h"
+#include "precdetect/load/checkpoint.h"
+#include "precdetect/load/torch_formats.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return precdetect::fuzz::parse_or_reject(data, size, "fuzz.tar", [](auto file) {
+    precdetect::Checkpoint checkpoint;
+    checkpoint.files.push_back(std::move(file));
+    if (precdetect::looks_like_tar(*checkpoint.files[0])) precdetect::read_torch_tar(checkpoint, 0);
+  });
+}
