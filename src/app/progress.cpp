@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "precdetect/report/stat_text.h"
+
 namespace precdetect {
 namespace {
 
@@ -35,7 +37,7 @@ bool Progress::wanted(bool quiet) {
 }
 
 void Progress::started(const std::string& input) {
-  current_ = input.size() > kMaxNameWidth ? "..." + input.substr(input.size() - kMaxNameWidth + 3) : input;
+  current_ = elide_middle(input, kMaxNameWidth);
   draw();
 }
 

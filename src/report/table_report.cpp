@@ -17,13 +17,6 @@ namespace {
 
 constexpr size_t kMaxNameWidth = 60;
 
-/// Long names are elided in the middle, where they are least informative (org/…/model-7b).
-std::string elide_middle(const std::string& text, size_t width) {
-  if (text.size() <= width) return text;
-  size_t keep = width - 3;
-  return text.substr(0, keep / 2) + "..." + text.substr(text.size() - (keep - keep / 2));
-}
-
 std::string human_count(uint64_t count) {
   static constexpr std::array<const char*, 5> kUnits = {"", "K", "M", "B", "T"};
   double value = static_cast<double>(count);

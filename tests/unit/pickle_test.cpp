@@ -5,11 +5,13 @@
 
 #include "precdetect/core/error.h"
 #include "precdetect/load/torch_tensors.h"
+#include "test_util.h"
 
 namespace precdetect {
 namespace {
 
 using namespace std::string_literals;
+using testing::unicode;
 
 pickle::Result run(const std::string& bytes) {
   return pickle::run({reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()}, "data.pkl", 1000);
@@ -26,12 +28,6 @@ void expect_invalid(const std::string& bytes, const std::string& detail, uint64_
     EXPECT_NE(std::string(e.what()).find(where), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find(detail), std::string::npos) << e.what();
   }
-}
-
-std::string unicode(const std::string& text) {  // BINUNICODE
-  std::string length(4, '\0');
-  for (int i = 0; i < 4; ++i) length[i] = static_cast<char>((text.size() >> (8 * i)) & 0xFF);
-  return "X" + length + text;
 }
 
 // {'w': _rebuild_tensor_v2(<storage '0' FloatStorage x6>, 0, (2, 3), (3, 1), False, {})}, as torch writes it.
@@ -143,6 +139,20 @@ TEST(Pickle, AModulesDictsSayParameterOrBuffer) {
   EXPECT_EQ(found[1].role, TensorRole::kBuffer);
   EXPECT_EQ(found[2].role, TensorRole::kBuffer);
   for (const FoundTensor& item : found) EXPECT_TRUE(item.role_from_file) << item.name;
+}
+
+// How the walker names what it finds: the path of keys, indexes and attributes, as a state_dict would.
+TEST(Pickle, TensorsAreNamedByTheirPath) {
+  // {'state_dict': {'enc': {'layers': [t0, t1]}, 3: t2}, 'optimizer': {'m': t3}, 'epoch': 7}
+  auto result =
+      run("\x80\x02}(" + unicode("state_dict") + "}(" + unicode("enc") + "}" + unicode("layers") + "](" +
+          rebuilt_tensor("0") + rebuilt_tensor("1") + "es" + "K\x03" + rebuilt_tensor("2") + "u" +
+          unicode("optimizer") + "}" + unicode("m") + rebuilt_tensor("3") + "s" + unicode("epoch") + "K\x07u."s);
+  auto found = find_tensors(result, "data.pkl");
+  EXPECT_EQ(names(found), (std::vector<std::string>{"enc.layers.0", "enc.layers.1", "3", "optimizer.m"}));
+  EXPECT_EQ(found[3].role, TensorRole::kOptimizer);
+  EXPECT_EQ(names(find_tensors(run("\x80\x02" + rebuilt_tensor("0") + "."), "data.pkl")),
+            std::vector<std::string>{"(root)"});
 }
 
 TEST(Pickle, TensorsNoPathReachesAreStillFound) {

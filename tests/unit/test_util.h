@@ -1,5 +1,5 @@
 #pragma once
-// Shared fixtures: a tiny safetensors writer, so parser tests are byte strings, not files on disk.
+// Shared fixtures: a tiny safetensors writer and pickle pieces, so parser tests are byte strings, not files on disk.
 
 #include <cstdint>
 #include <cstring>
@@ -22,6 +22,13 @@ std::string raw_bytes(const std::vector<T>& values) {
   std::string bytes(values.size() * sizeof(T), '\0');
   std::memcpy(bytes.data(), values.data(), bytes.size());
   return bytes;
+}
+
+/// A pickle's BINUNICODE opcode for `text`.
+inline std::string unicode(const std::string& text) {
+  std::string length(4, '\0');
+  for (int i = 0; i < 4; ++i) length[i] = static_cast<char>((text.size() >> (8 * i)) & 0xFF);
+  return "X" + length + text;
 }
 
 }  // namespace precdetect::testing

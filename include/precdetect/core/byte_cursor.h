@@ -56,8 +56,8 @@ class ByteCursor {
     if (offset > bytes_.size()) fail_at(base_ + offset, "offset past the end");
     pos_ = offset;
   }
-  uint64_t position() const { return pos_; }         ///< relative to the start of the bytes
-  uint64_t offset() const { return base_ + pos_; }   ///< in the file
+  uint64_t position() const { return pos_; }        ///< relative to the start of the bytes
+  uint64_t offset() const { return base_ + pos_; }  ///< in the file
   uint64_t remaining() const { return bytes_.size() - pos_; }
   bool done() const { return pos_ >= bytes_.size(); }
 

@@ -1,0 +1,72 @@
+// The results cache: statistics come back for the same bytes of the same file (whatever the tensor is called
+// there), never for a changed file or other bytes, and a damaged cache file is rebuilt rather than failing a scan.
+#include "precdetect/analyze/stats_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+
+#include "precdetect/load/checkpoint.h"
+
+namespace precdetect {
+namespace {
+
+namespace fs = std::filesystem;
+
+class StatsCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("precdetect-cache-" + std::to_string(std::random_device{}()));
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  /// The identity of a weights file holding `text`.
+  std::string identity_of(const std::string& text) {
+    std::ofstream(root_ / "w.bin", std::ios::binary | std::ios::trunc) << text;
+    Checkpoint checkpoint;
+    checkpoint.files.push_back(map_file(root_ / "w.bin"));
+    return StatsCache::file_identity(checkpoint, 0);
+  }
+  fs::path root_;
+};
+
+TensorRecord record(const std::string& name, uint64_t offset) {
+  return {.name = name, .dtype = DType::F32, .shape = {4}, .numel = 4, .nbytes = 16, .offset = offset};
+}
+
+TEST_F(StatsCacheTest, StoredStatisticsComeBackForTheSameBytesOnly) {
+  auto cache = StatsCache::open(root_ / "stats.sqlite");
+  ASSERT_TRUE(cache);
+  TensorStats stats{.numel = 4, .zeros = 1, .abs_min = 0, .abs_max = 7.5, .sum_squares = 60};
+  stats.exponents.counts[129] = 3;
+  std::string file = identity_of("weights, first version");
+  cache->store(file, record("w", 0), stats);
+  EXPECT_EQ(cache->find(file, record("w", 0)), stats);
+  EXPECT_EQ(cache->find(file, record("renamed", 0)), stats);    // the same bytes under another name
+  EXPECT_EQ(cache->find(file, record("w", 16)), std::nullopt);  // other bytes of the file
+  TensorRecord other_view = record("w", 0);
+  other_view.shape = {2, 2};
+  EXPECT_EQ(cache->find(file, other_view), std::nullopt);  // another view of them
+  std::string changed = identity_of("weights, second version!");
+  EXPECT_NE(changed, file);
+  EXPECT_EQ(cache->find(changed, record("w", 0)), std::nullopt);
+  // what was stored outlives the connection
+  cache.reset();
+  EXPECT_EQ(StatsCache::open(root_ / "stats.sqlite")->find(file, record("w", 0)), stats);
+}
+
+TEST_F(StatsCacheTest, AFileThatIsNoCacheIsRebuilt) {
+  std::ofstream(root_ / "stats.sqlite") << "not a database, just text that happens to sit here";
+  auto cache = StatsCache::open(root_ / "stats.sqlite");
+  ASSERT_TRUE(cache);
+  std::string file = identity_of("weights");
+  cache->store(file, record("w", 0), TensorStats{.numel = 4});
+  EXPECT_TRUE(cache->find(file, record("w", 0)));
+  std::ofstream(root_ / "a-file") << "x";
+  EXPECT_EQ(StatsCache::open(root_ / "a-file/stats.sqlite"), nullptr);  // no cache there: never a failed scan
+}
+
+}  // namespace
+}  // namespace precdetect
