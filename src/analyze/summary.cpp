@@ -31,7 +31,7 @@ void ValueSummary::add(const AnalyzedTensor& tensor) {
 
 void ModelSummary::add(const AnalyzedTensor& tensor) {
   ValueSummary::add(tensor);
-  groups[std::string(tensor.group)].add(tensor);
+  groups[tensor.group].add(tensor);
   if (tensor.layer) layers[*tensor.layer].add(tensor);
 }
 

@@ -8,7 +8,7 @@ namespace precdetect {
 namespace {
 
 struct GroupPattern {
-  std::string_view group;
+  TensorGroup group;
   std::regex pattern;
 };
 
@@ -18,15 +18,15 @@ struct GroupPattern {
 const std::array<GroupPattern, 6>& group_patterns() {
   auto icase = std::regex::ECMAScript | std::regex::icase | std::regex::optimize;
   static const std::array<GroupPattern, 6> patterns = {{
-      {"bias", std::regex(R"((^|\.)bias$)", icase)},
-      {"norm", std::regex(R"(norm|(^|\.)ln_?(f|\d+)?\.|layernorm)", icase)},
-      {"head", std::regex(R"((^|\.)(lm_head|embed_out|score|classifier)(\.|$)|^(output|cls)\.)", icase)},
-      {"embedding",
+      {TensorGroup::kBias, std::regex(R"((^|\.)bias$)", icase)},
+      {TensorGroup::kNorm, std::regex(R"(norm|(^|\.)ln_?(f|\d+)?\.|layernorm)", icase)},
+      {TensorGroup::kHead, std::regex(R"((^|\.)(lm_head|embed_out|score|classifier)(\.|$)|^(output|cls)\.)", icase)},
+      {TensorGroup::kEmbedding,
        std::regex(R"(embed|(^|\.)(wte|wpe|shared|word_embeddings|position_embeddings|relative_attention_bias)(\.|$))",
                   icase)},
-      {"attention",
+      {TensorGroup::kAttention,
        std::regex(R"(attn|attention|(^|\.)(q|k|v|o|q_proj|k_proj|v_proj|o_proj|query_key_value)\.)", icase)},
-      {"mlp",
+      {TensorGroup::kMlp,
        std::regex(R"(mlp|(^|\.)(DenseReluDense|ffn|fc1|fc2|intermediate|wi|wo|wi_0|wi_1)(\.|$)|output\.dense)", icase)},
   }};
   return patterns;
@@ -34,11 +34,31 @@ const std::array<GroupPattern, 6>& group_patterns() {
 
 }  // namespace
 
-std::string_view tensor_group(std::string_view name) {
+std::string_view group_name(TensorGroup group) {
+  switch (group) {
+    case TensorGroup::kEmbedding:
+      return "embedding";
+    case TensorGroup::kAttention:
+      return "attention";
+    case TensorGroup::kMlp:
+      return "mlp";
+    case TensorGroup::kNorm:
+      return "norm";
+    case TensorGroup::kHead:
+      return "head";
+    case TensorGroup::kBias:
+      return "bias";
+    case TensorGroup::kOther:
+      return "other";
+  }
+  return "other";
+}
+
+TensorGroup tensor_group(std::string_view name) {
   std::string text(name);
   for (const GroupPattern& candidate : group_patterns())
     if (std::regex_search(text, candidate.pattern)) return candidate.group;
-  return "other";
+  return TensorGroup::kOther;
 }
 
 std::optional<Layer> tensor_layer(std::string_view name) {

@@ -46,6 +46,9 @@ const std::array<StatDef, 12> kStats = {{
      "fraction of F32/F64 values exact in fp16 (none: the model has no F32/F64 value)"},
 }};
 
+static_assert(kStats.size() == static_cast<size_t>(Stat::kFp16ExactFraction) + 1,
+              "one kStats entry per Stat, in the enum's order (kFp16ExactFraction is the last)");
+
 const StatDef& stat_def(Stat stat) { return kStats[static_cast<size_t>(stat)]; }
 
 std::optional<Stat> parse_stat(std::string_view key) {

@@ -19,7 +19,7 @@ std::map<std::string, const TensorRecord*> model_tensors(const Checkpoint& check
 
 void add_to_totals(PairDiff& pair, const TensorDiff& tensor) {
   pair.overall.merge(tensor.stats);
-  pair.groups[std::string(tensor_group(tensor.name))].merge(tensor.stats);  // as scan groups it
+  pair.groups[tensor_group(tensor.name)].merge(tensor.stats);  // as scan groups it
   if (auto layer = tensor_layer(tensor.name)) pair.layers[*layer].merge(tensor.stats);
 }
 

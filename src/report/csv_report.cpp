@@ -40,7 +40,7 @@ std::vector<std::string> row(const ModelReport& model, const TensorReport& tenso
                                     std::string(dtype_name(tensor.dtype)),
                                     fmt::format("{}", fmt::join(tensor.shape, "x")),
                                     fmt::format("{}", tensor.numel),
-                                    std::string(tensor.group),
+                                    std::string(group_name(tensor.group)),
                                     layer ? fmt::format("{}.{}", layer->stack, layer->index) : "",
                                     std::string(role_name(tensor.role))};
   const TensorStats* s = tensor.stats ? &*tensor.stats : nullptr;

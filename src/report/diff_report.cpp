@@ -51,7 +51,7 @@ ordered_json mismatches_json(const std::vector<Mismatch>& mismatches) {
 
 ordered_json pair_json(const PairDiff& pair) {
   ordered_json groups = ordered_json::object(), layers = ordered_json::array(), tensors = ordered_json::array();
-  for (const auto& [group, stats] : pair.groups) groups[group] = stats_json(stats);
+  for (const auto& [group, stats] : pair.groups) groups[std::string(group_name(group))] = stats_json(stats);
   for (const auto& [layer, stats] : pair.layers) {  // as scan's summary.layers: stack and index first
     ordered_json entry = {{"stack", layer.stack}, {"index", layer.index}};
     entry.update(stats_json(stats));
@@ -59,7 +59,7 @@ ordered_json pair_json(const PairDiff& pair) {
   }
   for (const TensorDiff& t : pair.tensors) {
     ordered_json item = {{"name", t.name},
-                         {"group", tensor_group(t.name)},
+                         {"group", group_name(tensor_group(t.name))},
                          {"base_dtype", dtype_name(t.base_dtype)},
                          {"other_dtype", dtype_name(t.other_dtype)},
                          {"shape", t.shape},

@@ -77,7 +77,7 @@ ordered_json value_summary_json(const ValueSummary& summary) {
 ordered_json summary_json(const ModelSummary& summary) {
   ordered_json item = value_summary_json(summary);
   ordered_json groups = ordered_json::object();
-  for (const auto& [name, group] : summary.groups) groups[name] = value_summary_json(group);
+  for (const auto& [group, part] : summary.groups) groups[std::string(group_name(group))] = value_summary_json(part);
   ordered_json layers = ordered_json::array();
   for (const auto& [layer, part] : summary.layers) {
     ordered_json entry = {{"stack", layer.stack}, {"index", layer.index}};
@@ -172,7 +172,7 @@ ordered_json tensor_json(const TensorReport& tensor) {
   item["zeros"] = s ? ordered_json(s->zeros) : ordered_json(nullptr);
   item["nans"] = s ? ordered_json(s->nans) : ordered_json(nullptr);
   item["infs"] = s ? ordered_json(s->infs) : ordered_json(nullptr);
-  item["group"] = tensor.group;
+  item["group"] = group_name(tensor.group);
   const std::optional<Layer>& layer = tensor.layer;
   item["layer"] = layer ? ordered_json({{"stack", layer->stack}, {"index", layer->index}}) : ordered_json(nullptr);
   item["precision"] = s ? precision_json(*s) : ordered_json(nullptr);

@@ -51,12 +51,9 @@ TEST(CommandLine, UsageErrorsExitTwoAndNameTheFlag) {
     const char* names;
   };
   const Case cases[] = {
-      {{"m", "--expect", "tf32"}, "--expect"},
-      {{"m", "--format", "yaml"}, "--format"},
-      {{"m", "--shard", "4/4"}, "--shard"},
-      {{"m", "--include", "("}, "--include"},
-      {{"m", "--json", "--jsonl"}, "--json"},
-      {{"m", "--no-such-flag"}, "--no-such-flag"},
+      {{"m", "--expect", "tf32"}, "--expect"}, {{"m", "--format", "yaml"}, "--format"},
+      {{"m", "--shard", "4/4"}, "--shard"},    {{"m", "--include", "("}, "--include"},
+      {{"m", "--json", "--jsonl"}, "--json"},  {{"m", "--no-such-flag"}, "--no-such-flag"},
   };
   for (const Case& c : cases) {
     CommandLine line = parse(c.args);

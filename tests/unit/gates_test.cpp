@@ -18,18 +18,22 @@ ModelReport scanned(Label label, double abs_max, double norm_max) {
 TEST(Gates, EachGateSaysWhatItFoundAndWhichFlag) {
   ModelReport model = scanned(Label::kBf16, 300, 2e3);
   model.verdict.fp16_risk = true;
-  model.verdict.fp16_risk_reasons = {{.kind = Fp16RiskKind::kOverflow, .tensor = "bn.running_var",
-                                      .role = TensorRole::kBuffer, .value = 7e4, .values = 1}};
+  model.verdict.fp16_risk_reasons = {{.kind = Fp16RiskKind::kOverflow,
+                                      .tensor = "bn.running_var",
+                                      .role = TensorRole::kBuffer,
+                                      .value = 7e4,
+                                      .values = 1}};
   Gates gates{.expect = Label::kFp16,
               .fail_on = {Label::kBf16, Label::kFp32},
               .fail_if_fp16_risk = true,
               .max_abs = 100,
               .max_norm = 5e3};
-  EXPECT_EQ(gate_failures(model, gates),
-            (std::vector<std::string>{"classified bf16, expected fp16 (--expect)", "classified bf16 (--fail-on bf16,fp32)",
-                                      "at risk in fp16: overflow in 1 tensor (buffer bn.running_var 7.000e+04) "
-                                      "(--fail-if-fp16-risk)",
-                                      "abs max 300 exceeds 100 (--max-abs)"}));
+  EXPECT_EQ(
+      gate_failures(model, gates),
+      (std::vector<std::string>{"classified bf16, expected fp16 (--expect)", "classified bf16 (--fail-on bf16,fp32)",
+                                "at risk in fp16: overflow in 1 tensor (buffer bn.running_var 7.000e+04) "
+                                "(--fail-if-fp16-risk)",
+                                "abs max 300 exceeds 100 (--max-abs)"}));
 }
 
 TEST(Gates, AFailedModelOrAMissingStatisticViolatesNoGate) {

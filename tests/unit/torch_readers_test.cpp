@@ -50,7 +50,7 @@ TEST(TorchLegacy, ReadsAViewOfAStorageAfterThePickles) {
   EXPECT_EQ(w.name, "layer.w");
   EXPECT_EQ(w.dtype, DType::F32);
   EXPECT_EQ(w.shape, std::vector<int64_t>{2});
-  EXPECT_EQ(w.storage_offset, 1u);                    // the view starts at the second value
+  EXPECT_EQ(w.storage_offset, 1u);                       // the view starts at the second value
   EXPECT_EQ(w.offset + w.storage_nbytes, bytes.size());  // the storage is the file's last 12 bytes
   EXPECT_EQ(w.storage_nbytes, 12u);
 }

@@ -20,9 +20,9 @@ struct AnalyzedTensor {
   std::vector<int64_t> shape;  ///< empty for a model-parallel tensor whose parts are slices (see `parts`)
   uint64_t numel = 0;
   uint64_t nbytes = 0;
-  std::optional<TensorStats> stats;  ///< nullopt for integer and skipped dtypes (census only)
-  std::string_view group;            ///< tensor_group(name)
-  std::optional<Layer> layer;        ///< tensor_layer(name)
+  std::optional<TensorStats> stats;         ///< nullopt for integer and skipped dtypes (census only)
+  TensorGroup group = TensorGroup::kOther;  ///< tensor_group(name)
+  std::optional<Layer> layer;               ///< tensor_layer(name)
   TensorRole role = TensorRole::kModel;
   std::optional<std::string> shares_storage_with;  ///< the first tensor on the same storage
   bool counted = true;  ///< false for a second reference to the same view (tied weights): counted once

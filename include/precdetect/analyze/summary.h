@@ -36,7 +36,7 @@ struct ValueSummary {
 };
 
 struct ModelSummary : ValueSummary {
-  std::map<std::string, ValueSummary> groups;  ///< by tensor_group()
+  std::map<TensorGroup, ValueSummary> groups;  ///< by tensor_group()
   std::map<Layer, ValueSummary> layers;        ///< by tensor_layer(), for the tensors that name one
 
   /// Adds the tensor to the model, its group and its layer (if any).

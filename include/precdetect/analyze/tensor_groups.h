@@ -1,6 +1,8 @@
 #pragma once
 /// Which part of a model a parameter belongs to, from its name: the groups per-group summaries are made of.
 
+#include <fmt/format.h>
+
 #include <compare>
 #include <optional>
 #include <string>
@@ -8,8 +10,14 @@
 
 namespace precdetect {
 
-/// embedding, attention, mlp, norm, head (lm_head / output projection), bias, other.
-std::string_view tensor_group(std::string_view name);
+/// The part of a model a parameter belongs to; scan and diff alike decide it by tensor_group().
+enum class TensorGroup { kEmbedding, kAttention, kMlp, kNorm, kHead, kBias, kOther };
+
+/// "embedding", "attention", "mlp", "norm", "head" (lm_head / output projection), "bias", "other".
+std::string_view group_name(TensorGroup group);
+
+/// The group a parameter's name puts it in (first match: bias, norm, head, embedding, attention, mlp; else other).
+TensorGroup tensor_group(std::string_view name);
 
 /// A block of a model: its stack (`model.layers`, `encoder.block`, `transformer.h`) and index.
 struct Layer {
@@ -22,3 +30,12 @@ struct Layer {
 std::optional<Layer> tensor_layer(std::string_view name);
 
 }  // namespace precdetect
+
+/// Groups format as their names.
+template <>
+struct fmt::formatter<precdetect::TensorGroup> : fmt::formatter<std::string_view> {
+  template <typename FormatContext>
+  auto format(precdetect::TensorGroup group, FormatContext& context) const {
+    return fmt::formatter<std::string_view>::format(precdetect::group_name(group), context);
+  }
+};

@@ -60,6 +60,12 @@ class Error : public std::runtime_error {
   ErrorCode code_;
 };
 
+/// An error as a report carries it, for a model or a diff pair that could not be read.
+struct ModelError {
+  std::string code;     ///< ErrorCode name, e.g. "header_too_small"
+  std::string message;  ///< names the file
+};
+
 /// Throws Error(code, "<path>: <detail>").
 [[noreturn]] void fail(ErrorCode code, const std::filesystem::path& path, std::string_view detail);
 

@@ -8,9 +8,9 @@
 
 #include "precdetect/analyze/tensor_filter.h"
 #include "precdetect/analyze/tensor_groups.h"
+#include "precdetect/core/error.h"
 #include "precdetect/diff/tensor_diff.h"
 #include "precdetect/load/checkpoint.h"
-#include "precdetect/report/report.h"
 
 namespace precdetect {
 
@@ -30,7 +30,7 @@ struct PairDiff {
   std::string base, other;
   std::optional<ModelError> error;
   DiffStats overall;
-  std::map<std::string, DiffStats> groups;  ///< by tensor_group(), as scan groups tensors
+  std::map<TensorGroup, DiffStats> groups;  ///< by tensor_group(), as scan groups tensors
   std::map<Layer, DiffStats> layers;        ///< by tensor_layer(), as scan finds blocks
   std::vector<TensorDiff> tensors;
   std::vector<std::string> missing, extra;  ///< in base only / in other only

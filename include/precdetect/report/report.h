@@ -9,17 +9,13 @@
 #include "precdetect/analyze/analyzed_tensor.h"
 #include "precdetect/analyze/summary.h"
 #include "precdetect/classify/classifier.h"
+#include "precdetect/core/error.h"
 #include "precdetect/core/warning.h"
 
 namespace precdetect {
 
 /// A tensor as the report shows it: what analysis found (per-tensor rows, roles, model-parallel parts).
 using TensorReport = AnalyzedTensor;
-
-struct ModelError {
-  std::string code;     ///< ErrorCode name, e.g. "header_too_small"
-  std::string message;  ///< names the file
-};
 
 struct ModelReport {
   std::string input;
