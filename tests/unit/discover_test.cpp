@@ -4,31 +4,17 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <random>
-
 #include "precdetect/core/error.h"
 #include "precdetect/discover/hf_cache.h"
 #include "precdetect/discover/input_list.h"
+#include "test_util.h"
 
 namespace precdetect {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir : public ::testing::Test {
- protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() / ("precdetect-test-" + std::to_string(std::random_device{}()));
-    fs::create_directories(root_);
-  }
-  void TearDown() override { fs::remove_all(root_); }
-  void write(const fs::path& relative, const std::string& text) {
-    fs::create_directories((root_ / relative).parent_path());
-    std::ofstream(root_ / relative) << text;
-  }
-  fs::path root_;
-};
+using testing::TempDir;
 
 void expect_error(const std::function<void()>& action, ErrorCode code, const std::string& detail) {
   try {

@@ -4,32 +4,21 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <random>
-
 #include "precdetect/load/checkpoint.h"
+#include "test_util.h"
 
 namespace precdetect {
 namespace {
 
-namespace fs = std::filesystem;
-
-class StatsCacheTest : public ::testing::Test {
+class StatsCacheTest : public testing::TempDir {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() / ("precdetect-cache-" + std::to_string(std::random_device{}()));
-    fs::create_directories(root_);
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
   /// The identity of a weights file holding `text`.
   std::string identity_of(const std::string& text) {
-    std::ofstream(root_ / "w.bin", std::ios::binary | std::ios::trunc) << text;
+    write("w.bin", text);
     Checkpoint checkpoint;
     checkpoint.files.push_back(map_file(root_ / "w.bin"));
     return StatsCache::file_identity(checkpoint, 0);
   }
-  fs::path root_;
 };
 
 TensorRecord record(const std::string& name, uint64_t offset) {
@@ -58,13 +47,13 @@ TEST_F(StatsCacheTest, StoredStatisticsComeBackForTheSameBytesOnly) {
 }
 
 TEST_F(StatsCacheTest, AFileThatIsNoCacheIsRebuilt) {
-  std::ofstream(root_ / "stats.sqlite") << "not a database, just text that happens to sit here";
+  write("stats.sqlite", "not a database, just text that happens to sit here");
   auto cache = StatsCache::open(root_ / "stats.sqlite");
   ASSERT_TRUE(cache);
   std::string file = identity_of("weights");
   cache->store(file, record("w", 0), TensorStats{.numel = 4});
   EXPECT_TRUE(cache->find(file, record("w", 0)));
-  std::ofstream(root_ / "a-file") << "x";
+  write("a-file", "x");
   EXPECT_EQ(StatsCache::open(root_ / "a-file/stats.sqlite"), nullptr);  // no cache there: never a failed scan
 }
 

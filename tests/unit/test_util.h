@@ -1,8 +1,13 @@
 #pragma once
 // Shared fixtures: a tiny safetensors writer and pickle pieces, so parser tests are byte strings, not files on disk.
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -23,6 +28,22 @@ std::string raw_bytes(const std::vector<T>& values) {
   std::memcpy(bytes.data(), values.data(), bytes.size());
   return bytes;
 }
+
+/// A fixture with a fresh folder of its own (root_), removed after the test.
+class TempDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() / ("precdetect-test-" + std::to_string(std::random_device{}()));
+    std::filesystem::create_directories(root_);
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+  /// Writes `text` to `relative` under the folder, creating its parents.
+  void write(const std::filesystem::path& relative, const std::string& text) {
+    std::filesystem::create_directories((root_ / relative).parent_path());
+    std::ofstream(root_ / relative, std::ios::binary | std::ios::trunc) << text;
+  }
+  std::filesystem::path root_;
+};
 
 /// A pickle's BINUNICODE opcode for `text`.
 inline std::string unicode(const std::string& text) {

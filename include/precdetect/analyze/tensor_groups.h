@@ -1,12 +1,12 @@
 #pragma once
 /// Which part of a model a parameter belongs to, from its name: the groups per-group summaries are made of.
 
-#include <fmt/format.h>
-
 #include <compare>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "precdetect/core/named_enum.h"
 
 namespace precdetect {
 
@@ -31,11 +31,6 @@ std::optional<Layer> tensor_layer(std::string_view name);
 
 }  // namespace precdetect
 
-/// Groups format as their names.
 template <>
-struct fmt::formatter<precdetect::TensorGroup> : fmt::formatter<std::string_view> {
-  template <typename FormatContext>
-  auto format(precdetect::TensorGroup group, FormatContext& context) const {
-    return fmt::formatter<std::string_view>::format(precdetect::group_name(group), context);
-  }
-};
+struct fmt::formatter<precdetect::TensorGroup>
+    : precdetect::NamedEnumFormatter<precdetect::TensorGroup, precdetect::group_name> {};

@@ -1,11 +1,11 @@
 #pragma once
 /// The verdict's labels: the training precisions precdetect tells apart, and "unknown".
 
-#include <fmt/format.h>
-
 #include <array>
 #include <optional>
 #include <string_view>
+
+#include "precdetect/core/named_enum.h"
 
 namespace precdetect {
 
@@ -37,11 +37,5 @@ constexpr std::optional<Label> parse_label(std::string_view name) {
 
 }  // namespace precdetect
 
-/// Labels format as their names.
 template <>
-struct fmt::formatter<precdetect::Label> : fmt::formatter<std::string_view> {
-  template <typename FormatContext>
-  auto format(precdetect::Label label, FormatContext& context) const {
-    return fmt::formatter<std::string_view>::format(precdetect::label_name(label), context);
-  }
-};
+struct fmt::formatter<precdetect::Label> : precdetect::NamedEnumFormatter<precdetect::Label, precdetect::label_name> {};
