@@ -136,8 +136,8 @@ constexpr size_t kBlock = 1 << 14;  // flush interval: bounds float64 summation 
 /// The exponent histogram of F32 magnitudes, counted eight values at a time inside the vector loop (two per
 /// 64-bit load, see reduce_codes for why), one table per position so that runs of equal exponents (most of a
 /// trained tensor's values share a handful) do not wait on each other's increments. The increments are scalar
-/// stores; between the vector work they cost less than in a pass of their own (a second pass over each block was
-/// 1.7x slower; docs/benchmarks.md, "Figures behind the code"; tests/bench/kernel_bench.cpp times it).
+/// stores; between the vector work they cost less than in a pass of their own (docs/benchmarks.md, "Figures behind
+/// the code"; tests/bench/kernel_bench.cpp times it).
 class ExponentCounter {
  public:
   static constexpr size_t kValues = 8;

@@ -50,10 +50,11 @@ AnalyzedTensor analyzed(const TensorRecord& record, const BufferNames& buffers) 
 }
 
 /// The parts of one model-parallel tensor as one: copies of one tensor are taken once, slices are added up.
+/// Copies are told by their statistics, so parts whose values were not analyzed (integers) count as slices.
 AnalyzedTensor joined(std::vector<AnalyzedTensor> parts) {
   AnalyzedTensor whole = std::move(parts.front());
   whole.parts = {whole.shape};
-  whole.replicated = true;
+  whole.replicated = whole.stats.has_value();
   for (size_t i = 1; i < parts.size(); ++i) {
     whole.parts.push_back(parts[i].shape);
     whole.replicated = whole.replicated && parts[i].shape == whole.shape && parts[i].stats == whole.stats;

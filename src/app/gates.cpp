@@ -31,7 +31,7 @@ std::vector<std::string> gate_failures(const ModelReport& model, const Gates& ga
     failures.push_back(fmt::format("classified {}, expected {} (--expect)", label, *gates.expect));
   if (std::find(gates.fail_on.begin(), gates.fail_on.end(), label) != gates.fail_on.end())
     failures.push_back(fmt::format("classified {} (--fail-on {})", label, fmt::join(gates.fail_on, ",")));
-  if (gates.fail_if_fp16_risk && model.verdict.fp16_risk)
+  if (gates.fail_if_fp16_risk && model.verdict.fp16_risk())
     failures.push_back(fmt::format("at risk in fp16: {} (--fail-if-fp16-risk)", risk_reasons_text(model.verdict)));
   for (auto failure : {bound_failure(summary, Stat::kAbsMax, gates.max_abs, "--max-abs", "abs max"),
                        bound_failure(summary, Stat::kNormMax, gates.max_norm, "--max-norm", "norm max")})

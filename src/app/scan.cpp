@@ -130,7 +130,9 @@ void announce(const ModelReport& model, bool jsonl, Progress& progress) {
   for (const std::string& failure : model.gate_failures)
     fmt::print(stderr, "precdetect: gate failed: {}: {}\n", model.path, failure);
   if (jsonl) print_json_line(model_line_json(model));
-  progress.finished(model.summary.bytes);
+  uint64_t read = 0;  // every tensor was read: buffers and optimizer state too, not only the parameters
+  for (const TensorReport& tensor : model.tensors) read += tensor.nbytes;
+  progress.finished(read);
 }
 
 /// Each model's warnings on stderr, one line each, after the results: a table, CSV or Markdown reader sees them

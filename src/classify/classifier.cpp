@@ -58,7 +58,6 @@ Verdict classify(const ModelSummary& summary, std::span<const AnalyzedTensor> te
   }
   for (const AnalyzedTensor& tensor : tensors)
     for (Fp16RiskReason& reason : cast_risks(tensor)) verdict.fp16_risk_reasons.push_back(std::move(reason));
-  verdict.fp16_risk = !verdict.fp16_risk_reasons.empty();
   return verdict;
 }
 

@@ -4,9 +4,10 @@
 
 namespace precdetect {
 
-void ByteCursor::fail_at(uint64_t file_offset, std::string_view what) const {
-  if (format_.empty()) precdetect::fail(code_, path_, what);
-  precdetect::fail(code_, path_, fmt::format("invalid {} at offset {}: {}", format_, file_offset, what));
+void fail_at_offset(ErrorCode code, const std::filesystem::path& path, std::string_view format, uint64_t offset,
+                    std::string_view what) {
+  if (format.empty()) fail(code, path, what);
+  fail(code, path, fmt::format("invalid {} at offset {}: {}", format, offset, what));
 }
 
 void ByteCursor::past_the_end(uint64_t offset, uint64_t length, std::string_view what) const {

@@ -19,13 +19,14 @@ std::map<std::string, const TensorRecord*> model_tensors(const Checkpoint& check
 
 void add_to_totals(PairDiff& pair, const TensorDiff& tensor) {
   pair.overall.merge(tensor.stats);
-  pair.groups[tensor_group(tensor.name)].merge(tensor.stats);  // as scan groups it
+  pair.groups[tensor.group].merge(tensor.stats);
   if (auto layer = tensor_layer(tensor.name)) pair.layers[*layer].merge(tensor.stats);
 }
 
 TensorDiff compare(const Checkpoint& base, const TensorRecord& a, const Checkpoint& other, const TensorRecord& b,
                    const DiffOptions& options, const ComputeDevice& device) {
-  TensorDiff diff{.name = a.name, .base_dtype = a.dtype, .other_dtype = b.dtype, .shape = a.shape};
+  TensorDiff diff{
+      .name = a.name, .group = tensor_group(a.name), .base_dtype = a.dtype, .other_dtype = b.dtype, .shape = a.shape};
   diff.numeric = dtype_kind(a.dtype) == DTypeKind::kFloat && dtype_kind(b.dtype) == DTypeKind::kFloat;
   if (diff.numeric) {
     diff.stats = diff_tensors(load_tensor(base, a), load_tensor(other, b), options, device);

@@ -105,13 +105,12 @@ std::vector<WeightSet> weight_sets(const fs::path& folder) {
     std::string filename = file.filename().string();
     std::optional<ShardName> shard = shard_name(filename);
     WeightSet& set = sets[shard ? shard->group : filename];
-    set.name = shard ? shard->group : filename;
     set.model_parallel = shard && shard->kind == ShardKind::kModelParallel;
     set.files.push_back(file);
   }
   std::vector<WeightSet> found;
-  for (auto& [name, set] : sets) {
-    if (set.files.size() == 1) set.name = set.files.front().filename().string();
+  for (auto& [name, set] : sets) {  // a group of one file is named by the file
+    set.name = set.files.size() == 1 ? set.files.front().filename().string() : name;
     found.push_back(std::move(set));
   }
   if (auto ranks = megatron_ranks(folder)) found.push_back(std::move(*ranks));
@@ -151,10 +150,11 @@ void add_folder(ModelSource& source, const fs::path& folder) {
          fmt::format("{} independent checkpoints ({}): scan the folder (each is reported as a model of its own) or "
                      "name one",
                      sets.size(), fmt::join(set_names(sets), ", ")));
-  if (is_pipeline(folder) && !pipeline_components(folder).empty())
+  std::vector<std::string> components = is_pipeline(folder) ? pipeline_components(folder) : std::vector<std::string>{};
+  if (!components.empty())
     fail(ErrorCode::kSeveralModels, folder,
          fmt::format("a diffusers pipeline whose components are models of their own ({}): scan the folder or name one",
-                     fmt::join(pipeline_components(folder), ", ")));
+                     fmt::join(components, ", ")));
   fail(ErrorCode::kNoWeights, folder, "no weight files (*.safetensors, *.bin, *.pt, *.pth, *.ckpt, *.jit) here");
 }
 

@@ -18,12 +18,14 @@ struct Span {
   uint64_t offset = 0, size = 0;
 };
 
+constexpr std::string_view kFormat = "torch tar archive";
+
 ByteCursor tar_cursor(std::span<const std::byte> bytes, const ByteSource& source, uint64_t base) {
-  return ByteCursor(bytes, source.path(), ErrorCode::kInvalidLegacy, "torch tar archive", base);
+  return ByteCursor(bytes, source.path(), ErrorCode::kInvalidLegacy, kFormat, base);
 }
 
 [[noreturn]] void damaged(const ByteSource& source, uint64_t offset, std::string_view what) {
-  tar_cursor({}, source, 0).fail_at(offset, what);
+  fail_at_offset(ErrorCode::kInvalidLegacy, source.path(), kFormat, offset, what);
 }
 
 /// The members of a ustar archive: 512-byte headers (name at 0, octal size at 124, type at 156), data padded

@@ -168,7 +168,7 @@ std::vector<FoundTensor> find_tensors(const pickle::Result& pickle, const std::f
   for (size_t i = 0; i < pickle.tensors.size(); ++i) {
     const auto& tensor = std::get<Tensor>(pickle.tensors[i]->v);
     if (!reached.count(&tensor))
-      walker.found.push_back({fmt::format("(unreached).{}", i), &tensor, TensorRole::kModel, false, false});
+      walker.found.push_back({.name = fmt::format("(unreached).{}", i), .tensor = &tensor, .reached = false});
   }
   return std::move(walker.found);
 }

@@ -59,7 +59,7 @@ ordered_json pair_json(const PairDiff& pair) {
   }
   for (const TensorDiff& t : pair.tensors) {
     ordered_json item = {{"name", t.name},
-                         {"group", group_name(tensor_group(t.name))},
+                         {"group", group_name(t.group)},
                          {"base_dtype", dtype_name(t.base_dtype)},
                          {"other_dtype", dtype_name(t.other_dtype)},
                          {"shape", t.shape},

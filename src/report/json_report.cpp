@@ -149,7 +149,7 @@ ordered_json verdict_json(const Verdict& verdict) {
   return {{"label", label_name(verdict.label)},
           {"candidates", label_list(verdict.candidates)},
           {"confidence", verdict.confidence},
-          {"fp16_risk", verdict.fp16_risk},
+          {"fp16_risk", verdict.fp16_risk()},
           {"fp16_risk_reasons", reasons},
           {"evidence", evidence},
           {"hints",

@@ -37,7 +37,7 @@ std::string risk_reasons_text(const Verdict& verdict) {
 }
 
 std::string risk_text(const Verdict& verdict) {
-  return verdict.fp16_risk ? " fp16-risk: " + risk_reasons_text(verdict) : "";
+  return verdict.fp16_risk() ? " fp16-risk: " + risk_reasons_text(verdict) : "";
 }
 
 }  // namespace precdetect

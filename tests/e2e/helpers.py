@@ -48,6 +48,11 @@ def messages(model):
     return [w["message"] for w in model["warnings"]]
 
 
+def tensors_by_name(model):
+    """A model's reported tensors, by name."""
+    return {t["name"]: t for t in model["tensors"]}
+
+
 def warning_codes(model):
     return [w["code"] for w in model["warnings"]]
 

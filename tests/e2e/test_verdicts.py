@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from helpers import ScanTestCase, messages, reference_summary, run, scan
+from helpers import ScanTestCase, messages, parameters_only, run, scan, tensors_by_name
 
 
 class PitchNet(torch.nn.Module):
@@ -59,10 +59,6 @@ def buffers_of(module):
     return {name: b for name, b in module.named_buffers()}
 
 
-def reported_tensors(model):
-    return {t["name"]: t for t in model["tensors"]}
-
-
 class Buffers(ScanTestCase):
     def assertPitchNetVerdict(self, model, net):
         self.assertSummary(model["summary"], parameters_of(net))
@@ -74,7 +70,7 @@ class Buffers(ScanTestCase):
         self.assertEqual(verdict["fp16_risk_reasons"],
                          [{"kind": "overflow", "tensor": "conv2_BN.running_var", "role": "buffer",
                            "value": float(net.conv2_BN.running_var.max()), "values": 1}])
-        tensors = reported_tensors(model)
+        tensors = tensors_by_name(model)
         for name, tensor in buffers_of(net).items():
             self.assertEqual(tensors[name]["role"], "buffer", name)
             if tensor.is_floating_point():
@@ -115,7 +111,7 @@ class Buffers(ScanTestCase):
         code, document, _ = scan(self.tmp / "head.pt")
         self.assertEqual(code, 0)
         model = document["models"][0]
-        tensors = reported_tensors(model)
+        tensors = tensors_by_name(model)
         self.assertEqual(tensors["scale_table"]["role"], "buffer")
         self.assertEqual(tensors["grid.0"]["role"], "buffer")
         self.assertEqual(tensors["inv_freq"]["role"], "model")  # _parameters says so, whatever the name list says
@@ -136,7 +132,7 @@ class Buffers(ScanTestCase):
         code, document, _ = scan(self.tmp / "gpt2.safetensors")
         self.assertEqual(code, 0)
         model = document["models"][0]
-        tensors = reported_tensors(model)
+        tensors = tensors_by_name(model)
         masks = {n: t for n, t in state.items() if n.endswith((".attn.bias", ".attn.masked_bias"))}
         self.assertEqual({n for n, t in tensors.items() if t["role"] == "buffer"}, set(masks))
         self.assertSummary(model["summary"], {n: t for n, t in state.items() if n not in masks})
@@ -153,7 +149,7 @@ class Buffers(ScanTestCase):
         _, extended, _ = scan("--rules", self.tmp / "rules.json", self.tmp / "m.safetensors")
         self.assertEqual(default["models"][0]["verdict"]["label"], "bf16")
         self.assertEqual(extended["models"][0]["verdict"]["label"], "fp16")
-        self.assertEqual(reported_tensors(extended["models"][0])["ema_scale"]["role"], "buffer")
+        self.assertEqual(tensors_by_name(extended["models"][0])["ema_scale"]["role"], "buffer")
 
 
 class Fp16Risk(ScanTestCase):
@@ -214,7 +210,7 @@ class NothingReadEmpty(ScanTestCase):
         loaded = torch.load(path, map_location="cpu", weights_only=False)
         code, document, _ = scan(path)
         self.assertEqual(code, 0, document["models"][0]["error"])
-        tensors = reported_tensors(document["models"][0])
+        tensors = tensors_by_name(document["models"][0])
         self.assertEqual(set(tensors), set(loaded))
         for name, tensor in loaded.items():
             if tensor.is_floating_point():
@@ -303,13 +299,12 @@ class WheelCheckpoints(ScanTestCase):
         self.assertEqual([m["input"] for m in document["models"]], [str(folder / "full.pth"), str(folder / "tiny.pth")])
         for model in document["models"]:
             state = torch.load(model["input"], map_location="cpu")
-            tensors = reported_tensors(model)
+            tensors = tensors_by_name(model)
             self.assertEqual(set(tensors), set(state))
             for name, tensor in state.items():
                 if tensor.is_floating_point():
                     self.assertTensorStats(tensors[name], tensor, name)
-            buffer_names = {n for n in state if n.endswith(("running_mean", "running_var", "num_batches_tracked"))}
-            self.assertSummary(model["summary"], {n: t for n, t in state.items() if n not in buffer_names})
+            self.assertSummary(model["summary"], parameters_only(state))
             self.assertNotEqual(model["verdict"]["label"], "bf16")
         full = document["models"][0]["verdict"]
         self.assertTrue(full["fp16_risk"])
@@ -397,7 +392,7 @@ class OneFileOneModel(ScanTestCase):
                 self.assertEqual(code, 0)
                 self.assertEqual(len(document["models"]), 1)
                 model = document["models"][0]
-                tensors = reported_tensors(model)
+                tensors = tensors_by_name(model)
                 for name, tensor in whole.items():
                     self.assertTensorStats(tensors[name], tensor, name)
                     self.assertEqual(len(tensors[name]["parts"]["shapes"]), ranks)
@@ -418,7 +413,7 @@ class OneFileOneModel(ScanTestCase):
                 self.assertEqual(code, 0)
                 self.assertEqual([m["input"] for m in document["models"]], [str(iteration)])
                 prefixed = {f"language_model.{n}": t for n, t in joined(parts).items()}
-                tensors = reported_tensors(document["models"][0])
+                tensors = tensors_by_name(document["models"][0])
                 for name, tensor in prefixed.items():
                     self.assertTensorStats(tensors[name], tensor, name)
 

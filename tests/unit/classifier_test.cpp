@@ -58,7 +58,7 @@ TEST(Classifier, Fp16GroupIsFp16AndSafe) {
     if (std::string(row.group) != "fp16") continue;
     Verdict verdict = classify(summary_of(row), {}, default_rules(), {});
     EXPECT_EQ(verdict.label, Label::kFp16) << row.model;
-    EXPECT_FALSE(verdict.fp16_risk) << row.model;
+    EXPECT_FALSE(verdict.fp16_risk()) << row.model;
     EXPECT_GT(verdict.confidence, 0.5) << row.model;
   }
 }
@@ -67,7 +67,7 @@ TEST(Classifier, Bf16GroupCarriesFp16Risk) {
   for (const SeedRow& row : kSeedTable) {
     if (std::string(row.group) != "bf16") continue;
     Verdict verdict = classify(summary_of(row), {}, default_rules(), {});
-    EXPECT_TRUE(verdict.fp16_risk) << row.model;
+    EXPECT_TRUE(verdict.fp16_risk()) << row.model;
     EXPECT_EQ(verdict.label, Label::kBf16) << row.model;
   }
 }
@@ -78,7 +78,7 @@ TEST(Classifier, Fp32GroupFollowsItsRange) {
     if (std::string(row.group) != "fp32") continue;
     Verdict verdict = classify(summary_of(row), {}, default_rules(), {});
     bool large = row.abs_max > 100 || row.norm_max > 1000;
-    EXPECT_EQ(verdict.fp16_risk, large) << row.model;
+    EXPECT_EQ(verdict.fp16_risk(), large) << row.model;
   }
 }
 
@@ -107,7 +107,7 @@ TEST(Classifier, ValuesBeyondFp16MaxAreCertain) {
 TEST(Classifier, NoFloatingValuesIsUnknown) {
   Verdict verdict = classify(ModelSummary{}, {}, default_rules(), {.stored_dtypes = {"I64"}});
   EXPECT_EQ(verdict.label, Label::kUnknown);
-  EXPECT_FALSE(verdict.fp16_risk);
+  EXPECT_FALSE(verdict.fp16_risk());
   EXPECT_EQ(verdict.confidence, 0.0);
   EXPECT_EQ(verdict.hints.stored_dtypes, std::vector<std::string>{"I64"});
   EXPECT_FALSE(verdict.evidence[1].observations[0].observed.has_value());

@@ -17,7 +17,6 @@ ModelReport scanned(Label label, double abs_max, double norm_max) {
 
 TEST(Gates, EachGateSaysWhatItFoundAndWhichFlag) {
   ModelReport model = scanned(Label::kBf16, 300, 2e3);
-  model.verdict.fp16_risk = true;
   model.verdict.fp16_risk_reasons = {{.kind = Fp16RiskKind::kOverflow,
                                       .tensor = "bn.running_var",
                                       .role = TensorRole::kBuffer,

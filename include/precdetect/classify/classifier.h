@@ -46,8 +46,8 @@ struct Verdict {
   /// bf16 from fp32. "unknown" rules out nothing.
   std::vector<Label> candidates = {Label::kFp16, Label::kBf16, Label::kFp32};
   double confidence = 0.0;
-  bool fp16_risk = false;
-  std::vector<Fp16RiskReason> fp16_risk_reasons;  ///< why fp16_risk is true, one entry per reason
+  std::vector<Fp16RiskReason> fp16_risk_reasons;  ///< why the model is at risk in fp16, one entry per reason
+  bool fp16_risk() const { return !fp16_risk_reasons.empty(); }
   std::vector<Evidence> evidence;
   Hints hints;
 };

@@ -15,6 +15,11 @@
 
 namespace precdetect {
 
+/// Throws Error(code) worded "<path>: invalid <format> at offset N: <what>", or "<path>: <what>" when `format` is
+/// empty: what a ByteCursor throws, for the checks a parser makes on values it read (a count, a type).
+[[noreturn]] void fail_at_offset(ErrorCode code, const std::filesystem::path& path, std::string_view format,
+                                 uint64_t offset, std::string_view what);
+
 class ByteCursor {
  public:
   /// `bytes` start at offset `base` of `path`. Errors are `code`, worded "<path>: invalid <format> at offset N:
@@ -64,7 +69,9 @@ class ByteCursor {
   /// Throws the format's error at the last mark.
   [[noreturn]] void fail(std::string_view what) const { fail_at(base_ + mark_, what); }
   /// Throws the format's error at `file_offset`.
-  [[noreturn]] void fail_at(uint64_t file_offset, std::string_view what) const;
+  [[noreturn]] void fail_at(uint64_t file_offset, std::string_view what) const {
+    fail_at_offset(code_, path_, format_, file_offset, what);
+  }
   [[noreturn]] void past_the_end(uint64_t offset, uint64_t length, std::string_view what) const;
 
  private:

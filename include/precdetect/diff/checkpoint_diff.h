@@ -16,6 +16,7 @@ namespace precdetect {
 
 struct TensorDiff {
   std::string name;
+  TensorGroup group = TensorGroup::kOther;  ///< tensor_group(name), as scan groups it
   DType base_dtype, other_dtype;
   std::vector<int64_t> shape;
   bool numeric = true;  ///< false for integer tensors: compared bitwise only, kept out of the totals
