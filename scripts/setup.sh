@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything precdetect needs to build and test, skipping what is already there (safe to re-run):
 # Debian packages (apt-get only when one is missing) and a virtual environment in .venv with the pinned
-# torch wheel (its libtorch is what we link), safetensors and numpy, and two wheels whose checkpoints the tests read.
+# torch wheel (its libtorch is what we link), safetensors and numpy, the training frameworks whose writers the record tests
+# use (transformers, lightning), and two wheels whose checkpoints the tests read.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,7 +30,7 @@ venv_ready() {
   .venv/bin/python - <<'PY' 2>/dev/null
 import importlib.util, torch, safetensors, numpy
 assert torch.__version__.startswith("2.11."), torch.__version__
-assert all(importlib.util.find_spec(name) for name in ("lpips", "torchcrepe"))
+assert all(importlib.util.find_spec(name) for name in ("lpips", "torchcrepe", "transformers", "lightning", "omegaconf"))
 PY
 }
 if ! venv_ready; then

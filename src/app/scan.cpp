@@ -69,7 +69,8 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     report.summary = std::move(analysis.summary);
     report.buffers = std::move(analysis.buffers);
     report.tensors = std::move(analysis.tensors);
-    report.verdict = classify(report.summary, report.tensors, rules, storage_hints(report.summary, source));
+    report.verdict =
+        classify(report.summary, report.tensors, rules, storage_hints(report.summary, source), checkpoint.records);
   } catch (const Error& e) {
     report.error = ModelError{std::string(to_string(e.code())), e.what()};
   } catch (const std::exception& e) {

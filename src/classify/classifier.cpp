@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "precdetect/classify/record_evidence.h"
 #include "precdetect/core/text_file.h"
 
 namespace precdetect {
@@ -13,6 +14,7 @@ Evidence evaluate(const Rule& rule, const ModelSummary& summary) {
                     .label = rule.label,
                     .candidates = rule.candidates,
                     .confidence = rule.confidence,
+                    .basis = rule.basis,
                     .fp16_risk = rule.fp16_risk,
                     .says = rule.says,
                     .source = rule.source};
@@ -41,8 +43,20 @@ Fp16RiskReason range_reason(const Evidence& evidence, const ModelSummary& summar
 
 }  // namespace
 
+std::string_view verdict_basis_name(VerdictBasis basis) {
+  switch (basis) {
+    case VerdictBasis::kNone:
+      return "none";
+    case VerdictBasis::kRanges:
+      return "ranges";
+    case VerdictBasis::kRecords:
+      return "records";
+  }
+  return "none";
+}
+
 Verdict classify(const ModelSummary& summary, std::span<const AnalyzedTensor> tensors, const RuleSet& rules,
-                 Hints hints) {
+                 Hints hints, std::span<const TrainingRecord> records) {
   Verdict verdict{.hints = std::move(hints)};
   const Evidence* winner = nullptr;
   for (const Rule& rule : rules.rules) verdict.evidence.push_back(evaluate(rule, summary));
@@ -55,7 +69,9 @@ Verdict classify(const ModelSummary& summary, std::span<const AnalyzedTensor> te
     verdict.label = winner->label;
     verdict.candidates = winner->candidates;
     verdict.confidence = winner->confidence;
+    verdict.decided_by = VerdictBasis::kRanges;
   }
+  weigh_records(verdict, records, summary);
   for (const AnalyzedTensor& tensor : tensors)
     for (Fp16RiskReason& reason : cast_risks(tensor)) verdict.fp16_risk_reasons.push_back(std::move(reason));
   return verdict;

@@ -48,6 +48,7 @@ Rule parse_rule(const json& item, const std::filesystem::path& origin) {
   rule.fp16_risk = item.at("fp16_risk").get<bool>();
   rule.says = item.value("says", "");
   rule.source = item.value("source", "");
+  rule.basis = item.value("basis", "");
   if (rule.when.empty()) fail(ErrorCode::kInvalidRules, origin, fmt::format("rule `{}` has no conditions", rule.id));
   rule.candidates = parse_candidates(item, rule, origin);
   if (!(rule.confidence >= 0.0 && rule.confidence <= 1.0))

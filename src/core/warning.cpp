@@ -18,6 +18,8 @@ std::string_view warning_code_name(WarningCode code) {
       return "not_executed";
     case WarningCode::kUnreachedTensors:
       return "unreached_tensors";
+    case WarningCode::kRecordUnreadable:
+      return "record_unreadable";
     case WarningCode::kMixedFormats:
       return "mixed_formats";
     case WarningCode::kUnindexedTensors:
@@ -59,6 +61,11 @@ std::string Warning::message() const {
           "{}{} tensor(s) rebuilt by the pickle are reachable by no key path and are reported as {} "
           "(role \"model\"): check what they are before trusting the verdict",
           in_file(*this), count, names_text);
+    case WarningCode::kRecordUnreadable:
+      return fmt::format(
+          "{}a training record was found but its precision could not be read ({}); the verdict does not use "
+          "it: read it with the framework that wrote it",
+          in_file(*this), names_text);
     case WarningCode::kMixedFormats:
       return fmt::format("files of several formats in one model ({}): check that they are parts of one model",
                          names_text);

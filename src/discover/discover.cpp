@@ -30,6 +30,27 @@ bool is_trainer_state(const fs::path& file) {
          std::find(std::begin(kTrainerState), std::end(kTrainerState), name) != std::end(kTrainerState);
 }
 
+/// Training state whose records precdetect reads: the HF Trainer's arguments and GradScaler state.
+constexpr std::string_view kRecordFiles[] = {"training_args.bin", "scaler.pt"};
+
+/// A folder's training-state files that record the run's precision, in path order: kRecordFiles, and DeepSpeed's
+/// bf16 ZeRO shards (by name only) there or in its `global_step*` folders (a Trainer checkpoint's DeepSpeed state).
+std::vector<fs::path> training_files_in(const fs::path& folder) {
+  std::vector<fs::path> found;
+  for (std::string_view name : kRecordFiles)
+    if (fs::is_regular_file(folder / name)) found.push_back(folder / name);
+  auto add_shards = [&](const fs::path& where) {
+    for (const auto& entry : fs::directory_iterator(where))
+      if (entry.path().filename().string().starts_with("bf16_zero_pp_rank_") && entry.is_regular_file())
+        found.push_back(entry.path());
+  };
+  add_shards(folder);
+  for (const auto& entry : fs::directory_iterator(folder))
+    if (entry.is_directory() && entry.path().filename().string().starts_with("global_step")) add_shards(entry.path());
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
 bool has_extension(const fs::path& path, std::initializer_list<std::string_view> extensions) {
   std::string ext = path.extension().string();
   return std::find(extensions.begin(), extensions.end(), ext) != extensions.end();
@@ -170,6 +191,9 @@ std::optional<WeightSet> named_set(const fs::path& path) {
   return std::nullopt;
 }
 
+/// The folder a file lies in; "." for a bare file name.
+fs::path folder_of(const fs::path& file) { return file.has_parent_path() ? file.parent_path() : fs::path("."); }
+
 fs::path resolve_path(const std::string& input, const fs::path& hf_cache) {
   fs::path path(input);
   std::error_code ec;
@@ -224,14 +248,16 @@ ModelSource discover(const std::string& input, const fs::path& hf_cache) {
       add_folder(source, source.path);
     } else if (source.path.filename().string().ends_with(".index.json")) {
       add_sharded(source, source.path);
-      folder = source.path.parent_path();
+      folder = folder_of(source.path);
     } else if (!fs::exists(source.path)) {
       use_set(source, *named_set(source.path));
-      folder = source.path.parent_path();
+      folder = folder_of(source.path);
     } else {
       source.files = {source.path};
-      folder = source.path.parent_path();
+      folder = folder_of(source.path);
     }
+    // The folder's training state belongs to these weights only when the folder holds no other model.
+    if (shard_index_in(folder) || weight_sets(folder).size() == 1) source.training_files = training_files_in(folder);
   } catch (const fs::filesystem_error& e) {
     fail(ErrorCode::kIo, source.path, e.code().message());
   }

@@ -8,6 +8,7 @@
 #include "precdetect/core/error.h"
 #include "precdetect/load/safetensors.h"
 #include "precdetect/load/torch_formats.h"
+#include "precdetect/load/training_records.h"
 #include "precdetect/load/zip_reader.h"
 
 namespace precdetect {
@@ -62,6 +63,21 @@ void check_unique_names(const Checkpoint& checkpoint) {
   }
 }
 
+/// The training records of a training-state file beside the weights (ModelSource::training_files): its name's,
+/// or its pickle's. One that cannot be read is a warning: the weights are still the model.
+void read_training_file(Checkpoint& checkpoint, const std::filesystem::path& file) {
+  if (auto record = record_in_file_name(file)) return merge_record(checkpoint.records, std::move(*record));
+  try {
+    Checkpoint state;
+    state.files.push_back(map_file(file, ReadMode::kPread));
+    read_file(state, 0);
+    for (TrainingRecord& record : state.records) merge_record(checkpoint.records, std::move(record));
+    checkpoint.warnings.insert(checkpoint.warnings.end(), state.warnings.begin(), state.warnings.end());
+  } catch (const Error& e) {
+    checkpoint.warnings.push_back({.code = WarningCode::kRecordUnreadable, .names = {e.what()}});
+  }
+}
+
 }  // namespace
 
 Checkpoint open_checkpoint(const ModelSource& source, ReadMode mode) {
@@ -73,6 +89,7 @@ Checkpoint open_checkpoint(const ModelSource& source, ReadMode mode) {
       checkpoint.warnings.push_back({.code = WarningCode::kMixedFormats, .names = {checkpoint.format, format}});
     checkpoint.format = format;
   }
+  for (const auto& file : source.training_files) read_training_file(checkpoint, file);
   if (!source.weight_map.empty()) check_against_index(checkpoint, source);
   check_unique_names(checkpoint);
   return checkpoint;

@@ -78,7 +78,7 @@ std::string read_torch_legacy(Checkpoint& checkpoint, size_t file) {
     if (!located.count(key))
       fail(ErrorCode::kInvalidLegacy, source.path(), fmt::format("storage `{}` is referenced but not stored", key));
   add_torch_tensors(checkpoint, find_tensors(objects, source.path()), locate, file, written_big_endian(sys_info.root));
-  warn_not_called(checkpoint, objects.not_called, source.path());
+  add_pickle_findings(checkpoint, objects, source.path());
   return "pytorch-legacy";
 }
 

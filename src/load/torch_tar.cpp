@@ -178,7 +178,7 @@ std::string read_torch_tar(Checkpoint& checkpoint, size_t file) {
     return found->second.location;
   };
   add_torch_tensors(checkpoint, find_tensors(result, source.path()), locate, file, false);
-  warn_not_called(checkpoint, result.not_called, source.path());
+  add_pickle_findings(checkpoint, result, source.path());
   return "pytorch-tar";
 }
 

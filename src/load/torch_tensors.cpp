@@ -8,6 +8,7 @@
 
 #include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
+#include "precdetect/load/training_records.h"
 
 namespace precdetect {
 namespace {
@@ -204,12 +205,16 @@ void add_torch_tensors(Checkpoint& checkpoint, const std::vector<FoundTensor>& f
         {.code = WarningCode::kUnreachedTensors, .file = path.string(), .names = unreached, .count = unreached.size()});
 }
 
-void warn_not_called(Checkpoint& checkpoint, const std::set<std::string>& globals, const std::filesystem::path& path) {
-  if (globals.empty()) return;
-  checkpoint.warnings.push_back({.code = WarningCode::kNotExecuted,
-                                 .file = path.string(),
-                                 .names = {globals.begin(), globals.end()},
-                                 .count = globals.size()});
+void add_pickle_findings(Checkpoint& checkpoint, const pickle::Result& pickle, const std::filesystem::path& path) {
+  const std::set<std::string>& globals = pickle.not_called;
+  if (!globals.empty())
+    checkpoint.warnings.push_back({.code = WarningCode::kNotExecuted,
+                                   .file = path.string(),
+                                   .names = {globals.begin(), globals.end()},
+                                   .count = globals.size()});
+  FoundRecords found = find_training_records(pickle, path);
+  for (TrainingRecord& record : found.records) merge_record(checkpoint.records, std::move(record));
+  checkpoint.warnings.insert(checkpoint.warnings.end(), found.warnings.begin(), found.warnings.end());
 }
 
 }  // namespace precdetect

@@ -47,7 +47,7 @@ void add_pickle_tensors(Checkpoint& checkpoint, size_t file, const Entries& entr
     return StorageLocation{entry->second.data_offset, entry->second.size};
   };
   add_torch_tensors(checkpoint, found, locate, file, big_endian);
-  warn_not_called(checkpoint, result.not_called, source.path());
+  add_pickle_findings(checkpoint, result, source.path());
 }
 
 }  // namespace

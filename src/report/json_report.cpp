@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "precdetect/analyze/cast_safety.h"
+#include "precdetect/classify/record_evidence.h"
 #include "precdetect/classify/storage_cast.h"
 #include "precdetect/report/batch_counts.h"
 
@@ -123,6 +124,7 @@ ordered_json evidence_json(const Evidence& evidence) {
           {"label", label_name(evidence.label)},
           {"candidates", label_list(evidence.candidates)},
           {"confidence", evidence.confidence},
+          {"basis", evidence.basis},
           {"fp16_risk", evidence.fp16_risk},
           {"observations", observations},
           {"says", evidence.says},
@@ -141,16 +143,36 @@ ordered_json risk_reason_json(const Fp16RiskReason& reason) {
   return item;
 }
 
+ordered_json record_json(const TrainingRecord& record) {
+  ordered_json fields = ordered_json::array();
+  for (const RecordField& field : record.fields) fields.push_back({{"key", field.key}, {"value", field.value}});
+  return {{"kind", record_kind_name(record.kind)},
+          {"label", label_name(record.label)},
+          {"confidence", record_confidence(record.label)},
+          {"fields", fields},
+          {"files", record.files},
+          {"describes", "the run that saved this checkpoint (often a fine-tune), not necessarily pretraining"},
+          {"basis", record_basis(record.kind)}};
+}
+
 ordered_json verdict_json(const Verdict& verdict) {
   ordered_json evidence = ordered_json::array();
   for (const Evidence& item : verdict.evidence) evidence.push_back(evidence_json(item));
   ordered_json reasons = ordered_json::array();
   for (const Fp16RiskReason& reason : verdict.fp16_risk_reasons) reasons.push_back(risk_reason_json(reason));
+  ordered_json records = ordered_json::array();
+  for (const TrainingRecord& record : verdict.records) records.push_back(record_json(record));
+  ordered_json conflicts = ordered_json::array();
+  for (const Conflict& conflict : verdict.conflicts)
+    conflicts.push_back({{"kind", conflict_kind_name(conflict.kind)}, {"detail", conflict.detail}});
   return {{"label", label_name(verdict.label)},
           {"candidates", label_list(verdict.candidates)},
           {"confidence", verdict.confidence},
+          {"decided_by", verdict_basis_name(verdict.decided_by)},
           {"fp16_risk", verdict.fp16_risk()},
           {"fp16_risk_reasons", reasons},
+          {"records", records},
+          {"conflicts", conflicts},
           {"evidence", evidence},
           {"hints",
            {{"stored_dtypes", verdict.hints.stored_dtypes},

@@ -6,6 +6,7 @@
 #include <array>
 
 #include "precdetect/analyze/cast_safety.h"
+#include "precdetect/classify/record_evidence.h"
 #include "precdetect/classify/storage_cast.h"
 #include "precdetect/report/batch_counts.h"
 #include "precdetect/report/exponent_chart.h"
@@ -34,7 +35,7 @@ std::string dtype_census(const ModelSummary& summary) {
 
 std::string verdict_cell(const ModelReport& model) {
   if (model.error) return "error: " + model.error->code;
-  return fmt::format("{}{}{}", label_text(model.verdict), risk_text(model.verdict),
+  return fmt::format("{}{}{}{}", label_text(model.verdict), record_source_text(model.verdict), risk_text(model.verdict),
                      model.gate_failures.empty() ? "" : " GATE FAILED");
 }
 
@@ -77,6 +78,15 @@ void append_tensor_rows(std::string& out, const ModelReport& model) {
                        format_stat(s.has_value(), s ? s->norm() : 0), s ? fmt::format("{}", s->zeros) : "-",
                        s ? fmt::format("{}", s->nans) : "-", s ? fmt::format("{}", s->infs) : "-", tensor_note(t));
   }
+}
+
+/// Under -v: every training record with its kind and confidence, and every conflict in full.
+void append_records(std::string& out, const Verdict& verdict) {
+  for (const TrainingRecord& record : verdict.records)
+    out += fmt::format("  record ({}): {} -> {} ({:.2f})\n", record.kind, record_text(record), record.label,
+                       record_confidence(record.label));
+  for (const Conflict& conflict : verdict.conflicts)
+    out += fmt::format("  conflict ({}): {}\n", conflict.kind, conflict.detail);
 }
 
 /// Under -v: what casts to narrower formats would do, the groups, and the exponent chart.
@@ -132,6 +142,7 @@ std::string render_table(const ScanReport& report, bool per_tensor) {
                     human_count(s.parameters), dtype_census(s), dtypes_width, verdict_cell(model));
     if (per_tensor && !model.error) {
       append_tensor_rows(out, model);
+      append_records(out, model.verdict);
       append_precision(out, model);
     }
   }

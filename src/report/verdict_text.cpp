@@ -29,6 +29,16 @@ std::string label_text(const Verdict& verdict) {
   return fmt::format("{} ({:.2f})", fmt::join(verdict.candidates, "|"), verdict.confidence);
 }
 
+std::string record_source_text(const Verdict& verdict) {
+  if (verdict.decided_by != VerdictBasis::kRecords) return "";
+  size_t more = verdict.records.size() - 1;
+  std::string text = fmt::format(" from {}{}", record_text(verdict.records.front()),
+                                 more ? fmt::format(" (+{} record{})", more, more == 1 ? "" : "s") : "");
+  std::vector<std::string_view> kinds;
+  for (const Conflict& conflict : verdict.conflicts) kinds.push_back(conflict_kind_name(conflict.kind));
+  return kinds.empty() ? text : fmt::format("{}; conflict: {}", text, fmt::join(kinds, ", "));
+}
+
 std::string risk_reasons_text(const Verdict& verdict) {
   std::vector<std::string> parts;
   for (Fp16RiskKind kind : {Fp16RiskKind::kRange, Fp16RiskKind::kOverflow, Fp16RiskKind::kFlushToZero})

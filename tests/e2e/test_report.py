@@ -128,6 +128,14 @@ class ReportInChromiumTest(ReportCase):
         page.wait_for("document.body?.dataset.rendered")
         return page
 
+    def report_page(self, model):
+        """The page --report writes for one model that scans cleanly, open, quiet and offline."""
+        result, _ = self.scan_with_report(model)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        page = self.open_page(self.tmp / "report.html")
+        self.assertQuietAndOffline(page)
+        return page
+
     def assertQuietAndOffline(self, page):
         page.evaluate("1")  # drains the events sent before this answer
         self.assertEqual(page.console_errors, [])
@@ -190,16 +198,26 @@ class ReportInChromiumTest(ReportCase):
 
     def test_the_verdict_says_its_candidates_risks_and_buffers(self):
         tensors = {"conv.weight": torch.full((4, 4), 0.5), "bn.running_var": torch.tensor([7e4, 1.0])}
-        result, _ = self.scan_with_report(self.write_model(tensors))
-        self.assertEqual(result.returncode, 0, result.stderr)
-        page = self.open_page(self.tmp / "report.html")
-        self.assertQuietAndOffline(page)
+        page = self.report_page(self.write_model(tensors))
         verdict = page.evaluate("document.querySelector('#model-0 .verdict').innerText")
         self.assertIn("does not rule out: fp32", verdict)
         self.assertIn("Cast to fp16, buffer bn.running_var becomes inf: 1 value(s) above 65504", verdict)
         section = page.evaluate("document.getElementById('model-0').innerText")
         self.assertIn("Buffers (not in the verdict)", section)
         self.assertIn("abs max 7.000e+4 (bn.running_var)", section)
+
+    def test_the_page_shows_the_training_record_its_basis_and_the_conflict(self):
+        folder = self.write_model({"w": torch.full((4,), 300.0)})
+        torch.save({"scale": 65536.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2000,
+                    "_growth_tracker": 0}, folder / "scaler.pt")  # torch.amp.GradScaler.state_dict()'s keys
+        page = self.report_page(folder)
+        verdict = page.evaluate("document.querySelector('#model-0 .verdict').innerText")
+        self.assertIn("Decided by what the training framework recorded", verdict)
+        self.assertIn("Conflict (ranges_disagree): recorded fp16 (scaler.pt: scale=65536.0)", verdict)
+        section = page.evaluate("document.getElementById('model-0').innerText")
+        self.assertIn("Training records (they outrank the ranges)", section)
+        self.assertIn("only when loss scaling ran", section)  # the record's basis
+        self.assertIn("Confidence: 9 of 12 labelled models", section)  # the rule's counted basis
 
     def test_failed_model_and_hostile_names(self):
         good = self.write_model({HOSTILE_NAME: torch.ones(4), "b.bias": torch.full((3,), 2.0)}, "good")

@@ -95,7 +95,7 @@ class Buffers(ScanTestCase):
         torch.save(trained_pitch_net().state_dict(), self.tmp / "net.pth")
         result = run(self.tmp / "net.pth", "-v")
         self.assertEqual(result.returncode, 0)
-        self.assertIn("fp16|fp32 (0.70) fp16-risk: overflow in 1 tensor (buffer conv2_BN.running_var 4.970e+05)",
+        self.assertIn("fp16|fp32 (0.90) fp16-risk: overflow in 1 tensor (buffer conv2_BN.running_var 4.970e+05)",
                       result.stdout)
         self.assertIn("buffer (not in the verdict)", result.stdout)
         self.assertIn("buffers (kept out of the verdict): 6 tensors", result.stdout)
@@ -449,11 +449,11 @@ class Candidates(ScanTestCase):
     def test_the_table_shows_candidates_and_gates_keep_the_label(self):
         save_file({"w": torch.tensor([500.0])}, self.tmp / "wide.safetensors")
         result = run(self.tmp / "wide.safetensors")
-        self.assertIn("bf16|fp32 (0.85) fp16-risk: range", result.stdout)
+        self.assertIn("bf16|fp32 (0.75) fp16-risk: range", result.stdout)
         self.assertEqual(run("--expect", "bf16", self.tmp / "wide.safetensors").returncode, 0)
         self.assertEqual(run("--fail-on", "fp32", self.tmp / "wide.safetensors").returncode, 0)
         _, document, _ = scan(self.tmp / "wide.safetensors")
-        self.assertEqual(document["schema_version"], 2)
+        self.assertEqual(document["schema_version"], 3)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 fuzzer starts from the formats' real structure (docs/fuzzing.md). Run again after changing it; the seeds are
 committed."""
 
+import argparse
 import io
 import json
 import sys
@@ -41,6 +42,13 @@ def main():
     write("zip_directory", "state-dict", zipped)
     write("pickle_machine", "state-dict", torch_zip_pickle(state))
     write("pickle_machine", "views", torch_zip_pickle({"a": torch.ones(8)[2:6], "t": torch.ones(2, 4).t()}))
+    # The training records' shapes (docs/method.md): a run's Namespace, a DeepSpeed config, a GradScaler's state.
+    records = {"args": argparse.Namespace(fp16=False, bf16=True, params_dtype=torch.bfloat16, amp=True),
+               "ds_config": {"bf16": {"enabled": True}, "fp16": {"enabled": "auto"}},
+               "cfg": {"common": {"fp16": True, "memory_efficient_fp16": False}},
+               "scaler": torch.amp.GradScaler("cpu").state_dict(), "hyper_parameters": {"precision": "16-mixed"},
+               "last_optimizer_state": {"loss_scale": 128.0}, "model": small}
+    write("pickle_machine", "records", torch_zip_pickle(records))
     legacy = io.BytesIO()
     torch.save(small, legacy, _use_new_zipfile_serialization=False)
     write("torch_legacy", "state-dict", legacy.getvalue())

@@ -1,6 +1,7 @@
 // The built-in rules on seed 000's table, and the rules file's validation.
 #include "precdetect/classify/classifier.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "precdetect/core/error.h"
@@ -94,14 +95,39 @@ TEST(Classifier, EvidenceListsEveryRuleWithObservedValues) {
   EXPECT_FALSE(verdict.evidence[0].fired);  // 792 < 65504
   EXPECT_FALSE(verdict.evidence[3].fired);  // the fp16-sized rule
   EXPECT_EQ(verdict.label, Label::kBf16);
-  EXPECT_DOUBLE_EQ(verdict.confidence, 0.85);
+  EXPECT_EQ(verdict.decided_by, VerdictBasis::kRanges);
+  EXPECT_DOUBLE_EQ(verdict.confidence, 0.75);  // 9 of the 12 labelled models with abs max > 1e2 are bf16
+  EXPECT_NE(verdict.evidence[1].basis.find("9 of 12 labelled models"), std::string::npos);
 }
 
-TEST(Classifier, ValuesBeyondFp16MaxAreCertain) {
+// Each rule's confidence is the share of the labelled models it fires on that carry its label, counted here again
+// from this file's own copy of seed 000's table (scripts/calibrate_rules.py computed the rules file's).
+TEST(Classifier, RangeConfidencesAreTheLabelledModelsShare) {
+  size_t calibrated = 0;
+  for (const Rule& rule : default_rules().rules) {
+    RuleSet alone{.rules = {rule}};
+    size_t fired = 0, labelled = 0;
+    for (const SeedRow& row : kSeedTable) {
+      if (classify(summary_of(row), {}, alone, {}).decided_by != VerdictBasis::kRanges) continue;
+      ++fired;
+      labelled += label_name(rule.label) == row.group;
+    }
+    if (fired == 0) continue;  // abs-max-above-fp16-max: no labelled model reaches it
+    ++calibrated;
+    EXPECT_NEAR(rule.confidence, static_cast<double>(labelled) / static_cast<double>(fired), 0.005) << rule.id;
+    EXPECT_NE(rule.basis.find(fmt::format("{} of {} labelled models", labelled, fired)), std::string::npos) << rule.id;
+  }
+  EXPECT_EQ(calibrated, 3u);
+}
+
+TEST(Classifier, ValuesBeyondFp16MaxRuleOutFp16) {
   SeedRow row{"huge", "bf16", 0, 7e4, 1, 1e6};
   Verdict verdict = classify(summary_of(row), {}, default_rules(), {});
   EXPECT_EQ(verdict.label, Label::kBf16);
-  EXPECT_DOUBLE_EQ(verdict.confidence, 0.99);
+  EXPECT_EQ(verdict.candidates, (std::vector<Label>{Label::kBf16, Label::kFp32}));
+  EXPECT_TRUE(verdict.evidence[0].fired);
+  // No labelled model reaches 65504: the rule takes the count of abs-max-above-1e2, which fires wherever it does.
+  EXPECT_DOUBLE_EQ(verdict.confidence, default_rules().rules[1].confidence);
 }
 
 TEST(Classifier, NoFloatingValuesIsUnknown) {

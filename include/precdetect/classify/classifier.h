@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "precdetect/analyze/summary.h"
+#include "precdetect/classify/conflict.h"
 #include "precdetect/classify/fp16_risk.h"
 #include "precdetect/classify/rules.h"
+#include "precdetect/load/training_record.h"
 
 namespace precdetect {
 
@@ -28,6 +30,7 @@ struct Evidence {
   Label label = Label::kUnknown;
   std::vector<Label> candidates;
   double confidence = 0.0;
+  std::string basis;  ///< the rule's: how its confidence was computed
   bool fp16_risk = false;
   std::vector<Observation> observations;
   std::string says;
@@ -40,24 +43,34 @@ struct Hints {
   std::optional<std::string> config_dtype;  ///< config.json's dtype / torch_dtype
 };
 
+/// What decided the verdict's label: training records (they outrank ranges), the range rules, or nothing.
+enum class VerdictBasis { kNone, kRanges, kRecords };
+
+/// "none", "ranges", "records" (JSON `verdict.decided_by`).
+std::string_view verdict_basis_name(VerdictBasis basis);
+
 struct Verdict {
   Label label = Label::kUnknown;
+  VerdictBasis decided_by = VerdictBasis::kNone;
   /// The labels the evidence does not rule out, `label` first: range evidence tells fp16 from the rest, never
   /// bf16 from fp32. "unknown" rules out nothing.
   std::vector<Label> candidates = {Label::kFp16, Label::kBf16, Label::kFp32};
   double confidence = 0.0;
   std::vector<Fp16RiskReason> fp16_risk_reasons;  ///< why the model is at risk in fp16, one entry per reason
   bool fp16_risk() const { return !fp16_risk_reasons.empty(); }
-  std::vector<Evidence> evidence;
+  std::vector<Evidence> evidence;       ///< every range rule, fired or not
+  std::vector<TrainingRecord> records;  ///< what the training frameworks wrote down, merged across files
+  std::vector<Conflict> conflicts;      ///< where records and weights disagree, each side in words
   Hints hints;
 };
 
 /// The rules see the parameters' summary: the fired rule with the highest confidence (the first on ties) gives
-/// label, candidates and confidence; no fired rule, or no floating values at all, gives "unknown". fp16_risk is
-/// true when a fired rule says so (a `range` reason) or when casting one of `tensors`, parameter or buffer, to
-/// fp16 overflows or flushes most of it to zero (fp16_risk.h).
+/// label, candidates and confidence; no fired rule, or no floating values at all, gives "unknown". Training
+/// records, when there are any, then decide instead (record_evidence.h). fp16_risk is true when a fired rule
+/// says so (a `range` reason) or when casting one of `tensors`, parameter or buffer, to fp16 overflows or
+/// flushes most of it to zero (fp16_risk.h).
 Verdict classify(const ModelSummary& summary, std::span<const AnalyzedTensor> tensors, const RuleSet& rules,
-                 Hints hints);
+                 Hints hints, std::span<const TrainingRecord> records = {});
 
 /// config.json's declared dtype: "dtype", then "torch_dtype", then the same inside "text_config".
 /// nullopt when absent or unreadable (a hint is never worth failing a scan for).

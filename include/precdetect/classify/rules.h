@@ -25,6 +25,7 @@ struct Rule {
   /// The labels the rule's evidence does not rule out, `label` first (range: bf16 or fp32; fp16 or fp32).
   std::vector<Label> candidates;
   double confidence = 0.0;  ///< in [0, 1]
+  std::string basis;        ///< how the confidence was computed ("9 of 12 labelled models ..."); may be empty
   bool fp16_risk = false;
   std::string says;    ///< what a firing means, in a sentence
   std::string source;  ///< where the threshold comes from

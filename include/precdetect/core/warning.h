@@ -13,6 +13,7 @@ enum class WarningCode {
   kDtypesNotRead,        ///< load: tensors of dtypes precdetect cannot represent (quantized, complex128) skipped
   kNotExecuted,          ///< load: the pickle asks to call globals outside the allowlist; none was called
   kUnreachedTensors,     ///< load: tensors the pickle rebuilt that no key path reaches, named "(unreached).N"
+  kRecordUnreadable,     ///< load: a training record whose precision cannot be read (unknown layout, "auto", fp8)
   kMixedFormats,         ///< load: one model's files are of several formats
   kUnindexedTensors,     ///< load: tensors in the shards that the index does not list
   kDtypesNotAnalyzed,    ///< analyze: tensors counted in the census whose values were not analyzed

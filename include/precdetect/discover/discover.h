@@ -15,6 +15,9 @@ struct ModelSource {
   std::vector<std::filesystem::path> files;       ///< weight files, in scan order
   std::map<std::string, std::string> weight_map;  ///< from a shard index: tensor -> shard name; else empty
   std::optional<std::filesystem::path> config;    ///< config.json beside the weights, when present
+  /// Training state beside the weights of a folder that is one model, read for its training records
+  /// (training_args.bin, scaler.pt) or its name (DeepSpeed's bf16_zero_pp_rank_* shards, also in global_step*/).
+  std::vector<std::filesystem::path> training_files;
   /// The files are model-parallel shards (consolidated.00.pth, mp_rank_00, ...): each holds a part of every
   /// tensor under its full name.
   bool model_parallel = false;

@@ -9,6 +9,7 @@
 #include "precdetect/discover/discover.h"
 #include "precdetect/load/byte_source.h"
 #include "precdetect/load/tensor_record.h"
+#include "precdetect/load/training_record.h"
 
 namespace precdetect {
 
@@ -16,6 +17,7 @@ struct Checkpoint {
   std::string format;                              ///< "safetensors"
   std::vector<std::unique_ptr<ByteSource>> files;  ///< TensorRecord::file indexes this
   std::vector<TensorRecord> tensors;               ///< file by file, in data order
+  std::vector<TrainingRecord> records;             ///< what the training framework wrote down (training_records.h)
   std::vector<Warning> warnings;
   /// The files are model-parallel shards (ModelSource::model_parallel): a name may recur across files.
   bool model_parallel = false;

@@ -43,7 +43,8 @@ using LocateStorage = std::function<StorageLocation(const pickle::Storage&)>;
 void add_torch_tensors(Checkpoint& checkpoint, const std::vector<FoundTensor>& found, const LocateStorage& locate,
                        size_t file, bool big_endian);
 
-/// The warning for globals the pickle asked to call and precdetect did not (nothing is ever executed).
-void warn_not_called(Checkpoint& checkpoint, const std::set<std::string>& globals, const std::filesystem::path& path);
+/// What a pickle holds besides tensors: the globals it asked to call and precdetect did not (a warning: nothing
+/// is ever executed) and the training records in its object graph.
+void add_pickle_findings(Checkpoint& checkpoint, const pickle::Result& pickle, const std::filesystem::path& path);
 
 }  // namespace precdetect

@@ -1,6 +1,6 @@
 #pragma once
-/// The verdict in words, as the table and the Markdown print it: "bf16|fp32 (0.85) fp16-risk: range, overflow
-/// in 2 tensors (conv2_BN.running_var 4.970e+05, ...)".
+/// The verdict in words, as the table and the Markdown print it: "bf16|fp32 (0.75) fp16-risk: range, overflow
+/// in 2 tensors (conv2_BN.running_var 4.970e+05, ...)"; "bf16 (0.95) from training_args.bin: bf16=True".
 
 #include <string>
 
@@ -10,6 +10,10 @@ namespace precdetect {
 
 /// The label, then the other candidates ("bf16|fp32"), and the confidence.
 std::string label_text(const Verdict& verdict);
+
+/// " from training_args.bin: bf16=True" when records decided (the first; "(+N records)" more), and the kinds of
+/// conflict ("; conflict: ranges_disagree"); "" when no record did.
+std::string record_source_text(const Verdict& verdict);
 
 /// Each kind of fp16 risk reason with its first tensor: "range, overflow in 2 tensors (...)"; "" when none.
 std::string risk_reasons_text(const Verdict& verdict);

@@ -256,9 +256,28 @@ function verdictBlock(model) {
       element('span', {class: `label ${verdict.label}`}, verdict.label),
       element('div', {}, element('div', {}, `confidence ${verdict.confidence.toFixed(2)} `, risk),
               element('div', {class: 'sub candidates'}, others.length
-                  ? `The evidence does not rule out: ${others.join(', ')} (range cannot tell bf16 from fp32).` : ''),
+                  ? `The evidence does not rule out: ${others.join(', ')}` +
+                    (verdict.decided_by === 'ranges' ? ' (range cannot tell bf16 from fp32).' : '.') : ''),
+              element('div', {class: 'sub'}, verdict.decided_by === 'records'
+                  ? 'Decided by what the training framework recorded (below), which outranks the weight ranges.' : ''),
+              element('ul', {class: 'conflicts'}, verdict.conflicts.map((c) => element('li', {class: 'warn'},
+                  `Conflict (${c.kind}): ${c.detail}`))),
               element('ul', {class: 'risks'}, verdict.fp16_risk_reasons.map((r) => element('li', {}, riskReason(r)))),
               element('div', {class: 'sub'}, hints.length ? `hints (not proof): ${hints.join('; ')}` : '')));
+}
+
+// What the training framework wrote down: each record's source, what it gives, and on what basis.
+function recordsTable(model) {
+  if (!model.verdict.records.length) return null;
+  const rows = model.verdict.records.map((record) => ({cells: [
+    record.kind,
+    element('span', {}, record.files.join(', '), element('div', {class: 'says'},
+        record.fields.map((f) => `${f.key} = ${f.value}`).join(', '))),
+    element('span', {}, record.basis, element('div', {class: 'says'}, `Describes ${record.describes}.`)),
+    `${record.label} (${record.confidence})`,
+  ]}));
+  return [element('h3', {}, 'Training records (they outrank the ranges)'),
+          table(['record', 'source', 'basis', 'gives'], rows, 4)];
 }
 
 function evidenceTable(model) {
@@ -266,7 +285,8 @@ function evidenceTable(model) {
     attributes: rule.fired ? {class: 'fired'} : {},
     cells: [
       rule.fired ? '✔ fired' : '✘ not',
-      element('span', {}, rule.rule, element('div', {class: 'says'}, rule.says)),
+      element('span', {}, rule.rule, element('div', {class: 'says'}, rule.says),
+              rule.basis ? element('div', {class: 'says'}, `Confidence: ${rule.basis}.`) : null),
       rule.observations.map((o) => `${o.stat} = ${scientific(o.observed)} ${o.op} ${o.threshold}`).join('; '),
       `${rule.label} (${rule.confidence})`,
     ],
@@ -344,7 +364,8 @@ function modelSection(model) {
       element('h2', {}, model.input),
       element('p', {class: 'sub'}, `${model.format}, ${model.files.length} file(s): ${model.path}`),
       verdictBlock(model), numbersGrid(summary), notes,
-      element('h3', {}, 'Evidence'), evidenceTable(model),
+      recordsTable(model),
+      element('h3', {}, 'Range evidence'), evidenceTable(model),
       element('h3', {}, 'Will it fit fp16?'),
       element('div', {class: 'charts'}, exponentChart(summary.precision), tensorAbsMaxChart(model)),
       castTable(summary.precision),

@@ -1,0 +1,103 @@
+#include "precdetect/classify/record_evidence.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
+
+namespace precdetect {
+namespace {
+
+/// The labels in kLabels' order.
+std::vector<Label> ordered(const std::set<Label>& labels) {
+  std::vector<Label> list;
+  for (Label label : kLabels)
+    if (labels.count(label)) list.push_back(label);
+  return list;
+}
+
+/// The fired rule that decided the ranges' label: the first with the winning confidence.
+const Evidence* ranges_winner(const Verdict& verdict) {
+  for (const Evidence& evidence : verdict.evidence)
+    if (evidence.fired && evidence.label == verdict.label && evidence.confidence == verdict.confidence)
+      return &evidence;
+  return nullptr;
+}
+
+std::string observations_text(const Evidence& evidence) {
+  std::vector<std::string> parts;
+  for (const Observation& o : evidence.observations)
+    if (o.observed) parts.push_back(fmt::format("{} {:.3e}", stat_def(o.stat).key, *o.observed));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+/// The half-precision dtypes the parameters are stored in, when no parameter is stored wider.
+std::vector<std::string> half_storage(const ModelSummary& summary) {
+  std::vector<std::string> half;
+  for (const auto& [name, census] : summary.census) {
+    std::optional<DType> dtype = parse_dtype(name);
+    if (dtype == DType::F32 || dtype == DType::F64) return {};
+    if (dtype == DType::F16 || dtype == DType::BF16) half.push_back(name);
+  }
+  return half;
+}
+
+void add_candidates(Verdict& verdict, std::span<const Label> labels) {
+  for (Label label : labels)
+    if (std::find(verdict.candidates.begin(), verdict.candidates.end(), label) == verdict.candidates.end())
+      verdict.candidates.push_back(label);
+}
+
+}  // namespace
+
+double record_confidence(Label label) { return label == Label::kFp32 ? 0.9 : 0.95; }
+
+void weigh_records(Verdict& verdict, std::span<const TrainingRecord> records, const ModelSummary& summary) {
+  if (records.empty()) return;
+  verdict.records.assign(records.begin(), records.end());
+  std::set<Label> recorded;
+  for (const TrainingRecord& record : records) recorded.insert(record.label);
+  const Evidence* winner = verdict.decided_by == VerdictBasis::kRanges ? ranges_winner(verdict) : nullptr;
+  verdict.decided_by = VerdictBasis::kRecords;
+  if (recorded.size() > 1) {
+    std::vector<std::string> sides;
+    for (const TrainingRecord& record : records)
+      sides.push_back(fmt::format("{} ({})", record.label, record_text(record)));
+    verdict.conflicts.push_back(
+        {ConflictKind::kRecordsDisagree, fmt::format("the records disagree: {}", fmt::join(sides, "; "))});
+    verdict.label = Label::kUnknown;
+    verdict.candidates = ordered(recorded);
+    verdict.confidence = 0.0;
+    return;
+  }
+  const TrainingRecord& record = records.front();
+  verdict.label = record.label;
+  verdict.candidates = {record.label};
+  verdict.confidence = record_confidence(record.label);
+  if (winner &&
+      std::find(winner->candidates.begin(), winner->candidates.end(), record.label) == winner->candidates.end()) {
+    verdict.conflicts.push_back(
+        {ConflictKind::kRangesDisagree,
+         fmt::format("recorded {} ({}), but range rule {} says {} ({}): the record describes the run that saved "
+                     "this checkpoint, often a fine-tune, while the ranges also reflect pretraining",
+                     record.label, record_text(record), winner->rule, fmt::join(winner->candidates, "|"),
+                     observations_text(*winner))});
+    add_candidates(verdict, winner->candidates);
+    verdict.confidence = kConflictConfidence;
+  }
+  if (std::vector<std::string> half = half_storage(summary); record.label == Label::kFp32 && !half.empty()) {
+    verdict.conflicts.push_back(
+        {ConflictKind::kStoredInHalf,
+         fmt::format("recorded fp32 ({}), but the parameters are stored in {}: the run may have trained in half "
+                     "precision outright (weights loaded so, no mixed-precision flag), or they were cast after "
+                     "training",
+                     record_text(record), fmt::join(half, ", "))});
+    std::vector<Label> stored;
+    for (const std::string& name : half) stored.push_back(name == "BF16" ? Label::kBf16 : Label::kFp16);
+    add_candidates(verdict, stored);
+    verdict.confidence = kConflictConfidence;
+  }
+}
+
+}  // namespace precdetect
