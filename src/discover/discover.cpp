@@ -18,7 +18,7 @@ namespace {
 constexpr std::string_view kSafetensorsIndex = "model.safetensors.index.json";
 constexpr std::string_view kPytorchIndex = "pytorch_model.bin.index.json";
 constexpr std::string_view kPipelineIndex = "model_index.json";  // a diffusers pipeline: one model per component
-const std::initializer_list<std::string_view> kPytorchExtensions = {".bin", ".pt", ".pth", ".ckpt", ".jit"};
+const std::initializer_list<std::string_view> kPytorchExtensions = {".bin", ".pt", ".pth", ".ckpt", ".jit", ".nemo"};
 // Training state saved beside the weights, not the model: the HF Trainer's files, DeepSpeed ZeRO's optimizer
 // partitions, Megatron-LM's distributed optimizer.
 constexpr std::string_view kTrainerState[] = {"training_args.bin", "optimizer.pt", "scheduler.pt", "scaler.pt",
@@ -176,7 +176,8 @@ void add_folder(ModelSource& source, const fs::path& folder) {
     fail(ErrorCode::kSeveralModels, folder,
          fmt::format("a diffusers pipeline whose components are models of their own ({}): scan the folder or name one",
                      fmt::join(components, ", ")));
-  fail(ErrorCode::kNoWeights, folder, "no weight files (*.safetensors, *.bin, *.pt, *.pth, *.ckpt, *.jit) here");
+  fail(ErrorCode::kNoWeights, folder,
+       "no weight files (*.safetensors, *.bin, *.pt, *.pth, *.ckpt, *.jit, *.nemo) here");
 }
 
 /// A shard group named as `folder/group` (how a scan names the shards of one model beside other models).

@@ -118,6 +118,31 @@ class MemorySource final : public ByteSource {
   std::filesystem::path path_;
 };
 
+/// A member of an archive (a .nemo's model_weights.ckpt): offsets count from the member's first byte, errors
+/// name the archive.
+class MemberSource final : public ByteSource {
+ public:
+  MemberSource(std::unique_ptr<ByteSource> archive, uint64_t offset, uint64_t size)
+      : archive_(std::move(archive)), offset_(offset), size_(size) {
+    archive_->view(offset_, size_);  // the member lies inside the archive
+  }
+  const std::filesystem::path& path() const override { return archive_->path(); }
+  uint64_t size() const override { return size_; }
+  std::span<const std::byte> view(uint64_t offset, uint64_t length) const override {
+    return checked_view(*this, archive_->view(offset_, size_).data(), offset, length);
+  }
+  void release(uint64_t offset, uint64_t length) const override { archive_->release(offset_ + offset, length); }
+  void read(uint64_t offset, std::span<std::byte> dest) const override {
+    view(offset, dest.size());
+    archive_->read(offset_ + offset, dest);
+  }
+  bool zero_copy() const override { return archive_->zero_copy(); }
+
+ private:
+  std::unique_ptr<ByteSource> archive_;
+  uint64_t offset_, size_;
+};
+
 }  // namespace
 
 void ByteSource::read(uint64_t offset, std::span<std::byte> dest) const {
@@ -129,6 +154,10 @@ void ByteSource::read(uint64_t offset, std::span<std::byte> dest) const {
 
 std::unique_ptr<ByteSource> map_file(const std::filesystem::path& path, ReadMode mode) {
   return std::make_unique<MappedFile>(path, mode);
+}
+
+std::unique_ptr<ByteSource> member_source(std::unique_ptr<ByteSource> archive, uint64_t offset, uint64_t size) {
+  return std::make_unique<MemberSource>(std::move(archive), offset, size);
 }
 
 std::unique_ptr<ByteSource> memory_source(std::string bytes, std::filesystem::path path) {

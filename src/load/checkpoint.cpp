@@ -23,7 +23,12 @@ std::string read_file(Checkpoint& checkpoint, size_t file) {
   }
   if (looks_like_zip(source)) return read_torch_zip(checkpoint, file);
   if (looks_like_torch_legacy(source)) return read_torch_legacy(checkpoint, file);
+  if (looks_like_nemo(source)) return read_nemo(checkpoint, file);
   if (looks_like_tar(source)) return read_torch_tar(checkpoint, file);
+  if (source.path().extension() == ".nemo" && source.size() >= 2 && source.view(0, 2)[0] == std::byte{0x1f} &&
+      source.view(0, 2)[1] == std::byte{0x8b})
+    fail(ErrorCode::kUnknownFormat, source.path(),
+         "a gzip-compressed NeMo archive: unpack it (tar xzf) and scan the model_weights.ckpt inside");
   if (source.path().extension() == ".safetensors")
     read_safetensors_header(source, file);  // not plausibly safetensors: say precisely which rule it breaks
   fail(ErrorCode::kUnknownFormat, source.path(), "unknown checkpoint format");

@@ -14,9 +14,7 @@ namespace {
 
 constexpr uint64_t kBlock = 512;
 
-struct Span {
-  uint64_t offset = 0, size = 0;
-};
+using Span = TarMember;
 
 constexpr std::string_view kFormat = "torch tar archive";
 
@@ -28,9 +26,9 @@ ByteCursor tar_cursor(std::span<const std::byte> bytes, const ByteSource& source
   fail_at_offset(ErrorCode::kInvalidLegacy, source.path(), kFormat, offset, what);
 }
 
-/// The members of a ustar archive: 512-byte headers (name at 0, octal size at 124, type at 156), data padded
-/// to 512 bytes, two zero blocks at the end.
-std::map<std::string, Span> read_tar_members(const ByteSource& source) {
+}  // namespace
+
+std::map<std::string, TarMember> read_tar_members(const ByteSource& source) {
   ByteCursor tar = tar_cursor(source.view(0, source.size()), source, 0);
   std::map<std::string, Span> members;
   while (tar.remaining() >= kBlock) {
@@ -50,6 +48,8 @@ std::map<std::string, Span> read_tar_members(const ByteSource& source) {
   }
   return members;
 }
+
+namespace {
 
 Span member(const std::map<std::string, Span>& members, const std::string& name, const ByteSource& source) {
   auto found = members.find(name);

@@ -27,6 +27,8 @@ std::string_view record_kind_name(RecordKind kind) {
       return "hyperparameters";
     case RecordKind::kTrainConfig:
       return "train_config";
+    case RecordKind::kNemoConfig:
+      return "nemo_config";
   }
   return "unknown";
 }
@@ -62,6 +64,9 @@ std::string_view record_basis(RecordKind kind) {
       return "nanoGPT's and llama2.c's train.py save their settings as `config`: on CUDA the run autocasts to "
              "`dtype` (float16 with a GradScaler, or bfloat16); on any other device it runs without autocast, in "
              "fp32";
+    case RecordKind::kNemoConfig:
+      return "NeMo's Megatron-based models copy the trainer's precision into the model config they save in the "
+             "archive (megatron_base_model.py: cfg.precision = trainer.precision): bf16-mixed, 16-mixed, 32, ...";
   }
   return "";
 }

@@ -44,9 +44,12 @@ const Dict* dict_of(const Ref& value) {
   if (const auto* dict = std::get_if<Dict>(&value->v)) return dict;
   const auto* object = std::get_if<Opaque>(&value->v);
   if (object == nullptr) return nullptr;
-  if (const Dict* state = dict_of(object->state)) return state;
-  if (const auto* parts = object->state ? std::get_if<Tuple>(&object->state->v) : nullptr)
-    if (!parts->items.empty()) return dict_of(parts->items.front());  // (dict, slots)
+  // One level only: a state may be another object, or itself (a hostile pickle's cycle).
+  if (const Ref& state = object->state) {
+    if (const auto* dict = std::get_if<Dict>(&state->v)) return dict;
+    if (const auto* parts = std::get_if<Tuple>(&state->v); parts && !parts->items.empty())  // (dict, slots)
+      if (const auto* dict = std::get_if<Dict>(&parts->items.front()->v)) return dict;
+  }
   return object->contents ? std::get_if<Dict>(&object->contents->v) : nullptr;
 }
 
@@ -313,6 +316,29 @@ FoundRecords find_training_records(const pickle::Result& pickle, const std::file
   RecordFinder finder(file);
   finder.visit(pickle.root, "", 0);
   return std::move(finder.found);
+}
+
+FoundRecords find_nemo_config_record(std::string_view model_config_yaml, const std::filesystem::path& file) {
+  FoundRecords found;
+  for (size_t at = 0; at < model_config_yaml.size();) {
+    size_t end = std::min(model_config_yaml.find('\n', at), model_config_yaml.size());
+    std::string_view line = model_config_yaml.substr(at, end - at);
+    at = end + 1;
+    if (!line.starts_with("precision:")) continue;  // top level only: nested keys are indented
+    std::string value(line.substr(line.find(':') + 1));
+    value = value.substr(0, value.find('#'));
+    std::erase_if(value, [](char c) { return c == ' ' || c == '\'' || c == '"' || c == '\r' || c == '\t'; });
+    RecordField field{"model_config.yaml: precision", value};
+    if (std::optional<Label> label = label_of_name(value))
+      found.records.push_back({RecordKind::kNemoConfig, *label, {field}, {file.string()}});
+    else
+      found.warnings.push_back(
+          {.code = WarningCode::kRecordUnreadable,
+           .file = file.string(),
+           .names = {fmt::format("model_config.yaml: precision={} names no precision precdetect knows", value)}});
+    break;
+  }
+  return found;
 }
 
 std::optional<TrainingRecord> record_in_file_name(const std::filesystem::path& file) {

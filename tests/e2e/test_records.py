@@ -6,6 +6,7 @@ functions build (../shared/notes/training-records.md cites the code)."""
 
 import argparse
 import os
+import tarfile
 import unittest
 import warnings
 
@@ -331,6 +332,47 @@ class TrainScriptConfig(RecordTestCase):
         verdict, _ = self.verdict_of(CORPUS / "saltyduckegg__llama2xs.c__ckpt" / "ckpt.pt")
         self.assertDecided(verdict, "fp16", 0.95)
         self.assertEqual(verdict["records"][0]["kind"], "train_config")
+
+
+class NeMoArchive(RecordTestCase):
+    """A .nemo file as NeMo's SaveRestoreConnector writes it (tarfile "w:", the folder added as "."): the weights
+    a torch.save zip in model_weights.ckpt, the trainer precision copied into model_config.yaml. NeMo itself (the
+    nemo_toolkit wheel and its dependencies) is too heavy for the test venv, so tarfile builds that layout."""
+
+    def nemo(self, precision, weights, mode="w:"):
+        folder = self.tmp / "parts"
+        folder.mkdir(exist_ok=True)
+        torch.save(weights, folder / "model_weights.ckpt")
+        (folder / "model_config.yaml").write_text(
+            f"micro_batch_size: 4\nprecision: {precision}\nmegatron_amp_O2: true\ntokenizer:\n  precision: 32\n")
+        path = self.tmp / f"gpt-{precision}.nemo"
+        with tarfile.open(path, mode) as archive:
+            archive.add(folder, arcname=".")
+        return path
+
+    def test_the_archive_weights_and_its_recorded_precision(self):
+        weights = wide_weights()
+        for precision, label in [("bf16-mixed", "bf16"), ("32", "fp32")]:
+            for io in ("mmap", "pread"):
+                with self.subTest(precision=precision, io=io):
+                    code, document, stderr = scan("--io", io, self.nemo(precision, weights))
+                    self.assertEqual(code, 0, stderr)
+                    model = document["models"][0]
+                    self.assertEqual(model["format"], "nemo")
+                    self.assertDecided(model["verdict"], label, 0.95 if label == "bf16" else 0.9)
+                    self.assertEqual(self.fields(model["verdict"]["records"][0]),
+                                     {"model_config.yaml: precision": precision})
+                    reported = {t["name"]: t for t in model["tensors"]}
+                    for name, tensor in weights.items():
+                        self.assertEqual(reported[name]["abs_max"], tensor.abs().max().item(), name)
+
+    def test_a_gzip_compressed_archive_is_a_named_error(self):
+        path = self.nemo("bf16-mixed", small_weights(), mode="w:gz")
+        code, document, _ = scan(path)
+        self.assertEqual(code, 2)
+        error = document["models"][0]["error"]
+        self.assertEqual(error["code"], "unknown_format")
+        self.assertIn("gzip-compressed NeMo archive", error["message"])
 
 
 class Lightning(RecordTestCase):

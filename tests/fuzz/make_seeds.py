@@ -7,6 +7,7 @@ import argparse
 import io
 import json
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -54,7 +55,19 @@ def main():
     write("torch_legacy", "state-dict", legacy.getvalue())
     write("torch_tar", "state-dict", pre04_tar({"w": torch.arange(6, dtype=torch.float32).reshape(2, 3),
                                                 "steps": torch.tensor([3, 4], dtype=torch.int64)}))
+    write("torch_tar", "nemo", nemo_archive(small, "precision: bf16-mixed\n"))
     print(f"seeds in {SEEDS}")
+
+
+def nemo_archive(weights, model_config):
+    """A .nemo as NeMo writes it: an uncompressed tar of model_config.yaml and model_weights.ckpt."""
+    saved = io.BytesIO()
+    with tarfile.open(fileobj=saved, mode="w:") as archive:
+        for name, data in [("./model_config.yaml", model_config.encode()), ("./model_weights.ckpt", torch_zip(weights))]:
+            member = tarfile.TarInfo(name)
+            member.size = len(data)
+            archive.addfile(member, io.BytesIO(data))
+    return saved.getvalue()
 
 
 def torch_zip_pickle(obj):

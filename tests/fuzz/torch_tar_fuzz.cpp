@@ -1,4 +1,5 @@
-// The pre-0.4 torch.save tar layout: ustar members (storages, tensors, pickle), pickles and raw storages within.
+// Tar archives: the pre-0.4 torch.save layout (ustar members storages, tensors, pickle; pickles and raw storages
+// within) and NeMo archives (model_config.yaml, and a torch.save zip in model_weights.ckpt).
 #include "fuzz_parser.h"
 #include "precdetect/load/checkpoint.h"
 #include "precdetect/load/torch_formats.h"
@@ -7,6 +8,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return precdetect::fuzz::parse_or_reject(data, size, "fuzz.tar", [](auto file) {
     precdetect::Checkpoint checkpoint;
     checkpoint.files.push_back(std::move(file));
-    if (precdetect::looks_like_tar(*checkpoint.files[0])) precdetect::read_torch_tar(checkpoint, 0);
+    if (precdetect::looks_like_nemo(*checkpoint.files[0]))
+      precdetect::read_nemo(checkpoint, 0);
+    else if (precdetect::looks_like_tar(*checkpoint.files[0]))
+      precdetect::read_torch_tar(checkpoint, 0);
   });
 }

@@ -40,6 +40,10 @@ class ByteSource {
 /// naming the path. The mapping lives as long as the object.
 std::unique_ptr<ByteSource> map_file(const std::filesystem::path& path, ReadMode mode = ReadMode::kMmap);
 
+/// The bytes [offset, offset+size) of `archive` (a member stored uncompressed in it) as a source of their own,
+/// named by the archive's path. Throws Error(kOffsetPastEnd) when the range is not inside the archive.
+std::unique_ptr<ByteSource> member_source(std::unique_ptr<ByteSource> archive, uint64_t offset, uint64_t size);
+
 /// Owns a copy of `bytes`, reported as coming from `path`.
 std::unique_ptr<ByteSource> memory_source(std::string bytes, std::filesystem::path path = "<memory>");
 

@@ -23,6 +23,7 @@ enum class RecordKind {
   kLossScale,           ///< an optimizer's loss scale (fairseq, Megatron-LM, apex amp): fp16
   kHyperparameters,     ///< Lightning's `hyper_parameters.precision`, when the module saved the trainer's precision
   kTrainConfig,         ///< nanoGPT's and llama2.c's `config` (train.py's settings): dtype, the autocast dtype on CUDA
+  kNemoConfig,  ///< a NeMo archive's model_config.yaml: `precision`, the trainer's, as Megatron-based models copy it
 };
 
 /// snake_case name (JSON `records[].kind`), e.g. "trainer_arguments".

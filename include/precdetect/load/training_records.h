@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "precdetect/core/warning.h"
@@ -22,6 +23,9 @@ struct FoundRecords {
 /// hyper_parameters.precision, wherever they sit. A record whose flags contradict each other or whose values
 /// name no precision (an unknown layout, "auto", fp8) is a warning, never a guess.
 FoundRecords find_training_records(const pickle::Result& pickle, const std::filesystem::path& file);
+
+/// The record a NeMo archive's model_config.yaml holds: its top-level `precision:` line (nothing when it has none).
+FoundRecords find_nemo_config_record(std::string_view model_config_yaml, const std::filesystem::path& file);
 
 /// The record a training-state file's name carries: DeepSpeed's `bf16_zero_pp_rank_*` optimizer shards.
 std::optional<TrainingRecord> record_in_file_name(const std::filesystem::path& file);
