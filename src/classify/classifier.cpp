@@ -71,7 +71,7 @@ Verdict classify(const ModelSummary& summary, std::span<const AnalyzedTensor> te
     verdict.confidence = winner->confidence;
     verdict.decided_by = VerdictBasis::kRanges;
   }
-  weigh_records(verdict, records, summary);
+  weigh_records(verdict, records, summary, winner);
   for (const AnalyzedTensor& tensor : tensors)
     for (Fp16RiskReason& reason : cast_risks(tensor)) verdict.fp16_risk_reasons.push_back(std::move(reason));
   return verdict;

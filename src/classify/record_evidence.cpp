@@ -17,14 +17,6 @@ std::vector<Label> ordered(const std::set<Label>& labels) {
   return list;
 }
 
-/// The fired rule that decided the ranges' label: the first with the winning confidence.
-const Evidence* ranges_winner(const Verdict& verdict) {
-  for (const Evidence& evidence : verdict.evidence)
-    if (evidence.fired && evidence.label == verdict.label && evidence.confidence == verdict.confidence)
-      return &evidence;
-  return nullptr;
-}
-
 std::string observations_text(const Evidence& evidence) {
   std::vector<std::string> parts;
   for (const Observation& o : evidence.observations)
@@ -53,12 +45,12 @@ void add_candidates(Verdict& verdict, std::span<const Label> labels) {
 
 double record_confidence(Label label) { return label == Label::kFp32 ? 0.9 : 0.95; }
 
-void weigh_records(Verdict& verdict, std::span<const TrainingRecord> records, const ModelSummary& summary) {
+void weigh_records(Verdict& verdict, std::span<const TrainingRecord> records, const ModelSummary& summary,
+                   const Evidence* winner) {
   if (records.empty()) return;
   verdict.records.assign(records.begin(), records.end());
   std::set<Label> recorded;
   for (const TrainingRecord& record : records) recorded.insert(record.label);
-  const Evidence* winner = verdict.decided_by == VerdictBasis::kRanges ? ranges_winner(verdict) : nullptr;
   verdict.decided_by = VerdictBasis::kRecords;
   if (recorded.size() > 1) {
     std::vector<std::string> sides;

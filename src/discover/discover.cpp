@@ -161,11 +161,9 @@ void use_set(ModelSource& source, WeightSet set) {
   source.model_parallel = set.model_parallel;
 }
 
-/// A folder is one model: its shard index, or its one set of weight files. Several are a named error.
-void add_folder(ModelSource& source, const fs::path& folder) {
-  if (auto index = shard_index_in(folder)) return add_sharded(source, *index);
-  std::vector<WeightSet> sets = weight_sets(folder);
-  if (sets.size() == 1) return use_set(source, std::move(sets.front()));
+/// Why a folder without a shard index is not one model: several independent checkpoints, a diffusers pipeline,
+/// or no weights at all.
+[[noreturn]] void fail_not_one_model(const fs::path& folder, const std::vector<WeightSet>& sets) {
   if (sets.size() > 1)
     fail(ErrorCode::kSeveralModels, folder,
          fmt::format("{} independent checkpoints ({}): scan the folder (each is reported as a model of its own) or "
@@ -178,6 +176,18 @@ void add_folder(ModelSource& source, const fs::path& folder) {
                      fmt::join(components, ", ")));
   fail(ErrorCode::kNoWeights, folder,
        "no weight files (*.safetensors, *.bin, *.pt, *.pth, *.ckpt, *.jit, *.nemo) here");
+}
+
+/// A folder is one model: its shard index, or its one set of weight files; its training state is that model's.
+void add_folder(ModelSource& source, const fs::path& folder) {
+  if (auto index = shard_index_in(folder)) {
+    add_sharded(source, *index);
+  } else {
+    std::vector<WeightSet> sets = weight_sets(folder);
+    if (sets.size() != 1) fail_not_one_model(folder, sets);
+    use_set(source, std::move(sets.front()));
+  }
+  source.training_files = training_files_in(folder);
 }
 
 /// A shard group named as `folder/group` (how a scan names the shards of one model beside other models).
@@ -257,8 +267,6 @@ ModelSource discover(const std::string& input, const fs::path& hf_cache) {
       source.files = {source.path};
       folder = folder_of(source.path);
     }
-    // The folder's training state belongs to these weights only when the folder holds no other model.
-    if (shard_index_in(folder) || weight_sets(folder).size() == 1) source.training_files = training_files_in(folder);
   } catch (const fs::filesystem_error& e) {
     fail(ErrorCode::kIo, source.path, e.code().message());
   }

@@ -588,6 +588,16 @@ Result run(std::span<const std::byte> bytes, const std::filesystem::path& path, 
 
 Ref make_value(Value value) { return std::make_shared<Value>(std::move(value)); }
 
+std::string key_text(const Ref& key) {
+  if (const auto* text = std::get_if<std::string>(&key->v)) return *text;
+  if (const auto* number = std::get_if<int64_t>(&key->v)) return std::to_string(*number);
+  return "?";
+}
+
+std::string join_key(const std::string& path, std::string_view part) {
+  return path.empty() ? std::string(part) : path + "." + std::string(part);
+}
+
 Arena::~Arena() {
   // A pickle can build containers that hold themselves (through the memo); emptying every container first
   // lets the shared pointers free the whole graph.

@@ -91,12 +91,6 @@ const T& expect(const pickle::Ref& value, const ByteSource& source, uint64_t at,
   return *typed;
 }
 
-std::string key_text(const pickle::Ref& value) {
-  if (const auto* text = std::get_if<std::string>(&value->v)) return *text;
-  if (const auto* number = std::get_if<int64_t>(&value->v)) return std::to_string(*number);
-  return "";
-}
-
 struct StoredStorage {
   pickle::Storage storage;
   StorageLocation location;
@@ -112,7 +106,8 @@ std::map<std::string, StoredStorage> read_storages(const ByteSource& source, Spa
     auto header = reader.next();  // owns the values `items` refers to
     const auto& items = expect<pickle::Tuple>(header.root, source, at, "storage header").items;
     if (items.size() != 3) damaged(source, at, "storage header is not (key, location, type)");
-    pickle::Storage storage{key_text(items[0]), expect<pickle::Global>(items[2], source, at, "storage type").name};
+    pickle::Storage storage{pickle::key_text(items[0]),
+                            expect<pickle::Global>(items[2], source, at, "storage type").name};
     auto dtype = pickle::storage_dtype(storage.type);
     if (!dtype) damaged(source, at, fmt::format("unknown storage type `{}`", storage.type));
     storage.numel = reader.integer(8);
@@ -136,7 +131,7 @@ std::map<std::string, pickle::Ref> read_tensor_table(const ByteSource& source, S
     auto header = reader.next();  // owns the values `items` refers to
     const auto& items = expect<pickle::Tuple>(header.root, source, at, "tensor header").items;
     if (items.size() < 2) damaged(source, at, "tensor header is not (key, storage, type)");
-    auto storage = storages.find(key_text(items[1]));
+    auto storage = storages.find(pickle::key_text(items[1]));
     if (storage == storages.end()) damaged(source, at, "tensor of an unknown storage");
     uint64_t rank = reader.integer(4);
     reader.integer(4);
@@ -147,7 +142,7 @@ std::map<std::string, pickle::Ref> read_tensor_table(const ByteSource& source, S
     for (uint64_t d = 0; d < rank; ++d) tensor.size.push_back(static_cast<int64_t>(reader.integer(8)));
     for (uint64_t d = 0; d < rank; ++d) tensor.stride.push_back(static_cast<int64_t>(reader.integer(8)));
     tensor.storage_offset = reader.integer(8);
-    tensors[key_text(items[0])] = pickle::make_value({std::move(tensor)});
+    tensors[pickle::key_text(items[0])] = pickle::make_value({std::move(tensor)});
   }
   return tensors;
 }
@@ -166,7 +161,7 @@ std::string read_torch_tar(Checkpoint& checkpoint, size_t file) {
   if (members.count("tensors")) tensors = read_tensor_table(source, members.at("tensors"), storages);
   // Real pre-0.4 pickles name tensors by key; later ones carry ('storage', ...) ids, read as usual.
   auto resolve = [&](const pickle::Ref& id) -> pickle::Ref {
-    auto found = tensors.find(key_text(id));
+    auto found = tensors.find(pickle::key_text(id));
     return found == tensors.end() ? nullptr : found->second;
   };
   Span objects = member(members, "pickle", source);

@@ -20,21 +20,11 @@ constexpr std::string_view kWrappers[] = {"state_dict", "model_state_dict", "mod
 // nn.Module keeps parameters, buffers and submodules in these dicts; a state_dict names them without them.
 constexpr std::string_view kModuleSlots[] = {"_parameters", "_buffers", "_modules"};
 
-std::string key_name(const Ref& key) {
-  if (const auto* text = std::get_if<std::string>(&key->v)) return *text;
-  if (const auto* number = std::get_if<int64_t>(&key->v)) return std::to_string(*number);
-  return "?";
-}
-
-std::string join(const std::string& path, std::string_view part) {
-  return path.empty() ? std::string(part) : path + "." + std::string(part);
-}
-
 /// nn.Module's pickled __dict__ holds its parameters, buffers and submodules in these dicts, which a
 /// state_dict's names leave out.
 bool is_module_state(const Dict& dict) {
   for (const auto& [key, item] : dict.items)
-    if (key_name(key) == "_parameters") return true;
+    if (key_text(key) == "_parameters") return true;
   return false;
 }
 
@@ -65,10 +55,10 @@ class Walker {
     if (const auto* dict = std::get_if<Dict>(&value->v)) {
       bool module = is_module_state(*dict);
       for (const auto& [key, item] : dict->items) {
-        std::string part = key_name(key);
+        std::string part = key_text(key);
         bool slot = std::find(std::begin(kModuleSlots), std::end(kModuleSlots), part) != std::end(kModuleSlots);
         Context inner = module ? Context{module_slot_role(part, context.role), true} : context;
-        walk(item, slot ? name : join(name, part), inner, depth + 1);
+        walk(item, slot ? name : join_key(name, part), inner, depth + 1);
       }
     } else if (const auto* list = std::get_if<List>(&value->v)) {
       walk_items(list->items, name, context, depth);
@@ -88,7 +78,7 @@ class Walker {
 
  private:
   void walk_items(const std::vector<Ref>& items, const std::string& name, Context context, int depth) {
-    for (size_t i = 0; i < items.size(); ++i) walk(items[i], join(name, std::to_string(i)), context, depth + 1);
+    for (size_t i = 0; i < items.size(); ++i) walk(items[i], join_key(name, std::to_string(i)), context, depth + 1);
   }
   const std::filesystem::path& path_;
   std::set<const Value*> on_path_;
@@ -155,9 +145,9 @@ std::vector<FoundTensor> find_tensors(const pickle::Result& pickle, const std::f
     std::string wrapper;
     for (std::string_view candidate : kWrappers)
       for (const auto& [key, item] : dict->items)
-        if (wrapper.empty() && key_name(key) == candidate) wrapper = candidate;
+        if (wrapper.empty() && key_text(key) == candidate) wrapper = candidate;
     for (const auto& [key, item] : dict->items) {
-      std::string name = key_name(key);
+      std::string name = key_text(key);
       walker.walk(item, name == wrapper ? "" : name,
                   Context{names_optimizer(name) ? TensorRole::kOptimizer : TensorRole::kModel}, 1);
     }

@@ -27,16 +27,6 @@ constexpr std::string_view kNamedPrecisions[] = {"mixed_precision", "params_dtyp
 constexpr std::string_view kGradScalerKeys[] = {"scale", "growth_factor", "backoff_factor", "growth_interval",
                                                 "_growth_tracker"};
 
-std::string key_text(const Ref& key) {
-  if (const auto* text = std::get_if<std::string>(&key->v)) return *text;
-  if (const auto* number = std::get_if<int64_t>(&key->v)) return std::to_string(*number);
-  return "?";
-}
-
-std::string join(const std::string& path, std::string_view part) {
-  return path.empty() ? std::string(part) : path + "." + std::string(part);
-}
-
 /// The dict behind a value: itself, or an object's BUILD state or set items (a Namespace's attributes, an
 /// AttributeDict's entries).
 const Dict* dict_of(const Ref& value) {
@@ -121,7 +111,7 @@ FlagReading read_flags(const Dict* dict, const std::string& path) {
   FlagReading reading;
   auto note = [&](std::string_view key, const Ref& value) {
     reading.any = true;
-    reading.fields.push_back({join(path, key), python_text(value)});
+    reading.fields.push_back({join_key(path, key), python_text(value)});
   };
   for (const auto& [key, label] : kBoolFlags) {
     const Ref* value = field(dict, key);
@@ -139,7 +129,7 @@ FlagReading read_flags(const Dict* dict, const std::string& path) {
       if (auto label = name ? label_of_name(*name) : std::nullopt)
         reading.says.insert(*label);
       else
-        reading.unreadable.push_back(join(path, "amp_dtype=" + python_text(*amp_dtype)));
+        reading.unreadable.push_back(join_key(path, "amp_dtype=" + python_text(*amp_dtype)));
     }
   }
   for (std::string_view key : kNamedPrecisions) {
@@ -151,7 +141,7 @@ FlagReading read_flags(const Dict* dict, const std::string& path) {
     if (auto label = name ? label_of_name(*name) : std::nullopt)
       reading.says.insert(*label);
     else
-      reading.unreadable.push_back(fmt::format("{}={}", join(path, key), python_text(*value)));
+      reading.unreadable.push_back(fmt::format("{}={}", join_key(path, key), python_text(*value)));
   }
   return reading;
 }
@@ -178,14 +168,15 @@ class RecordFinder {
         if (part) visit(part, path, depth + 1);
     } else if (const auto* dict = std::get_if<Dict>(&value->v)) {
       if (is_grad_scaler_state(*dict))
-        add(RecordKind::kGradScaler, Label::kFp16, {{join(path, "scale"), python_text(*field(dict, "scale"))}});
+        add(RecordKind::kGradScaler, Label::kFp16, {{join_key(path, "scale"), python_text(*field(dict, "scale"))}});
       for (const auto& [key, item] : dict->items) {
-        std::string inner = join(path, key_text(key));
+        std::string inner = join_key(path, key_text(key));
         read_keyed(key_text(key), item, inner);
         visit(item, inner, depth + 1);
       }
     } else if (const auto* list = std::get_if<List>(&value->v)) {
-      for (size_t i = 0; i < list->items.size(); ++i) visit(list->items[i], join(path, std::to_string(i)), depth + 1);
+      for (size_t i = 0; i < list->items.size(); ++i)
+        visit(list->items[i], join_key(path, std::to_string(i)), depth + 1);
     } else if (const auto* tuple = std::get_if<Tuple>(&value->v)) {
       for (const Ref& item : tuple->items) visit(item, path, depth + 1);  // an object's (dict, slots) state
     }
@@ -201,11 +192,11 @@ class RecordFinder {
       // Only the run's own arguments (a checkpoint's `args`) are expected to name a precision.
       add_flags(RecordKind::kRunArguments, read_flags(dict_of(value), path), path, path == "args" ? name : "");
     } else if (object.type.name.ends_with("DeepSpeedConfig")) {  // transformers' and accelerate's wrappers
-      read_deepspeed(field(dict_of(value), "config"), join(path, "config"));
+      read_deepspeed(field(dict_of(value), "config"), join_key(path, "config"));
     } else if (object.type.name == "GradScaler") {  // a pickled scaler object, not its state_dict()
       const Ref* enabled = field(dict_of(value), "_enabled");
       if (enabled && std::holds_alternative<bool>((*enabled)->v) && std::get<bool>((*enabled)->v))
-        add(RecordKind::kGradScaler, Label::kFp16, {{join(path, "_enabled"), "True"}});
+        add(RecordKind::kGradScaler, Label::kFp16, {{join_key(path, "_enabled"), "True"}});
     }
   }
 
@@ -214,7 +205,7 @@ class RecordFinder {
     const Dict* dict = dict_of(item);
     if (key == "cfg") {
       if (const Ref* common = field(dict, "common"); common && std::holds_alternative<Dict>((*common)->v))
-        add_flags(RecordKind::kFairseqConfig, read_flags(dict_of(*common), join(path, "common")), path, "cfg");
+        add_flags(RecordKind::kFairseqConfig, read_flags(dict_of(*common), join_key(path, "common")), path, "cfg");
       else if (const auto* object = std::get_if<Opaque>(&item->v))
         unreadable(
             fmt::format("{}: a pickled {}, whose values precdetect does not read", path, object->type.qualified()));
@@ -222,10 +213,10 @@ class RecordFinder {
       read_deepspeed(&item, path);
     } else if (key == "last_optimizer_state" || key == "loss_scaler0") {  // fairseq FP16Optimizer; apex amp
       if (const Ref* scale = field(dict, "loss_scale"); scale && !std::holds_alternative<None>((*scale)->v))
-        add(RecordKind::kLossScale, Label::kFp16, {{join(path, "loss_scale"), python_text(*scale)}});
+        add(RecordKind::kLossScale, Label::kFp16, {{join_key(path, "loss_scale"), python_text(*scale)}});
     } else if (key == "grad_scaler") {  // Megatron-LM's fp16 optimizer; {} proves nothing (a disabled scaler)
       if (const Ref* scale = field(dict, "scale"))
-        add(RecordKind::kLossScale, Label::kFp16, {{join(path, "scale"), python_text(*scale)}});
+        add(RecordKind::kLossScale, Label::kFp16, {{join_key(path, "scale"), python_text(*scale)}});
     } else if (key == "config" && path == "config") {  // nanoGPT, llama2.c: train.py's settings
       read_train_config(dict, path);
     } else if (key == "hyper_parameters") {  // Lightning
@@ -243,8 +234,8 @@ class RecordFinder {
     const auto* dtype_name = std::get_if<std::string>(&(*dtype)->v);
     const auto* device_name = std::get_if<std::string>(&(*device)->v);
     if (!dtype_name || !device_name) return;
-    std::vector<RecordField> fields = {{join(path, "dtype"), python_text(*dtype)},
-                                       {join(path, "device"), python_text(*device)}};
+    std::vector<RecordField> fields = {{join_key(path, "dtype"), python_text(*dtype)},
+                                       {join_key(path, "device"), python_text(*device)}};
     std::optional<Label> label =
         device_name->find("cuda") == std::string::npos ? Label::kFp32 : label_of_name(*dtype_name);
     if (!label)
@@ -265,7 +256,7 @@ class RecordFinder {
          {std::pair{"fp16", Label::kFp16}, {"bf16", Label::kBf16}, {"bfloat16", Label::kBf16}, {"amp", Label::kFp16}}) {
       const Ref* enabled = field(dict_of(field(dict, block) ? *field(dict, block) : nullptr), "enabled");
       if (enabled == nullptr) continue;
-      std::string key = join(join(path, block), "enabled");
+      std::string key = join_key(join_key(path, block), "enabled");
       reading.fields.push_back({key, python_text(*enabled)});
       const auto* set = std::get_if<bool>(&(*enabled)->v);
       if (set == nullptr)  // "auto" that nothing filled in
@@ -274,7 +265,7 @@ class RecordFinder {
         reading.says.insert(label);
     }
     if (reading.fields.empty())  // DeepSpeed's defaults: fp16.enabled and bf16.enabled are false
-      reading.fields = {{join(path, "fp16"), "(absent)"}, {join(path, "bf16"), "(absent)"}};
+      reading.fields = {{join_key(path, "fp16"), "(absent)"}, {join_key(path, "bf16"), "(absent)"}};
     add_flags(RecordKind::kDeepSpeedConfig, std::move(reading), path, "ds_config");
   }
 

@@ -99,6 +99,12 @@ Result run(std::span<const std::byte> bytes, const std::filesystem::path& path, 
 /// Wraps a value, for resolvers.
 Ref make_value(Value value);
 
+/// A dict key as a name: its text, or its decimal digits for an int; "?" for a key of any other type.
+std::string key_text(const Ref& key);
+
+/// `path.part`, or `part` at the root: how the graph's walkers name what they find ("args.bf16").
+std::string join_key(const std::string& path, std::string_view part);
+
 /// The storage dtype a legacy/typed storage class names ("FloatStorage" -> F32); nullopt when unknown.
 std::optional<DType> storage_dtype(std::string_view storage_type);
 
