@@ -15,13 +15,15 @@ namespace {
 
 constexpr const char* kFooter = R"(Exit status:
   0  every model was scanned (and passed every gate)
-  1  a gate failed (--expect, --fail-on, --fail-if-fp16-risk, --max-abs, --max-norm; diff --fail-if-changed)
+  1  a gate failed (--expect, --fail-on, --fail-if-fp16-risk, --max-abs, --max-norm, --fail-if-unsafe;
+     diff --fail-if-changed)
   2  a usage error, or at least one model could not be scanned (the others are still reported) and no gate failed
 
 PATH is a model folder (sharded or not), one checkpoint file (safetensors; PyTorch .bin/.pt/.pth, legacy or
 zip; TorchScript), a *.index.json, or a Hugging Face id org/name[@revision] found in the local cache
 ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub). precdetect never downloads anything, and never
-executes code found in a pickle. Docs: docs/using.md)";
+executes code found in a pickle: every pickle a model holds is judged safe, unsafe or unverified instead
+(docs/security.md). Docs: docs/using.md)";
 
 std::optional<std::regex> compile_regex(const std::string& pattern, const char* flag) {
   if (pattern.empty()) return std::nullopt;
@@ -105,6 +107,11 @@ void add_gate_options(CLI::App& app, Gates& gates) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--max-norm", gates.max_norm, "exit 1 if a model's largest tensor L2 norm exceeds X")
       ->check(CLI::NonNegativeNumber);
+  auto* unsafe = app.add_flag("--fail-if-unsafe", gates.fail_if_unsafe,
+                              "exit 1 if loading a model would unpickle a dangerous global (docs/security.md)");
+  app.add_flag("--strict-safety", gates.strict_safety,
+               "with --fail-if-unsafe: also exit 1 for a model whose safety is unverified")
+      ->needs(unsafe);
 }
 
 /// --io, into a ReadMode (diff: mmap unless given) or an optional one (scan: unset picks the device's best).

@@ -20,10 +20,26 @@ std::optional<std::string> bound_failure(const ModelSummary& summary, Stat stat,
   return fmt::format("{} {:.4g} exceeds {:.4g} ({})", what, *observed, *bound, flag);
 }
 
+/// --fail-if-unsafe (and --strict-safety): judged on every model, failed ones too, since an unsafe pickle is
+/// often why a model could not be read.
+std::optional<std::string> safety_failure(const ModelReport& model, const Gates& gates) {
+  if (!gates.fail_if_unsafe) return std::nullopt;
+  if (!model.safety) {
+    if (!gates.strict_safety) return std::nullopt;
+    return "nothing could be examined (--fail-if-unsafe --strict-safety)";
+  }
+  SafetyVerdict verdict = model.safety->verdict();
+  if (verdict == SafetyVerdict::kUnsafe || (gates.strict_safety && verdict == SafetyVerdict::kUnverified))
+    return fmt::format("{} (--fail-if-unsafe{})", safety_text(*model.safety),
+                       gates.strict_safety ? " --strict-safety" : "");
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::vector<std::string> gate_failures(const ModelReport& model, const Gates& gates) {
   std::vector<std::string> failures;
+  if (auto failure = safety_failure(model, gates)) failures.push_back(std::move(*failure));
   if (model.error) return failures;
   Label label = model.verdict.label;
   const ModelSummary& summary = model.summary;

@@ -26,6 +26,7 @@
 #include "precdetect/report/json_report.h"
 #include "precdetect/report/markdown_report.h"
 #include "precdetect/report/table_report.h"
+#include "precdetect/safety/examine.h"
 
 namespace precdetect {
 namespace {
@@ -61,6 +62,7 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     ModelSource source = discover(input, hf_hub_cache());
     report.path = source.path.string();
     for (const auto& file : source.files) report.files.push_back(file.string());
+    report.safety = examine_model(source);
     Checkpoint checkpoint = open_checkpoint(source, options.read_mode.value_or(analyzer.preferred_read_mode()));
     report.format = checkpoint.format;
     ModelAnalysis analysis = analyze_model(checkpoint, options.filter, rules.buffers, analyzer, cache);

@@ -56,6 +56,26 @@ bool has_extension(const fs::path& path, std::initializer_list<std::string_view>
   return std::find(extensions.begin(), extensions.end(), ext) != extensions.end();
 }
 
+/// Extensions of files that torch.load, pickle.load, joblib or numpy may unpickle.
+const std::initializer_list<std::string_view> kPickleExtensions = {
+    ".bin", ".pt", ".pth", ".ckpt", ".jit", ".nemo", ".pkl", ".pickle", ".joblib", ".dill", ".npy", ".npz"};
+
+/// A folder's files that may hold pickles, there and in its `global_step*` folders, other than `weights`.
+std::vector<fs::path> pickles_beside(const fs::path& folder, const std::vector<fs::path>& weights) {
+  std::vector<fs::path> found;
+  auto add = [&](const fs::path& where) {
+    for (const auto& entry : fs::directory_iterator(where))
+      if (entry.is_regular_file() && has_extension(entry.path(), kPickleExtensions) &&
+          std::find(weights.begin(), weights.end(), entry.path()) == weights.end())
+        found.push_back(entry.path());
+  };
+  add(folder);
+  for (const auto& entry : fs::directory_iterator(folder))
+    if (entry.is_directory() && entry.path().filename().string().starts_with("global_step")) add(entry.path());
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
 std::vector<fs::path> files_with_extension(const fs::path& folder, std::initializer_list<std::string_view> exts) {
   std::vector<fs::path> found;
   for (const auto& entry : fs::directory_iterator(folder))
@@ -188,6 +208,7 @@ void add_folder(ModelSource& source, const fs::path& folder) {
     use_set(source, std::move(sets.front()));
   }
   source.training_files = training_files_in(folder);
+  source.pickles_beside = pickles_beside(folder, source.files);
 }
 
 /// A shard group named as `folder/group` (how a scan names the shards of one model beside other models).

@@ -104,18 +104,31 @@ class MappedFile final : public ByteSource {
   uint64_t size_ = 0;
 };
 
-class MemorySource final : public ByteSource {
+/// Bytes held elsewhere, named by a path.
+class SpanSource : public ByteSource {
  public:
-  MemorySource(std::string bytes, std::filesystem::path path) : bytes_(std::move(bytes)), path_(std::move(path)) {}
+  SpanSource(std::span<const std::byte> bytes, std::filesystem::path path) : bytes_(bytes), path_(std::move(path)) {}
   const std::filesystem::path& path() const override { return path_; }
   uint64_t size() const override { return bytes_.size(); }
   std::span<const std::byte> view(uint64_t offset, uint64_t length) const override {
-    return checked_view(*this, reinterpret_cast<const std::byte*>(bytes_.data()), offset, length);
+    return checked_view(*this, bytes_.data(), offset, length);
+  }
+
+ protected:
+  std::span<const std::byte> bytes_;
+  std::filesystem::path path_;
+};
+
+/// Owns its bytes.
+class MemorySource final : public SpanSource {
+ public:
+  MemorySource(std::string bytes, std::filesystem::path path)
+      : SpanSource({}, std::move(path)), owned_(std::move(bytes)) {
+    bytes_ = std::as_bytes(std::span(owned_));
   }
 
  private:
-  std::string bytes_;
-  std::filesystem::path path_;
+  std::string owned_;
 };
 
 /// A member of an archive (a .nemo's model_weights.ckpt): offsets count from the member's first byte, errors
@@ -158,6 +171,10 @@ std::unique_ptr<ByteSource> map_file(const std::filesystem::path& path, ReadMode
 
 std::unique_ptr<ByteSource> member_source(std::unique_ptr<ByteSource> archive, uint64_t offset, uint64_t size) {
   return std::make_unique<MemberSource>(std::move(archive), offset, size);
+}
+
+std::unique_ptr<ByteSource> span_source(std::span<const std::byte> bytes, std::filesystem::path path) {
+  return std::make_unique<SpanSource>(bytes, std::move(path));
 }
 
 std::unique_ptr<ByteSource> memory_source(std::string bytes, std::filesystem::path path) {

@@ -16,6 +16,7 @@ constexpr size_t kMaxStack = 1 << 22;
 constexpr size_t kMaxMemo = 1 << 24;
 constexpr size_t kMaxMarks = 1 << 12;
 constexpr int kMaxCallDepth = 64;
+constexpr size_t kMaxImports = 1 << 12;  // distinct globals; real checkpoints import a few dozen
 
 struct TorchDtypeName {
   std::string_view name;
@@ -66,8 +67,8 @@ std::optional<DType> lookup(std::span<const TorchDtypeName> table, std::string_v
 class Machine {
  public:
   Machine(std::span<const std::byte> bytes, const std::filesystem::path& path, uint64_t base,
-          const PersistentResolver& resolve)
-      : cursor_(bytes, path, ErrorCode::kInvalidPickle, "pickle", base), resolve_(resolve) {}
+          const PersistentResolver& resolve, ImportLog* imports)
+      : cursor_(bytes, path, ErrorCode::kInvalidPickle, "pickle", base), resolve_(resolve), imports_(imports) {}
 
   Result run() {
     while (true) {
@@ -196,9 +197,13 @@ class Machine {
   Ref rebuild_tensor(const std::vector<Ref>& args, std::optional<std::string> dtype_name);
   Ref persistent(const Ref& pid);
   std::optional<Storage> storage_id(const Ref& id);
+  Ref import_global(std::string module, std::string name, uint64_t at);
+  void mark_called(const Ref& value);
 
   ByteCursor cursor_;
   const PersistentResolver& resolve_;
+  ImportLog* imports_;
+  std::unordered_map<std::string, size_t> import_index_;
   std::vector<Ref> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, Ref> memo_;
@@ -411,13 +416,15 @@ bool Machine::step_memo(uint8_t op) {
 bool Machine::step_object(uint8_t op) {
   switch (op) {
     case 'c': {  // GLOBAL "module\nname\n"
+      uint64_t at = cursor_.offset() - 1;
       std::string module = line();
-      push(make(Global{module, line()}));
+      push(import_global(std::move(module), line(), at));
       return true;
     }
-    case 0x93: {  // STACK_GLOBAL
+    case 0x93: {  // STACK_GLOBAL: the two strings on the stack, however they got there (memo, DUP, ...)
       Ref name = pop(), module = pop();
-      push(make(Global{as<std::string>(module, "STACK_GLOBAL module"), as<std::string>(name, "STACK_GLOBAL name")}));
+      push(import_global(as<std::string>(module, "STACK_GLOBAL module"), as<std::string>(name, "STACK_GLOBAL name"),
+                         cursor_.offset() - 1));
       return true;
     }
     case 'R': {
@@ -443,8 +450,9 @@ bool Machine::step_object(uint8_t op) {
       return true;
     }
     case 'i': {  // INST "module\nname\n": MARK args... INST
+      uint64_t at = cursor_.offset() - 1;
       std::string module = line();
-      Ref type = make(Global{module, line()});
+      Ref type = import_global(std::move(module), line(), at);
       push(construct(type, make(Tuple{pop_mark()})));
       return true;
     }
@@ -492,8 +500,26 @@ void Machine::step(uint8_t op) {
     bad(fmt::format("unknown or unsupported opcode 0x{:02x}", op));
 }
 
+Ref Machine::import_global(std::string module, std::string name, uint64_t at) {
+  Global global{std::move(module), std::move(name)};
+  if (imports_) {  // each global once, at its first import: a pickle may import one a million times
+    auto [entry, fresh] = import_index_.try_emplace(global.module + "\n" + global.name, imports_->size());
+    if (fresh && import_index_.size() > kMaxImports) bad("more distinct globals than any checkpoint imports");
+    if (fresh) imports_->push_back({global.module, global.name, at});
+    global.import = entry->second;
+  }
+  return make(std::move(global));
+}
+
+/// The import behind `value` is used as an unpickler would use it: called, or given state.
+void Machine::mark_called(const Ref& value) {
+  if (const auto* global = std::get_if<Global>(&value->v); global && global->import && imports_)
+    (*imports_)[*global->import].called = true;
+}
+
 /// NEWOBJ/OBJ/INST: an instance of a class we never construct.
 Ref Machine::construct(const Ref& type, const Ref& args) {
+  mark_called(type);
   const auto* global = std::get_if<Global>(&type->v);
   Global name = global ? *global : Global{"?", "?"};
   not_called_.insert(name.qualified());
@@ -503,11 +529,13 @@ Ref Machine::construct(const Ref& type, const Ref& args) {
 /// BUILD sets an object's state. Opaque objects keep it (it holds a module's parameters); dicts and tensors
 /// ignore it (torch puts state_dict._metadata there).
 void Machine::build(Ref& target, const Ref& state) {
+  mark_called(target);  // BUILD on a function or class sets attributes on it: a known way to smuggle names in
   if (auto* object = std::get_if<Opaque>(&target->v)) object->state = state;
 }
 
 Ref Machine::call(const Ref& callable, const Ref& args, int depth) {
   if (depth > kMaxCallDepth) bad("nested rebuild calls too deep");
+  mark_called(callable);
   const auto* global = std::get_if<Global>(&callable->v);
   const auto* tuple = std::get_if<Tuple>(&args->v);
   std::string name = global ? global->qualified() : "?";
@@ -582,8 +610,8 @@ Ref Machine::persistent(const Ref& pid) {
 std::optional<DType> storage_dtype(std::string_view storage_type) { return lookup(kStorageTypes, storage_type); }
 
 Result run(std::span<const std::byte> bytes, const std::filesystem::path& path, uint64_t base,
-           const PersistentResolver& resolve) {
-  return Machine(bytes, path, base, resolve).run();
+           const PersistentResolver& resolve, ImportLog* imports) {
+  return Machine(bytes, path, base, resolve, imports).run();
 }
 
 Ref make_value(Value value) { return std::make_shared<Value>(std::move(value)); }

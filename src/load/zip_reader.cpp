@@ -91,12 +91,15 @@ ZipEntry read_central_entry(ByteCursor& central, const ByteCursor& zip, uint64_t
   uint64_t comment_length = read_le<uint16_t>(fixed, 28);
   if (central.remaining() < name_length + extra_length + comment_length)
     central.fail("central directory entry runs past its end");
-  ZipEntry entry{.name = std::string(central.text(name_length)), .method = read_le<uint16_t>(fixed, 6)};
+  ZipEntry entry{.name = std::string(central.text(name_length)),
+                 .method = read_le<uint16_t>(fixed, 6),
+                 .flags = read_le<uint16_t>(fixed, 4)};
   uint64_t compressed = read_le<uint32_t>(fixed, 16), size = read_le<uint32_t>(fixed, 20);
   uint64_t local = read_le<uint32_t>(fixed, 38);
   apply_zip64_extra(central.bytes(extra_length), size, compressed, local);
   central.skip(comment_length);
   entry.size = compressed;
+  entry.uncompressed = size;
   entry.data_offset = data_offset(zip, local, compressed);
   return entry;
 }
@@ -107,15 +110,23 @@ bool looks_like_zip(const ByteSource& source) {
   return source.size() >= 4 && read_le<uint32_t>(source.view(0, 4), 0) == kLocalHeader;
 }
 
-std::map<std::string, ZipEntry> read_zip_directory(const ByteSource& source) {
+std::vector<ZipEntry> read_zip_entries(const ByteSource& source) {
   ByteCursor zip = archive(source);
   Directory dir = read_directory_location(zip, source.size());
   ByteCursor central(zip.at(dir.offset, dir.size, "central directory"), source.path(), ErrorCode::kInvalidZip,
                      "zip archive", dir.offset);
+  std::vector<ZipEntry> entries;
+  for (uint64_t i = 0; i < dir.entries; ++i) entries.push_back(read_central_entry(central, zip, i + 1, dir.entries));
+  return entries;
+}
+
+std::map<std::string, ZipEntry> read_zip_directory(const ByteSource& source) {
   std::map<std::string, ZipEntry> entries;
-  for (uint64_t i = 0; i < dir.entries; ++i) {
-    ZipEntry entry = read_central_entry(central, zip, i + 1, dir.entries);
-    entries[entry.name] = std::move(entry);
+  for (ZipEntry& entry : read_zip_entries(source)) {
+    std::string name = entry.name;
+    if (!entries.emplace(name, std::move(entry)).second)
+      fail(ErrorCode::kInvalidZip, source.path(),
+           fmt::format("two entries named `{}`: readers disagree on which one they load", name));
   }
   return entries;
 }

@@ -3,12 +3,12 @@
 namespace precdetect {
 
 void BatchCounts::add(bool model_failed, Label label, bool violated_a_gate) {
+  gate_failed += violated_a_gate;
   if (model_failed) {
     ++failed;
     return;
   }
   ++labels[label];
-  gate_failed += violated_a_gate;
 }
 
 BatchCounts count_batch(const ScanReport& report) {

@@ -204,6 +204,27 @@ ordered_json tensor_json(const TensorReport& tensor) {
   return item;
 }
 
+ordered_json safety_json(const std::optional<Safety>& safety) {
+  if (!safety) return nullptr;
+  ordered_json imports = ordered_json::array();
+  for (const SafetyImport& item : safety->imports)
+    imports.push_back({{"module", item.module},
+                       {"name", item.name},
+                       {"class", global_class_name(item.judgement.kind)},
+                       {"family", item.judgement.kind == GlobalClass::kDangerous
+                                      ? ordered_json(danger_family_name(item.judgement.family))
+                                      : ordered_json(nullptr)},
+                       {"why", item.judgement.why.empty() ? ordered_json(nullptr) : ordered_json(item.judgement.why)},
+                       {"file", item.file},
+                       {"offset", item.offset},
+                       {"called", item.called}});
+  return {{"verdict", safety_verdict_name(safety->verdict())},
+          {"says", safety_text(*safety)},
+          {"imports", imports},
+          {"unverified", safety->unverified},
+          {"files", safety->files}};
+}
+
 ordered_json warnings_json(const std::vector<Warning>& warnings) {
   ordered_json items = ordered_json::array();
   for (const Warning& warning : warnings)
@@ -228,6 +249,7 @@ ordered_json model_json(const ModelReport& model) {
           {"storage_cast", storage_cast_json(model.summary)},
           {"tensors", tensors},
           {"warnings", warnings_json(model.warnings)},
+          {"safety", safety_json(model.safety)},
           {"error", error},
           {"gate_failures", model.gate_failures}};
 }

@@ -33,10 +33,37 @@ std::string dtype_census(const ModelSummary& summary) {
   return text.empty() ? "-" : text;
 }
 
+/// " UNSAFE pickle: posix.system" or " unverified pickle" when loading it is not known to be safe; "" when it is.
+std::string safety_cell(const ModelReport& model) {
+  if (!model.safety) return "";
+  switch (model.safety->verdict()) {
+    case SafetyVerdict::kUnsafe:
+      return " UNSAFE pickle: " + model.safety->first_dangerous()->qualified();
+    case SafetyVerdict::kUnverified:
+      return " unverified pickle";
+    case SafetyVerdict::kSafe:
+      return "";
+  }
+  return "";
+}
+
 std::string verdict_cell(const ModelReport& model) {
-  if (model.error) return "error: " + model.error->code;
-  return fmt::format("{}{}{}{}", label_text(model.verdict), record_source_text(model.verdict), risk_text(model.verdict),
-                     model.gate_failures.empty() ? "" : " GATE FAILED");
+  std::string gate = model.gate_failures.empty() ? "" : " GATE FAILED";
+  if (model.error) return "error: " + model.error->code + safety_cell(model) + gate;
+  return fmt::format("{}{}{}{}{}", label_text(model.verdict), record_source_text(model.verdict),
+                     risk_text(model.verdict), safety_cell(model), gate);
+}
+
+/// Under -v: the safety verdict in words, and each import that is not on the allowlist.
+void append_safety(std::string& out, const ModelReport& model) {
+  if (!model.safety) return;
+  out += fmt::format("  safety: {}\n", safety_text(*model.safety));
+  for (const SafetyImport& item : model.safety->imports)
+    if (item.judgement.kind != GlobalClass::kAllowed)
+      out += fmt::format("  import ({}{}): {} in {} at offset {}{}\n", item.judgement.kind,
+                         item.judgement.why.empty() ? "" : ", " + item.judgement.why, item.qualified(), item.file,
+                         item.offset, item.called ? ", called" : "");
+  for (const std::string& reason : model.safety->unverified) out += fmt::format("  unverified: {}\n", reason);
 }
 
 /// "5 models: bf16 3, fp16 1; 1 failed; 1 failed a gate" under a batch's rows.
@@ -145,6 +172,7 @@ std::string render_table(const ScanReport& report, bool per_tensor) {
       append_records(out, model.verdict);
       append_precision(out, model);
     }
+    if (per_tensor) append_safety(out, model);
   }
   if (report.models.size() > 1) out += batch_line(report);
   return out;

@@ -6,11 +6,13 @@ committed."""
 import argparse
 import io
 import json
+import pickle
 import sys
 import tarfile
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import torch
 from safetensors.torch import save
 
@@ -29,6 +31,17 @@ def torch_zip(obj):
     saved = io.BytesIO()
     torch.save(obj, saved)
     return saved.getvalue()
+
+
+def pickle_safety_seeds():
+    """The first byte picks the name the target gives the rest: even, model.pkl; odd, array.npy."""
+    import malicious_corpus  # noqa: E402 (tests/ is on the path above)
+    cases = malicious_corpus.malicious_cases()
+    for case in ("stack-global-memo", "inst-opcode", "appended-after-stop", "build-on-function", "dotted-name"):
+        write("pickle_safety", case, b"\x00" + cases[case][1])
+    write("pickle_safety", "plain-dict", b"\x00" + pickle.dumps({"lr": 0.1, "steps": [1, 2]}, protocol=2))
+    write("pickle_safety", "npy-numeric", b"\x01" + malicious_corpus.npy_bytes(np.ones((2, 3), np.float32)))
+    write("pickle_safety", "npy-objects", b"\x01" + malicious_corpus.npy_bytes(np.array([{"a": 1}, None], dtype=object)))
 
 
 def main():
@@ -56,6 +69,7 @@ def main():
     write("torch_tar", "state-dict", pre04_tar({"w": torch.arange(6, dtype=torch.float32).reshape(2, 3),
                                                 "steps": torch.tensor([3, 4], dtype=torch.int64)}))
     write("torch_tar", "nemo", nemo_archive(small, "precision: bf16-mixed\n"))
+    pickle_safety_seeds()
     print(f"seeds in {SEEDS}")
 
 

@@ -11,7 +11,8 @@
 namespace precdetect {
 
 /// One line per violated gate, saying what was found and which flag it violates; empty when all pass. A model
-/// that could not be scanned is judged by its error, never by gates. A bound on a statistic the model does not
+/// that could not be scanned is judged by its error, never by gates, except --fail-if-unsafe: its safety was
+/// examined all the same. A bound on a statistic the model does not
 /// have (no floating tensors) is not violated.
 std::vector<std::string> gate_failures(const ModelReport& model, const Gates& gates);
 

@@ -48,6 +48,8 @@ struct Gates {
   bool fail_if_fp16_risk = false;
   std::optional<double> max_abs;   ///< the largest |weight| allowed
   std::optional<double> max_norm;  ///< the largest per-tensor L2 norm allowed
+  bool fail_if_unsafe = false;     ///< no model may import a dangerous global (docs/security.md)
+  bool strict_safety = false;      ///< with fail_if_unsafe: nor anything unverified
 };
 
 /// What a scan prints on stdout (--format; --json and --jsonl are its short forms).

@@ -18,6 +18,11 @@ struct ModelSource {
   /// Training state beside the weights of a folder that is one model, read for its training records
   /// (training_args.bin, scaler.pt) or its name (DeepSpeed's bf16_zero_pp_rank_* shards, also in global_step*/).
   std::vector<std::filesystem::path> training_files;
+  /// Files beside the weights of a folder that is one model that loading or resuming it may unpickle, examined
+  /// for safety only: the trainer's state (optimizer.pt, scheduler.pt, rng_state*.pth, training_args.bin, also
+  /// in global_step*/), weights in a format the scan did not pick (pytorch_model.bin beside model.safetensors),
+  /// bare pickles and NumPy files.
+  std::vector<std::filesystem::path> pickles_beside;
   /// The files are model-parallel shards (consolidated.00.pth, mp_rank_00, ...): each holds a part of every
   /// tensor under its full name.
   bool model_parallel = false;

@@ -44,6 +44,10 @@ std::unique_ptr<ByteSource> map_file(const std::filesystem::path& path, ReadMode
 /// named by the archive's path. Throws Error(kOffsetPastEnd) when the range is not inside the archive.
 std::unique_ptr<ByteSource> member_source(std::unique_ptr<ByteSource> archive, uint64_t offset, uint64_t size);
 
+/// `bytes` owned elsewhere (a member of a mapped archive), reported as coming from `path`; the bytes must outlive
+/// the source.
+std::unique_ptr<ByteSource> span_source(std::span<const std::byte> bytes, std::filesystem::path path);
+
 /// Owns a copy of `bytes`, reported as coming from `path`.
 std::unique_ptr<ByteSource> memory_source(std::string bytes, std::filesystem::path path = "<memory>");
 

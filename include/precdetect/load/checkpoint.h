@@ -8,6 +8,7 @@
 #include "precdetect/core/warning.h"
 #include "precdetect/discover/discover.h"
 #include "precdetect/load/byte_source.h"
+#include "precdetect/load/pickle.h"
 #include "precdetect/load/tensor_record.h"
 #include "precdetect/load/training_record.h"
 
@@ -21,6 +22,9 @@ struct Checkpoint {
   std::vector<Warning> warnings;
   /// The files are model-parallel shards (ModelSource::model_parallel): a name may recur across files.
   bool model_parallel = false;
+  /// When set, the pre-0.4 tar reader logs every pickle's imports here (its pickles lie between raw data, where
+  /// only the reader finds them): how safety/examine reads that format.
+  pickle::ImportLog* imports = nullptr;
 };
 
 /// Maps every file and reads its header; with a shard index, checks that each indexed tensor is in its shard.

@@ -37,6 +37,7 @@ struct Dict {
 };
 struct Global {
   std::string module, name;
+  std::optional<size_t> import;  ///< its entry in the run's ImportLog, when one is kept
   std::string qualified() const { return module + "." + name; }
 };
 /// A persistent id ('storage', type, key, location, numel): one storage record of the checkpoint.
@@ -86,15 +87,25 @@ struct Result {
   std::shared_ptr<Arena> arena;
 };
 
+/// A global a pickle imports (GLOBAL, STACK_GLOBAL, INST), where it does, and whether the pickle goes on to call
+/// it (REDUCE, NEWOBJ, OBJ, INST) or set state on it (BUILD): what an unpickler would do with it.
+struct Import {
+  std::string module, name;
+  uint64_t offset = 0;  ///< of the importing opcode, in the file
+  bool called = false;
+};
+/// Appended to while a pickle runs, so a pickle that fails midway still shows what it imported before.
+using ImportLog = std::vector<Import>;
+
 /// Turns a persistent id into the object it stands for; returns nullptr for an id it does not know.
 using PersistentResolver = std::function<Ref(const Ref& id)>;
 
 /// Runs the pickle that starts at `bytes[0]`; `base` is its offset in `path` (for messages). Persistent ids
 /// go to `resolve` first; the default reading is torch's ('storage', type, key, location, numel). Throws
 /// Error(kInvalidPickle) with path and offset for unknown opcodes, stack underflow, memo misuse, truncation or
-/// limits exceeded (stack, memo, nesting).
+/// limits exceeded (stack, memo, nesting). With `imports`, every import is logged there as it is read.
 Result run(std::span<const std::byte> bytes, const std::filesystem::path& path, uint64_t base = 0,
-           const PersistentResolver& resolve = nullptr);
+           const PersistentResolver& resolve = nullptr, ImportLog* imports = nullptr);
 
 /// Wraps a value, for resolvers.
 Ref make_value(Value value);

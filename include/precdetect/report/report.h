@@ -11,6 +11,7 @@
 #include "precdetect/classify/classifier.h"
 #include "precdetect/core/error.h"
 #include "precdetect/core/warning.h"
+#include "precdetect/safety/safety.h"
 
 namespace precdetect {
 
@@ -27,6 +28,9 @@ struct ModelReport {
   Verdict verdict;
   std::vector<TensorReport> tensors;
   std::vector<Warning> warnings;
+  /// What loading it would unpickle, judged; nullopt when the input did not resolve to files (nothing examined).
+  /// Kept for a failed model too: an unsafe pickle often is why it failed.
+  std::optional<Safety> safety;
   std::optional<ModelError> error;
   std::vector<std::string> gate_failures;  ///< one reason per violated --expect/--fail-on/... gate
 };

@@ -347,10 +347,27 @@ function buffersBlock(buffers) {
           censusTable(buffers)];
 }
 
+// Safe to load? The verdict in words, and every import that is not on the allowlist (docs/security.md).
+function safetyBlock(model) {
+  const safety = model.safety;
+  if (!safety) return null;
+  const badge = {safe: 'safe', unsafe: 'error', unverified: 'risk'}[safety.verdict];
+  const rows = safety.imports.filter((i) => i.class !== 'allowed').map((i) => ({
+    attributes: i.class === 'dangerous' ? {class: 'fired'} : {},
+    cells: [`${i.module}.${i.name}`, i.class + (i.family ? ` (${i.family})` : ''), i.why ?? '',
+            `${i.file} @ ${i.offset}`, i.called ? 'called' : 'imported'],
+  }));
+  return [element('h3', {}, 'Safe to load?'),
+          element('p', {}, element('span', {class: `badge ${badge}`}, safety.verdict), ` ${safety.says}. `,
+                  element('span', {class: 'sub'}, `${safety.files.length} file(s) examined; nothing was executed.`)),
+          rows.length ? table(['global', 'class', 'why', 'where', 'use'], rows, 5) : null,
+          element('ul', {}, safety.unverified.map((u) => element('li', {class: 'warn'}, u)))];
+}
+
 function failedModel(model) {
   return element('section', {class: 'model', id: anchor(model)},
       element('h2', {}, model.input), element('span', {class: 'badge error'}, model.error.code),
-      element('p', {class: 'warn'}, model.error.message));
+      element('p', {class: 'warn'}, model.error.message), safetyBlock(model));
 }
 
 function modelSection(model) {
@@ -364,7 +381,7 @@ function modelSection(model) {
       element('h2', {}, model.input),
       element('p', {class: 'sub'}, `${model.format}, ${model.files.length} file(s): ${model.path}`),
       verdictBlock(model), numbersGrid(summary), notes,
-      recordsTable(model),
+      recordsTable(model), safetyBlock(model),
       element('h3', {}, 'Range evidence'), evidenceTable(model),
       element('h3', {}, 'Will it fit fp16?'),
       element('div', {class: 'charts'}, exponentChart(summary.precision), tensorAbsMaxChart(model)),

@@ -1,0 +1,53 @@
+#pragma once
+/// Is a model safe to load? What every pickle it holds (and every pickle beside it in its folder) would import
+/// and call, judged against the lists of docs/security.md. Nothing is ever executed to find out.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "precdetect/core/named_enum.h"
+#include "precdetect/load/pickle_globals.h"
+
+namespace precdetect {
+
+enum class SafetyVerdict {
+  kSafe,        ///< only allowlisted globals (or no pickle at all: safetensors)
+  kUnsafe,      ///< a dangerous global
+  kUnverified,  ///< a global on neither list, or something the examination could not follow or open
+};
+
+/// snake_case name (JSON `safety.verdict`): "safe", "unsafe", "unverified".
+std::string_view safety_verdict_name(SafetyVerdict verdict);
+
+/// One global a pickle imports, judged.
+struct SafetyImport {
+  std::string module, name;
+  GlobalJudgement judgement;
+  std::string file;     ///< the file, and after "!" the archive member when the pickle is one ("x.pt!archive/data.pkl")
+  uint64_t offset = 0;  ///< of the importing opcode, in the file (in the member, for a compressed member)
+  bool called = false;  ///< called (REDUCE, NEWOBJ, OBJ, INST) or given state (BUILD): not only imported
+  std::string qualified() const { return module + "." + name; }
+};
+
+struct Safety {
+  std::vector<std::string> files;       ///< every file examined, weights and the pickles beside them
+  std::vector<SafetyImport> imports;    ///< each global once per pickle, at its first import
+  std::vector<std::string> unverified;  ///< what could not be judged, and why ("x.pt: a TorchScript archive ...")
+
+  /// kUnsafe with a dangerous import; else kUnverified with an unknown import or anything unverified; else kSafe.
+  SafetyVerdict verdict() const;
+  /// The first dangerous import, or nullptr.
+  const SafetyImport* first_dangerous() const;
+};
+
+/// The verdict in words: "safe", "unsafe: posix.system (process) in evil.pt", "unverified: 2 unknown globals
+/// (transformers.training_args.TrainingArguments, ...)".
+std::string safety_text(const Safety& safety);
+
+}  // namespace precdetect
+
+template <>
+struct fmt::formatter<precdetect::SafetyVerdict>
+    : precdetect::NamedEnumFormatter<precdetect::SafetyVerdict, precdetect::safety_verdict_name> {};

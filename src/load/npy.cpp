@@ -1,0 +1,104 @@
+#include "precdetect/load/npy.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <regex>
+
+#include "precdetect/core/byte_cursor.h"
+#include "precdetect/core/error.h"
+
+namespace precdetect {
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr size_t kMagicSize = 6;
+constexpr uint64_t kMaxHeader = 1 << 20;  // numpy itself refuses headers over 10,000 bytes unless told otherwise
+
+/// The text after `'key':` in the dict literal, up to the end of its value (a quoted string, a (...) or [...]
+/// group, or a bare word); empty when the key is absent.
+std::string value_of(std::string_view dict, std::string_view key) {
+  size_t at = std::string::npos;
+  for (char quote : {'\'', '"'}) {
+    size_t found = dict.find(fmt::format("{}{}{}", quote, key, quote));
+    if (found != std::string::npos) at = found + key.size() + 2;
+  }
+  if (at == std::string::npos) return "";
+  at = dict.find(':', at);
+  if (at == std::string::npos) return "";
+  at = dict.find_first_not_of(" ", at + 1);
+  if (at == std::string::npos) return "";
+  char open = dict[at];
+  if (open == '\'' || open == '"') {
+    size_t close = dict.find(open, at + 1);
+    return close == std::string::npos ? "" : std::string(dict.substr(at + 1, close - at - 1));
+  }
+  if (open == '(' || open == '[') {
+    char close_char = open == '(' ? ')' : ']';
+    int depth = 0;
+    for (size_t i = at; i < dict.size(); ++i) {
+      depth += dict[i] == open ? 1 : dict[i] == close_char ? -1 : 0;
+      if (depth == 0) return std::string(dict.substr(at, i - at + 1));
+    }
+    return "";
+  }
+  size_t end = dict.find_first_of(",}", at);
+  return std::string(dict.substr(at, end == std::string::npos ? std::string::npos : end - at));
+}
+
+/// A plain descr: byte order, then a numeric, bool, string, bytes, void or datetime kind and a size.
+bool plain_descr(const std::string& descr) {
+  static const std::regex kPlain(R"([<>|=]?[biufcSUVmM?]\d*(\[[a-zA-Z]+\])?)");
+  return std::regex_match(descr, kPlain);
+}
+
+std::vector<uint64_t> parse_shape(const std::string& text, const std::filesystem::path& path) {
+  if (text.size() < 2 || text.front() != '(' || text.back() != ')')
+    fail(ErrorCode::kInvalidNumpy, path, fmt::format("shape `{}` is not a tuple", text));
+  std::vector<uint64_t> shape;
+  std::string inner = text.substr(1, text.size() - 2);
+  for (size_t at = 0; at < inner.size();) {
+    size_t end = inner.find(',', at);
+    std::string part = inner.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    part.erase(0, part.find_first_not_of(' '));
+    part.erase(part.find_last_not_of(' ') + 1);
+    if (!part.empty()) {
+      if (part.find_first_not_of("0123456789") != std::string::npos || part.size() > 19)
+        fail(ErrorCode::kInvalidNumpy, path, fmt::format("shape `{}` holds `{}`, not a size", text, part));
+      shape.push_back(std::stoull(part));
+    }
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return shape;
+}
+
+}  // namespace
+
+bool looks_like_npy(std::span<const std::byte> bytes) {
+  return bytes.size() >= kMagicSize && std::memcmp(bytes.data(), kMagic, kMagicSize) == 0;
+}
+
+NpyHeader read_npy_header(std::span<const std::byte> bytes, const std::filesystem::path& path) {
+  ByteCursor cursor(bytes, path, ErrorCode::kInvalidNumpy, "npy");
+  if (!looks_like_npy(bytes)) cursor.fail("no \\x93NUMPY magic");
+  cursor.skip(kMagicSize);
+  cursor.mark();
+  auto major = cursor.le<uint8_t>();
+  cursor.le<uint8_t>();
+  if (major < 1 || major > 3) cursor.fail(fmt::format("unknown format version {}", major));
+  uint64_t length = major == 1 ? cursor.le<uint16_t>() : cursor.le<uint32_t>();
+  if (length > kMaxHeader) cursor.fail(fmt::format("header of {} bytes", length));
+  std::string_view dict = cursor.text(length);
+  NpyHeader header{.data_offset = cursor.position()};
+  header.descr = value_of(dict, "descr");
+  if (header.descr.empty()) cursor.fail("header without a 'descr'");
+  std::string fortran = value_of(dict, "fortran_order");
+  if (fortran != "True" && fortran != "False") cursor.fail("header without a True/False 'fortran_order'");
+  header.fortran_order = fortran == "True";
+  header.shape = parse_shape(value_of(dict, "shape"), path);
+  header.holds_objects = !plain_descr(header.descr);
+  return header;
+}
+
+}  // namespace precdetect

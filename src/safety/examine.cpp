@@ -1,0 +1,207 @@
+#include "precdetect/safety/examine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "precdetect/core/error.h"
+#include "precdetect/core/inflate.h"
+#include "precdetect/load/checkpoint.h"
+#include "precdetect/load/npy.h"
+#include "precdetect/load/pickle_stream.h"
+#include "precdetect/load/safetensors.h"
+#include "precdetect/load/torch_formats.h"
+#include "precdetect/load/zip_reader.h"
+
+namespace precdetect {
+namespace {
+
+constexpr size_t kLegacyPickles = 5;  // magic number, protocol, sys_info, the object, the storage keys
+constexpr uint64_t kMaxInflated = 1ull << 30;
+constexpr int kMaxNesting = 4;  // a checkpoint in a zip in a tar: real archives nest two deep
+// Zip members that hold a checkpoint of their own; examined like a file.
+constexpr std::string_view kNestedExtensions[] = {".pt", ".pth", ".bin", ".ckpt", ".npz", ".zip", ".nemo"};
+// Zip members torch or pickle.load reads as pickles: data.pkl, constants.pkl, TorchScript's *.debug_pkl.
+constexpr std::string_view kPickleMembers[] = {"pkl", ".pickle"};
+
+bool has_suffix(std::string_view name, std::span<const std::string_view> suffixes) {
+  return std::any_of(suffixes.begin(), suffixes.end(), [&](std::string_view s) { return name.ends_with(s); });
+}
+
+/// PROTO 0-5 first: how every pickle of protocol 2 or later starts.
+bool starts_like_pickle(std::span<const std::byte> bytes) {
+  return bytes.size() >= 2 && bytes[0] == std::byte{0x80} && static_cast<uint8_t>(bytes[1]) <= 5;
+}
+
+class Examiner {
+ public:
+  explicit Examiner(Safety& safety) : safety_(safety) {}
+
+  /// Examines `source` by its first bytes, whatever its name; false when it is no format examined here.
+  bool source(const ByteSource& source, const std::string& where, int depth = 0) {
+    if (depth > kMaxNesting) return unverified(where, "archives nested too deeply to follow"), true;
+    std::span<const std::byte> head = source.view(0, std::min<uint64_t>(source.size(), 8));
+    if (looks_like_safetensors(source)) return true;  // a JSON header and raw numbers: nothing to execute
+    if (looks_like_zip(source)) return zip(source, where, depth), true;
+    if (looks_like_torch_legacy(source)) return stream(source.view(0, source.size()), where, 0, kLegacyPickles), true;
+    if (looks_like_npy(head)) return npy(source.view(0, source.size()), where, 0), true;
+    if (looks_like_tar(source)) return tar(source, where, depth), true;
+    if (!looks_like_pickle(source) && !starts_like_pickle(head)) return false;
+    stream(source.view(0, source.size()), where, 0);
+    return true;
+  }
+
+ private:
+  void unverified(const std::string& where, std::string_view why) {
+    safety_.unverified.push_back(fmt::format("{}: {}", where, why));
+  }
+
+  /// Pickles from `bytes[0]`, at offset `base` of the file: each import judged, and a stop named.
+  void stream(std::span<const std::byte> bytes, const std::string& where, uint64_t base,
+              size_t max_pickles = std::numeric_limits<size_t>::max()) {
+    PickleStream read = read_pickle_stream(bytes, where, base, max_pickles);
+    add_imports(read.imports, where);
+    if (read.stopped) unverified(where, fmt::format("the pickle machine could not follow it: {}", *read.stopped));
+  }
+
+  void add_imports(const pickle::ImportLog& imports, const std::string& where) {
+    for (const pickle::Import& item : imports)
+      safety_.imports.push_back({.module = item.module,
+                                 .name = item.name,
+                                 .judgement = judge_global(item.module, item.name),
+                                 .file = where,
+                                 .offset = item.offset,
+                                 .called = item.called});
+  }
+
+  void npy(std::span<const std::byte> bytes, const std::string& where, uint64_t base) {
+    NpyHeader header;
+    try {
+      header = read_npy_header(bytes, where);
+    } catch (const Error& e) {
+      return unverified(where, e.what());
+    }
+    if (header.holds_objects) stream(bytes.subspan(header.data_offset), where, base + header.data_offset, 1);
+  }
+
+  void zip(const ByteSource& source, const std::string& where, int depth) {
+    std::vector<ZipEntry> entries;
+    try {
+      entries = read_zip_entries(source);
+    } catch (const Error& e) {
+      return unverified(where, e.what());
+    }
+    std::set<std::string> names;
+    bool torchscript = false;
+    for (const ZipEntry& entry : entries) {
+      if (!names.insert(entry.name).second)
+        unverified(where, fmt::format("two entries named `{}`: readers disagree on which one they load", entry.name));
+      torchscript |= entry.name.ends_with("/constants.pkl") || entry.name.find("/code/") != std::string::npos;
+    }
+    if (torchscript)
+      unverified(where,
+                 "a TorchScript archive: torch.jit.load compiles and runs its code/, which precdetect does "
+                 "not judge");
+    for (const ZipEntry& entry : entries) member(source, entry, where, depth);
+  }
+
+  /// One zip member: a pickle, an array, a nested checkpoint, or raw data (tensor records) that nothing unpickles.
+  void member(const ByteSource& archive, const ZipEntry& entry, const std::string& where, int depth) {
+    std::string inside = fmt::format("{}!{}", where, entry.name);
+    bool pickle_name = has_suffix(entry.name, kPickleMembers);
+    bool array = entry.name.ends_with(".npy");
+    bool nested = has_suffix(entry.name, kNestedExtensions);
+    bool storage = entry.name.find("/data/") != std::string::npos ||
+                   entry.name.find("/constants/") != std::string::npos || entry.name.starts_with(".data/") ||
+                   entry.name.find("/.data/") != std::string::npos;
+    if (storage && !pickle_name) return;
+    std::string inflated;
+    std::span<const std::byte> bytes;
+    try {
+      bytes = member_bytes(archive, entry, inflated);
+    } catch (const Error& e) {
+      if (pickle_name || array || nested) unverified(inside, e.what());
+      return;
+    }
+    bool stored = entry.method == 0;
+    uint64_t base = stored ? entry.data_offset : 0;  // offsets in a compressed member count from its start
+    if (array) return npy(bytes, inside, base);
+    if (pickle_name || starts_like_pickle(bytes)) return stream(bytes, inside, base);
+    if (nested) source(*span_source(bytes, archive.path()), inside, depth + 1);
+  }
+
+  /// A member's bytes: stored ones straight from the archive, deflated ones inflated into `inflated`.
+  std::span<const std::byte> member_bytes(const ByteSource& archive, const ZipEntry& entry, std::string& inflated) {
+    if (entry.flags & 1) fail(ErrorCode::kInvalidZip, archive.path(), "an encrypted entry: its bytes cannot be read");
+    std::span<const std::byte> raw = archive.view(entry.data_offset, entry.size);
+    if (entry.method == 0) return raw;
+    if (entry.method != 8)
+      fail(ErrorCode::kCompressedEntry, archive.path(), fmt::format("compression method {}", entry.method));
+    if (entry.uncompressed > kMaxInflated)
+      fail(ErrorCode::kCompressedEntry, archive.path(),
+           fmt::format("inflates to {} bytes, more than a safety check reads", entry.uncompressed));
+    inflated = inflate_entry(raw, entry.uncompressed, archive.path(), entry.name);
+    return std::as_bytes(std::span(inflated));
+  }
+
+  /// A NeMo archive's checkpoints, or pre-0.4 torch.save's pickles (found by its own reader: they lie between raw
+  /// storage bytes).
+  void tar(const ByteSource& source, const std::string& where, int depth) {
+    std::map<std::string, TarMember> members;
+    try {
+      members = read_tar_members(source);
+    } catch (const Error& e) {
+      return unverified(where, e.what());
+    }
+    if (looks_like_nemo(source)) {
+      for (const auto& [name, member] : members)
+        if (name.ends_with(".ckpt") || name.ends_with(".pt"))
+          this->source(*span_source(source.view(member.offset, member.size), source.path()),
+                       fmt::format("{}!{}", where, name), depth + 1);
+      return;
+    }
+    if (auto sys_info = members.find("sys_info"); sys_info != members.end())
+      stream(source.view(sys_info->second.offset, sys_info->second.size), where, sys_info->second.offset, 1);
+    pickle::ImportLog imports;
+    Checkpoint scratch{.imports = &imports};
+    scratch.files.push_back(span_source(source.view(0, source.size()), source.path()));
+    try {
+      read_torch_tar(scratch, 0);
+    } catch (const Error& e) {
+      unverified(where, e.what());
+    }
+    add_imports(imports, where);
+  }
+
+  Safety& safety_;
+};
+
+}  // namespace
+
+bool examine_source(const ByteSource& source, const std::string& where, Safety& safety) {
+  return Examiner(safety).source(source, where);
+}
+
+void examine_file(const std::filesystem::path& path, Safety& safety, bool weights) {
+  try {
+    std::unique_ptr<ByteSource> source = map_file(path);
+    bool examined = examine_source(*source, path.string(), safety);
+    if (examined || weights) safety.files.push_back(path.string());
+    if (!examined && weights)
+      safety.unverified.push_back(fmt::format(
+          "{}: not a format precdetect examines (no safetensors, zip, pickle, tar or npy header)", path.string()));
+  } catch (const Error& e) {
+    safety.files.push_back(path.string());
+    safety.unverified.push_back(e.what());
+  }
+}
+
+Safety examine_model(const ModelSource& source) {
+  Safety safety;
+  for (const auto& file : source.files) examine_file(file, safety, true);
+  for (const auto& file : source.pickles_beside) examine_file(file, safety, false);
+  return safety;
+}
+
+}  // namespace precdetect

@@ -1,0 +1,69 @@
+// judge_global, name by name: the allowlist, the dangerous list's entries and families, module inheritance,
+// the py2 aliases, dotted and dunder names, and what stays unknown.
+#include "precdetect/load/pickle_globals.h"
+
+#include <gtest/gtest.h>
+
+namespace precdetect {
+namespace {
+
+GlobalClass kind_of(std::string_view module, std::string_view name) { return judge_global(module, name).kind; }
+
+TEST(PickleGlobals, TorchRebuildersAndTypesAreAllowed) {
+  for (auto [module, name] : {std::pair{"torch._utils", "_rebuild_tensor_v2"},
+                              {"torch", "BFloat16Storage"},
+                              {"torch", "float8_e4m3fn"},
+                              {"torch.cuda", "HalfStorage"},
+                              {"torch", "FloatTensor"},
+                              {"collections", "OrderedDict"},
+                              {"torch.nn.parameter", "Parameter"},
+                              {"_codecs", "encode"},
+                              {"builtins", "set"},
+                              {"numpy.core.multiarray", "_reconstruct"}})
+    EXPECT_EQ(kind_of(module, name), GlobalClass::kAllowed) << module << "." << name;
+}
+
+TEST(PickleGlobals, DangerousEntriesNameTheirFamily) {
+  struct Case {
+    const char *module, *name;
+    DangerFamily family;
+  };
+  for (const Case& c : {Case{"posix", "system", DangerFamily::kProcess},
+                        {"os.path", "join", DangerFamily::kProcess},
+                        {"__builtin__", "eval", DangerFamily::kCodeExecution},
+                        {"builtins", "open", DangerFamily::kFilesystem},
+                        {"builtins", "print", DangerFamily::kCodeExecution},
+                        {"urllib.request", "urlopen", DangerFamily::kNetwork},
+                        {"importlib", "import_module", DangerFamily::kImportMachinery},
+                        {"pydoc", "locate", DangerFamily::kImportMachinery},
+                        {"operator", "attrgetter", DangerFamily::kAttributeAccess},
+                        {"torch.storage", "_load_from_bytes", DangerFamily::kNestedDeserialization},
+                        {"numpy.f2py.crackfortran", "getlincoef", DangerFamily::kCodeExecution}}) {
+    GlobalJudgement judged = judge_global(c.module, c.name);
+    EXPECT_EQ(judged.kind, GlobalClass::kDangerous) << c.module << "." << c.name;
+    EXPECT_EQ(judged.family, c.family) << c.module << "." << c.name;
+    EXPECT_FALSE(judged.why.empty());
+  }
+}
+
+TEST(PickleGlobals, DottedAndDunderNamesAreDangerous) {
+  EXPECT_EQ(judge_global("pathlib", "os.system").why, "os.*");         // the chain reaches os
+  EXPECT_EQ(judge_global("builtins", "dict.get").why, "dotted name");  // no data needs a chain
+  EXPECT_EQ(judge_global("numpy", "__builtins__").family, DangerFamily::kAttributeAccess);
+  EXPECT_EQ(kind_of("numpy", "prod.os.system"), GlobalClass::kDangerous);
+}
+
+TEST(PickleGlobals, ClassesOnNeitherListAreUnknown) {
+  for (auto [module, name] : {std::pair{"transformers.training_args", "TrainingArguments"},
+                              {"__main__", "Net"},
+                              {"argparse", "Namespace"},
+                              {"builtins", "dict"},
+                              {"mymodel.code", "Encoder"},
+                              {"__torch__.torch.nn.modules.linear", "Linear"},
+                              {"torch.jit._pickle", "build_intlist"},
+                              {"copyreg", "__newobj__"}})
+    EXPECT_EQ(kind_of(module, name), GlobalClass::kUnknown) << module << "." << name;
+}
+
+}  // namespace
+}  // namespace precdetect
