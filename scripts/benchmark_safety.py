@@ -8,7 +8,9 @@ times, page cache warm, min of --repeat runs:
   full     precdetect --json FOLDER: the weights scanned, every pickle beside them examined
   weights  the same weights and training_args.bin in a folder without the other training state (hard links):
            the scan without examining optimizer.pt and friends
-and prints the growth. --binary times another build too (e.g. one from before the safety examination).
+and prints the growth. Run to run, the full scan varies by more than the examination costs on a small VM, so the
+examination is also timed on its own: a 4-value model beside the same training state (hard links), less the same
+model alone; its cost is then given as a share of the full scan. --binary times another build too.
 
   .venv/bin/python scripts/benchmark_safety.py [--repeat 5] [--binary OTHER/precdetect]
 """
@@ -21,6 +23,7 @@ import time
 from pathlib import Path
 
 import torch
+from safetensors.torch import save_file
 from transformers import GPT2Config, GPT2LMHeadModel, TrainingArguments
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,11 +48,13 @@ def trainer_checkpoint(folder):
     torch.save(TrainingArguments(output_dir=str(folder), fp16=False), folder / "training_args.bin")
 
 
-def weights_only_copy(folder, copy):
+def linked_copy(folder, copy, names, tiny_weights=False):
     copy.mkdir(exist_ok=True)
-    for name in ("model.safetensors", "config.json", "training_args.bin"):
+    for name in names:
         if not (copy / name).exists():
             os.link(folder / name, copy / name)
+    if tiny_weights and not (copy / "model.safetensors").exists():
+        save_file({"w": torch.ones(4)}, copy / "model.safetensors")
 
 
 def best_time(binary, folder, repeat):
@@ -69,15 +74,22 @@ def main():
     args = parser.parse_args()
     folder, copy = args.workdir / "checkpoint-1", args.workdir / "weights-only"
     trainer_checkpoint(folder)
-    weights_only_copy(folder, copy)
+    linked_copy(folder, copy, ("model.safetensors", "config.json", "training_args.bin"))
+    state = ("optimizer.pt", "scheduler.pt", "rng_state.pth", "scaler.pt", "training_args.bin")
+    tiny_state, tiny = args.workdir / "tiny-with-state", args.workdir / "tiny"
+    linked_copy(folder, tiny_state, state, tiny_weights=True)
+    linked_copy(folder, tiny, ("training_args.bin",), tiny_weights=True)
     sizes = {p.name: p.stat().st_size for p in folder.iterdir()}
     print(f"{platform.node()}: {os.cpu_count()} cores; folder {sum(sizes.values()) / 1e9:.2f} GB "
           f"(model.safetensors {sizes['model.safetensors'] / 1e6:.0f} MB, optimizer.pt {sizes['optimizer.pt'] / 1e6:.0f} MB)")
     for binary in args.binary:
         best_time(binary, folder, 1)  # warm the page cache
         full, weights = best_time(binary, folder, args.repeat), best_time(binary, copy, args.repeat)
+        examination = best_time(binary, tiny_state, args.repeat) - best_time(binary, tiny, args.repeat)
         print(f"| {binary} | full {full:.3f} s | weights and training_args.bin only {weights:.3f} s | "
-              f"growth {100 * (full - weights) / weights:+.1f}% |")
+              f"growth {100 * (full - weights) / weights:+.1f}% | examining optimizer.pt, scheduler.pt, "
+              f"rng_state.pth, scaler.pt alone {1000 * examination:.1f} ms = {100 * examination / full:.1f}% of the full "
+              f"scan |")
 
 
 if __name__ == "__main__":

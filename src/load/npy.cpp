@@ -26,7 +26,7 @@ std::string value_of(std::string_view dict, std::string_view key) {
   if (at == std::string::npos) return "";
   at = dict.find(':', at);
   if (at == std::string::npos) return "";
-  at = dict.find_first_not_of(" ", at + 1);
+  at = dict.find_first_not_of(' ', at + 1);
   if (at == std::string::npos) return "";
   char open = dict[at];
   if (open == '\'' || open == '"') {

@@ -193,7 +193,7 @@ void examine_file(const std::filesystem::path& path, Safety& safety, bool weight
           "{}: not a format precdetect examines (no safetensors, zip, pickle, tar or npy header)", path.string()));
   } catch (const Error& e) {
     safety.files.push_back(path.string());
-    safety.unverified.push_back(e.what());
+    safety.unverified.emplace_back(e.what());
   }
 }
 
