@@ -33,20 +33,25 @@ bool is_trainer_state(const fs::path& file) {
 /// Training state whose records precdetect reads: the HF Trainer's arguments and GradScaler state.
 constexpr std::string_view kRecordFiles[] = {"training_args.bin", "scaler.pt"};
 
+/// Where a Trainer checkpoint keeps its training state: the folder, and its `global_step*` folders (DeepSpeed's).
+std::vector<fs::path> training_state_folders(const fs::path& folder) {
+  std::vector<fs::path> folders = {folder};
+  for (const auto& entry : fs::directory_iterator(folder))
+    if (entry.is_directory() && entry.path().filename().string().starts_with("global_step"))
+      folders.push_back(entry.path());
+  return folders;
+}
+
 /// A folder's training-state files that record the run's precision, in path order: kRecordFiles, and DeepSpeed's
-/// bf16 ZeRO shards (by name only) there or in its `global_step*` folders (a Trainer checkpoint's DeepSpeed state).
+/// bf16 ZeRO shards (by name only) in its training_state_folders.
 std::vector<fs::path> training_files_in(const fs::path& folder) {
   std::vector<fs::path> found;
   for (std::string_view name : kRecordFiles)
     if (fs::is_regular_file(folder / name)) found.push_back(folder / name);
-  auto add_shards = [&](const fs::path& where) {
+  for (const fs::path& where : training_state_folders(folder))
     for (const auto& entry : fs::directory_iterator(where))
       if (entry.path().filename().string().starts_with("bf16_zero_pp_rank_") && entry.is_regular_file())
         found.push_back(entry.path());
-  };
-  add_shards(folder);
-  for (const auto& entry : fs::directory_iterator(folder))
-    if (entry.is_directory() && entry.path().filename().string().starts_with("global_step")) add_shards(entry.path());
   std::sort(found.begin(), found.end());
   return found;
 }
@@ -60,18 +65,14 @@ bool has_extension(const fs::path& path, std::initializer_list<std::string_view>
 const std::initializer_list<std::string_view> kPickleExtensions = {
     ".bin", ".pt", ".pth", ".ckpt", ".jit", ".nemo", ".pkl", ".pickle", ".joblib", ".dill", ".npy", ".npz"};
 
-/// A folder's files that may hold pickles, there and in its `global_step*` folders, other than `weights`.
+/// A folder's files that may hold pickles, in its training_state_folders, other than `weights`.
 std::vector<fs::path> pickles_beside(const fs::path& folder, const std::vector<fs::path>& weights) {
   std::vector<fs::path> found;
-  auto add = [&](const fs::path& where) {
+  for (const fs::path& where : training_state_folders(folder))
     for (const auto& entry : fs::directory_iterator(where))
       if (entry.is_regular_file() && has_extension(entry.path(), kPickleExtensions) &&
           std::find(weights.begin(), weights.end(), entry.path()) == weights.end())
         found.push_back(entry.path());
-  };
-  add(folder);
-  for (const auto& entry : fs::directory_iterator(folder))
-    if (entry.is_directory() && entry.path().filename().string().starts_with("global_step")) add(entry.path());
   std::sort(found.begin(), found.end());
   return found;
 }

@@ -28,13 +28,15 @@ PickleStream read_pickle_stream(std::span<const std::byte> bytes, const std::fil
   return stream;
 }
 
+bool starts_like_pickle(std::span<const std::byte> bytes) {
+  return bytes.size() >= 2 && bytes[0] == std::byte{0x80} && static_cast<uint8_t>(bytes[1]) <= 5;
+}
+
 bool looks_like_pickle(const ByteSource& source) {
   static constexpr std::string_view kExtensions[] = {".pkl", ".pickle", ".joblib", ".dill"};
   std::string extension = source.path().extension().string();
   if (std::find(std::begin(kExtensions), std::end(kExtensions), extension) != std::end(kExtensions)) return true;
-  if (source.size() < 2) return false;
-  std::span<const std::byte> head = source.view(0, 2);
-  return head[0] == std::byte{0x80} && static_cast<uint8_t>(head[1]) <= 5;
+  return starts_like_pickle(source.view(0, std::min<uint64_t>(source.size(), 2)));
 }
 
 void refuse_pickle(const ByteSource& source, std::span<const std::byte> bytes, uint64_t base) {

@@ -29,11 +29,6 @@ bool has_suffix(std::string_view name, std::span<const std::string_view> suffixe
   return std::any_of(suffixes.begin(), suffixes.end(), [&](std::string_view s) { return name.ends_with(s); });
 }
 
-/// PROTO 0-5 first: how every pickle of protocol 2 or later starts.
-bool starts_like_pickle(std::span<const std::byte> bytes) {
-  return bytes.size() >= 2 && bytes[0] == std::byte{0x80} && static_cast<uint8_t>(bytes[1]) <= 5;
-}
-
 class Examiner {
  public:
   explicit Examiner(Safety& safety) : safety_(safety) {}
@@ -47,7 +42,7 @@ class Examiner {
     if (looks_like_torch_legacy(source)) return stream(source.view(0, source.size()), where, 0, kLegacyPickles), true;
     if (looks_like_npy(head)) return npy(source.view(0, source.size()), where, 0), true;
     if (looks_like_tar(source)) return tar(source, where, depth), true;
-    if (!looks_like_pickle(source) && !starts_like_pickle(head)) return false;
+    if (!looks_like_pickle(source)) return false;
     stream(source.view(0, source.size()), where, 0);
     return true;
   }

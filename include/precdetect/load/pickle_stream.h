@@ -32,6 +32,9 @@ PickleStream read_pickle_stream(std::span<const std::byte> bytes, const std::fil
 
 namespace precdetect {
 
+/// PROTO 0-5 first: how every pickle of protocol 2 or later starts.
+bool starts_like_pickle(std::span<const std::byte> bytes);
+
 /// A pickle by its look: PROTO 0-5 first (every pickle of protocol 2 or later), or a name that only pickles carry
 /// (.pkl, .pickle, .joblib, .dill: protocols 0 and 1 start with any opcode).
 bool looks_like_pickle(const ByteSource& source);
