@@ -58,12 +58,12 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
                        StatsCache* cache) {
   ModelReport report;
   report.input = report.path = input;
+  std::optional<ModelSource> source;
   try {
-    ModelSource source = discover(input, hf_hub_cache());
-    report.path = source.path.string();
-    for (const auto& file : source.files) report.files.push_back(file.string());
-    report.safety = examine_model(source);
-    Checkpoint checkpoint = open_checkpoint(source, options.read_mode.value_or(analyzer.preferred_read_mode()));
+    source = discover(input, hf_hub_cache());
+    report.path = source->path.string();
+    for (const auto& file : source->files) report.files.push_back(file.string());
+    Checkpoint checkpoint = open_checkpoint(*source, options.read_mode.value_or(analyzer.preferred_read_mode()));
     report.format = checkpoint.format;
     ModelAnalysis analysis = analyze_model(checkpoint, options.filter, rules.buffers, analyzer, cache);
     report.warnings = checkpoint.warnings;
@@ -72,7 +72,7 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     report.buffers = std::move(analysis.buffers);
     report.tensors = std::move(analysis.tensors);
     report.verdict =
-        classify(report.summary, report.tensors, rules, storage_hints(report.summary, source), checkpoint.records);
+        classify(report.summary, report.tensors, rules, storage_hints(report.summary, *source), checkpoint.records);
   } catch (const Error& e) {
     report.error = ModelError{std::string(to_string(e.code())), e.what()};
   } catch (const std::exception& e) {
@@ -85,6 +85,9 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     report.tensors.clear();
     report.verdict = {};
   }
+  // After the scan, whatever became of it: the examination stands apart from loading (an unsafe pickle is often
+  // why a model failed), and the scan's reads of the weights come first.
+  if (source) report.safety = examine_model(*source);
   return report;
 }
 

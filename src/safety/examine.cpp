@@ -186,7 +186,7 @@ void examine_file(const std::filesystem::path& path, Safety& safety, bool weight
     if (!examined && weights)
       safety.unverified.push_back(fmt::format(
           "{}: not a format precdetect examines (no safetensors, zip, pickle, tar or npy header)", path.string()));
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // our Error, or memory: never the batch's failure, never passed
     safety.files.push_back(path.string());
     safety.unverified.emplace_back(e.what());
   }

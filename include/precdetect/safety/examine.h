@@ -18,9 +18,9 @@ namespace precdetect {
 /// nothing, for bytes of no format examined here.
 bool examine_source(const ByteSource& source, const std::string& where, Safety& safety);
 
-/// examine_source on the file at `path`, listed in Safety::files when examined. A file that cannot be opened,
-/// or, for `weights`, one of no format examined here, is unverified; a file beside the weights that is no
-/// pickle container is passed over (nothing would unpickle it).
+/// examine_source on the file at `path`, listed in Safety::files when examined; never throws. A file that cannot
+/// be opened or examined to the end (any exception), or, for `weights`, one of no format examined here, is
+/// unverified; a file beside the weights that is no pickle container is passed over (nothing would unpickle it).
 void examine_file(const std::filesystem::path& path, Safety& safety, bool weights);
 
 /// Every file of the model and every pickle beside it that loading the folder would unpickle
