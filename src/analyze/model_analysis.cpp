@@ -37,13 +37,15 @@ std::vector<TensorStats> float_stats(const Checkpoint& checkpoint, const std::ve
 
 AnalyzedTensor analyzed(const TensorRecord& record, const BufferNames& buffers) {
   bool buffer = record.role == TensorRole::kModel && !record.role_from_file && buffers.matches(record.name);
+  const std::string& grouped_by = record.torch_name.value_or(record.name);
   return {.name = record.name,
           .dtype = record.dtype,
           .shape = record.shape,
           .numel = record.numel,
           .nbytes = record.nbytes,
-          .group = tensor_group(record.name),
-          .layer = tensor_layer(record.name),
+          .torch_name = record.torch_name,
+          .group = tensor_group(grouped_by),
+          .layer = tensor_layer(grouped_by),
           .role = buffer ? TensorRole::kBuffer : record.role,
           .shares_storage_with = record.shares_storage_with,
           .counted = record.counted};
@@ -108,8 +110,7 @@ void add_warnings(ModelAnalysis& analysis, const TensorFilter& filter) {
     replicated += tensor.replicated;
   }
   auto& warnings = analysis.warnings;
-  if (!skipped.empty())
-    warnings.push_back({.code = WarningCode::kDtypesNotAnalyzed, .names = skipped, .count = skipped.size()});
+  warn_about(warnings, WarningCode::kDtypesNotAnalyzed, "", std::move(skipped));
   if (optimizer > 0) warnings.push_back({.code = WarningCode::kOptimizerState, .count = optimizer});
   if (analysis.buffers.tensors > 0)
     warnings.push_back({.code = WarningCode::kBuffers, .count = analysis.buffers.tensors});

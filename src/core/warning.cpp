@@ -22,6 +22,8 @@ std::string_view warning_code_name(WarningCode code) {
       return "record_unreadable";
     case WarningCode::kMixedFormats:
       return "mixed_formats";
+    case WarningCode::kOtherFormats:
+      return "other_formats";
     case WarningCode::kUnindexedTensors:
       return "unindexed_tensors";
     case WarningCode::kDtypesNotAnalyzed:
@@ -69,6 +71,11 @@ std::string Warning::message() const {
     case WarningCode::kMixedFormats:
       return fmt::format("files of several formats in one model ({}): check that they are parts of one model",
                          names_text);
+    case WarningCode::kOtherFormats:
+      return fmt::format(
+          "the folder also holds weights as {}: the scan used the preferred format (safetensors, pytorch, flax, tf, "
+          "gguf, numpy); --all-formats scans each, to check that the conversions agree",
+          names_text);
     case WarningCode::kUnindexedTensors:
       return fmt::format(
           "{} tensor(s) in the shards are not listed in the index; they were scanned anyway "
@@ -104,6 +111,12 @@ std::string Warning::message() const {
           count, other);
   }
   return "";
+}
+
+void warn_about(std::vector<Warning>& warnings, WarningCode code, std::string file, std::vector<std::string> names) {
+  if (names.empty()) return;
+  uint64_t count = names.size();
+  warnings.push_back({.code = code, .file = std::move(file), .names = std::move(names), .count = count});
 }
 
 }  // namespace precdetect

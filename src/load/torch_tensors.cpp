@@ -187,21 +187,13 @@ void add_torch_tensors(Checkpoint& checkpoint, const std::vector<FoundTensor>& f
     record.counted = fresh_view;
     checkpoint.tensors.push_back(std::move(record));
   }
-  if (!skipped.empty())
-    checkpoint.warnings.push_back(
-        {.code = WarningCode::kDtypesNotRead, .file = path.string(), .names = skipped, .count = skipped.size()});
-  if (!unreached.empty())
-    checkpoint.warnings.push_back(
-        {.code = WarningCode::kUnreachedTensors, .file = path.string(), .names = unreached, .count = unreached.size()});
+  warn_about(checkpoint.warnings, WarningCode::kDtypesNotRead, path.string(), std::move(skipped));
+  warn_about(checkpoint.warnings, WarningCode::kUnreachedTensors, path.string(), std::move(unreached));
 }
 
 void add_pickle_findings(Checkpoint& checkpoint, const pickle::Result& pickle, const std::filesystem::path& path) {
   const std::set<std::string>& globals = pickle.not_called;
-  if (!globals.empty())
-    checkpoint.warnings.push_back({.code = WarningCode::kNotExecuted,
-                                   .file = path.string(),
-                                   .names = {globals.begin(), globals.end()},
-                                   .count = globals.size()});
+  warn_about(checkpoint.warnings, WarningCode::kNotExecuted, path.string(), {globals.begin(), globals.end()});
   FoundRecords found = find_training_records(pickle, path);
   for (TrainingRecord& record : found.records) merge_record(checkpoint.records, std::move(record));
   checkpoint.warnings.insert(checkpoint.warnings.end(), found.warnings.begin(), found.warnings.end());

@@ -93,7 +93,8 @@ ZipEntry read_central_entry(ByteCursor& central, const ByteCursor& zip, uint64_t
     central.fail("central directory entry runs past its end");
   ZipEntry entry{.name = std::string(central.text(name_length)),
                  .method = read_le<uint16_t>(fixed, 6),
-                 .flags = read_le<uint16_t>(fixed, 4)};
+                 .flags = read_le<uint16_t>(fixed, 4),
+                 .crc32 = read_le<uint32_t>(fixed, 12)};
   uint64_t compressed = read_le<uint32_t>(fixed, 16), size = read_le<uint32_t>(fixed, 20);
   uint64_t local = read_le<uint32_t>(fixed, 38);
   apply_zip64_extra(central.bytes(extra_length), size, compressed, local);

@@ -15,6 +15,7 @@ enum class WarningCode {
   kUnreachedTensors,     ///< load: tensors the pickle rebuilt that no key path reaches, named "(unreached).N"
   kRecordUnreadable,     ///< load: a training record whose precision cannot be read (unknown layout, "auto", fp8)
   kMixedFormats,         ///< load: one model's files are of several formats
+  kOtherFormats,         ///< discover: the folder also holds the weights in formats the scan did not pick
   kUnindexedTensors,     ///< load: tensors in the shards that the index does not list
   kDtypesNotAnalyzed,    ///< analyze: tensors counted in the census whose values were not analyzed
   kOptimizerState,       ///< analyze: optimizer state reported apart
@@ -38,5 +39,8 @@ struct Warning {
   /// What happened and what to do, in full sentences.
   std::string message() const;
 };
+
+/// Adds a warning of `code` that names `names` and counts them, unless `names` is empty.
+void warn_about(std::vector<Warning>& warnings, WarningCode code, std::string file, std::vector<std::string> names);
 
 }  // namespace precdetect

@@ -14,6 +14,7 @@ struct ZipEntry {
   std::string name;
   uint16_t method = 0;        ///< 0 = stored, 8 = deflated; anything else is another compression
   uint16_t flags = 0;         ///< general-purpose bits (bit 0: encrypted), which torch's reader ignores
+  uint32_t crc32 = 0;         ///< of the uncompressed bytes: checked where they are inflated (torch ignores it)
   uint64_t size = 0;          ///< bytes of the entry's data (compressed size for a compressed entry)
   uint64_t uncompressed = 0;  ///< bytes once decompressed (= size for a stored entry)
   uint64_t data_offset = 0;   ///< absolute offset of the data, from the entry's local header
