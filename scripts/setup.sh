@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(cmake ninja-build g++ python3-venv libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libgmock-dev
-  libsqlite3-dev zlib1g-dev time clang libclang-rt-14-dev clang-format clang-tidy esbuild node-vega chromium git)
+  libsqlite3-dev zlib1g-dev libhdf5-dev time clang libclang-rt-14-dev clang-format clang-tidy esbuild node-vega chromium git)
 # time: peak RSS in scripts/benchmark.py; clang: libFuzzer; clang-format, clang-tidy and git: the format and lint checks (ctest `format`, `tidy`); esbuild and node-vega: the HTML report's script,
 # bundled at build time; chromium: the report's end-to-end test (headless)
 missing=()
@@ -30,7 +30,8 @@ venv_ready() {
   .venv/bin/python - <<'PY' 2>/dev/null
 import importlib.util, torch, safetensors, numpy
 assert torch.__version__.startswith("2.11."), torch.__version__
-assert all(importlib.util.find_spec(name) for name in ("lpips", "torchcrepe", "transformers", "lightning", "omegaconf"))
+assert all(importlib.util.find_spec(name) for name in ("lpips", "torchcrepe", "transformers", "lightning", "omegaconf",
+                                                      "gguf", "flax", "keras", "h5py"))
 PY
 }
 if ! venv_ready; then

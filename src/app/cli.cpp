@@ -66,6 +66,8 @@ void add_batch_options(CLI::App& app, ScanOptions& options, std::string& shard, 
                  "also scan the inputs listed in FILE, one per line ('#' comments; - is stdin)")
       ->allow_extra_args(false);
   app.add_flag("-r,--recursive", options.recursive, "a folder stands for every model folder under it");
+  app.add_flag("--all-formats", options.all_formats,
+               "a folder holding weights in several formats (safetensors, flax, gguf...): scan each as a model");
   app.add_option("-j,--jobs", options.jobs, "models scanned at once (default: up to 4 on the CPU, 2 on a GPU)")
       ->check(CLI::PositiveNumber);
   app.add_flag("--hf-cache", options.hf_cache, "also scan every model in the local Hugging Face cache");

@@ -65,6 +65,7 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     for (const auto& file : source->files) report.files.push_back(file.string());
     Checkpoint checkpoint = open_checkpoint(*source, options.read_mode.value_or(analyzer.preferred_read_mode()));
     report.format = checkpoint.format;
+    if (!checkpoint.metadata.empty()) report.metadata = nlohmann::ordered_json::parse(checkpoint.metadata);
     ModelAnalysis analysis = analyze_model(checkpoint, options.filter, rules.buffers, analyzer, cache);
     report.warnings = checkpoint.warnings;
     report.warnings.insert(report.warnings.end(), analysis.warnings.begin(), analysis.warnings.end());
@@ -81,6 +82,7 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
   }
   if (report.error) {  // a failed model reports no partial statistics
     report.summary = {};
+    report.metadata = nullptr;
     report.buffers = {};
     report.tensors.clear();
     report.verdict = {};
@@ -118,7 +120,7 @@ std::vector<std::string> collect_inputs(const ScanOptions& options) {
   std::erase_if(inputs, [&](const std::string& input) { return !in_shard(input, options.shard); });
   std::vector<std::string> models;
   for (const std::string& input : inputs)
-    for (std::string& model : models_in(input, hf_hub_cache())) models.push_back(std::move(model));
+    for (std::string& model : models_in(input, hf_hub_cache(), options.all_formats)) models.push_back(std::move(model));
   return models;
 }
 

@@ -9,12 +9,21 @@
 namespace precdetect {
 namespace {
 
+/// The tensors compared, by the name PyTorch gives them: a Flax path is paired by its torch_name, so a Flax file
+/// and the safetensors converted from it are compared tensor by tensor.
 std::map<std::string, const TensorRecord*> model_tensors(const Checkpoint& checkpoint, const TensorFilter& filter) {
   std::map<std::string, const TensorRecord*> tensors;
   for (const TensorRecord& record : checkpoint.tensors)
     if (record.role != TensorRole::kOptimizer && record.counted && filter.selects(record.name))
-      tensors.emplace(record.name, &record);
+      tensors.emplace(record.torch_name.value_or(record.name), &record);
   return tensors;
+}
+
+/// A Flax Dense kernel is stored [in, out], the PyTorch weight it becomes [out, in]: the pair is compared with
+/// the kernel transposed, as transformers converts it.
+bool transposed_kernel(const TensorRecord& a, const TensorRecord& b) {
+  return a.shape.size() == 2 && a.shape != b.shape && b.shape == std::vector<int64_t>{a.shape[1], a.shape[0]} &&
+         (a.torch_name.has_value() != b.torch_name.has_value());
 }
 
 void add_to_totals(PairDiff& pair, const TensorDiff& tensor) {
@@ -25,11 +34,14 @@ void add_to_totals(PairDiff& pair, const TensorDiff& tensor) {
 
 TensorDiff compare(const Checkpoint& base, const TensorRecord& a, const Checkpoint& other, const TensorRecord& b,
                    const DiffOptions& options, const ComputeDevice& device) {
+  const std::string& name = a.torch_name.value_or(a.name);
   TensorDiff diff{
-      .name = a.name, .group = tensor_group(a.name), .base_dtype = a.dtype, .other_dtype = b.dtype, .shape = a.shape};
+      .name = name, .group = tensor_group(name), .base_dtype = a.dtype, .other_dtype = b.dtype, .shape = a.shape};
   diff.numeric = dtype_kind(a.dtype) == DTypeKind::kFloat && dtype_kind(b.dtype) == DTypeKind::kFloat;
   if (diff.numeric) {
-    diff.stats = diff_tensors(load_tensor(base, a), load_tensor(other, b), options, device);
+    at::Tensor other_values = load_tensor(other, b);
+    if (transposed_kernel(a, b)) other_values = other_values.t();
+    diff.stats = diff_tensors(load_tensor(base, a), other_values, options, device);
   } else {  // integers and unanalyzable dtypes: equal bytes or not
     auto bytes_a = base.files[a.file]->view(a.offset, a.storage_nbytes);
     auto bytes_b = other.files[b.file]->view(b.offset, b.storage_nbytes);
@@ -65,7 +77,7 @@ PairDiff diff_checkpoints(const Checkpoint& base, const Checkpoint& other, const
       continue;
     }
     const TensorRecord& b = *found->second;
-    if (a->shape != b.shape) {
+    if (a->shape != b.shape && !transposed_kernel(*a, b)) {
       pair.shape_mismatch.push_back({name, fmt::format("{}", a->shape), fmt::format("{}", b.shape)});
       continue;
     }

@@ -102,20 +102,52 @@ void add_sharded(ModelSource& source, const fs::path& index_path) {
   source.weight_map = std::move(index.weight_map);
 }
 
-std::optional<fs::path> shard_index_in(const fs::path& folder) {
-  for (std::string_view index : {kSafetensorsIndex, kPytorchIndex})
-    if (fs::is_regular_file(folder / index)) return folder / index;
-  return std::nullopt;
+/// The weight formats a folder may hold, in the order a folder's verdict prefers them (docs/using.md): each with
+/// its shard index's name and its files' extensions.
+struct WeightFormat {
+  std::string_view name;
+  std::string_view index;  ///< empty: the format has no shard index
+  std::initializer_list<std::string_view> extensions;
+};
+const WeightFormat kWeightFormats[] = {
+    {"safetensors", kSafetensorsIndex, {".safetensors"}},
+    {"pytorch", kPytorchIndex, kPytorchExtensions},
+    {"flax", "flax_model.msgpack.index.json", {".msgpack"}},
+    {"tf", "tf_model.h5.index.json", {".h5", ".hdf5"}},
+    {"gguf", "", {".gguf"}},
+    {"numpy", "", {".npz", ".npy"}},
+};
+
+/// One format's weights in a folder: its shard index, or its files (without the training state).
+struct FolderFormat {
+  std::string_view name;
+  std::optional<fs::path> index;
+  std::vector<fs::path> files;
+};
+
+/// The formats a folder holds weights in, most preferred first.
+std::vector<FolderFormat> formats_in(const fs::path& folder) {
+  std::vector<FolderFormat> found;
+  for (const WeightFormat& format : kWeightFormats) {
+    FolderFormat held{.name = format.name};
+    if (!format.index.empty() && fs::is_regular_file(folder / format.index)) held.index = folder / format.index;
+    held.files = files_with_extension(folder, format.extensions);
+    std::erase_if(held.files, is_trainer_state);
+    if (held.index || !held.files.empty()) found.push_back(std::move(held));
+  }
+  return found;
 }
 
-/// A folder's weight files: its safetensors files (hub repos often carry the same weights as .bin too), else
-/// its PyTorch files without the training state.
+/// The shard index of a folder's preferred format, when it has one.
+std::optional<fs::path> shard_index_in(const fs::path& folder) {
+  std::vector<FolderFormat> formats = formats_in(folder);
+  return formats.empty() ? std::nullopt : formats.front().index;
+}
+
+/// A folder's weight files in its preferred format (hub repos often carry the same weights in several).
 std::vector<fs::path> weight_files(const fs::path& folder) {
-  std::vector<fs::path> files = files_with_extension(folder, {".safetensors"});
-  if (!files.empty()) return files;
-  files = files_with_extension(folder, kPytorchExtensions);
-  std::erase_if(files, is_trainer_state);
-  return files;
+  std::vector<FolderFormat> formats = formats_in(folder);
+  return formats.empty() ? std::vector<fs::path>{} : formats.front().files;
 }
 
 /// Files that form one model, named by the file or by the shard group ("consolidated.*.pth").
@@ -140,10 +172,10 @@ std::optional<WeightSet> megatron_ranks(const fs::path& folder) {
   return ranks;
 }
 
-/// The models among a folder's own weight files: each file alone, except shards whose names share a pattern.
-std::vector<WeightSet> weight_sets(const fs::path& folder) {
+/// The models among `files`: each file alone, except shards whose names share a pattern.
+std::vector<WeightSet> sets_of(const std::vector<fs::path>& files) {
   std::map<std::string, WeightSet> sets;
-  for (const fs::path& file : weight_files(folder)) {
+  for (const fs::path& file : files) {
     std::string filename = file.filename().string();
     std::optional<ShardName> shard = shard_name(filename);
     WeightSet& set = sets[shard ? shard->group : filename];
@@ -155,6 +187,12 @@ std::vector<WeightSet> weight_sets(const fs::path& folder) {
     set.name = set.files.size() == 1 ? set.files.front().filename().string() : name;
     found.push_back(std::move(set));
   }
+  return found;
+}
+
+/// The models among a folder's own weight files in its preferred format, and its Megatron rank folders.
+std::vector<WeightSet> weight_sets(const fs::path& folder) {
+  std::vector<WeightSet> found = sets_of(weight_files(folder));
   if (auto ranks = megatron_ranks(folder)) found.push_back(std::move(*ranks));
   return found;
 }
@@ -196,13 +234,17 @@ void use_set(ModelSource& source, WeightSet set) {
          fmt::format("a diffusers pipeline whose components are models of their own ({}): scan the folder or name one",
                      fmt::join(components, ", ")));
   fail(ErrorCode::kNoWeights, folder,
-       "no weight files (*.safetensors, *.bin, *.pt, *.pth, *.ckpt, *.jit, *.nemo) here");
+       "no weight files (*.safetensors, *.bin, *.pt, *.pth, *.ckpt, *.jit, *.nemo, *.msgpack, *.h5, *.gguf, *.npz, "
+       "*.npy) "
+       "here");
 }
 
 /// A folder is one model: its shard index, or its one set of weight files; its training state is that model's.
 void add_folder(ModelSource& source, const fs::path& folder) {
-  if (auto index = shard_index_in(folder)) {
-    add_sharded(source, *index);
+  std::vector<FolderFormat> formats = formats_in(folder);
+  for (size_t i = 1; i < formats.size(); ++i) source.other_formats.emplace_back(formats[i].name);
+  if (!formats.empty() && formats.front().index) {
+    add_sharded(source, *formats.front().index);
   } else {
     std::vector<WeightSet> sets = weight_sets(folder);
     if (sets.size() != 1) fail_not_one_model(folder, sets);
@@ -212,12 +254,16 @@ void add_folder(ModelSource& source, const fs::path& folder) {
   source.pickles_beside = pickles_beside(folder, source.files);
 }
 
-/// A shard group named as `folder/group` (how a scan names the shards of one model beside other models).
+/// A shard group named as `folder/group` (how a scan names the shards of one model beside other models), in any
+/// of the folder's formats.
 std::optional<WeightSet> named_set(const fs::path& path) {
   std::error_code ec;
   if (!fs::is_directory(path.parent_path(), ec)) return std::nullopt;
   try {
-    for (WeightSet& set : weight_sets(path.parent_path()))
+    std::vector<WeightSet> sets = weight_sets(path.parent_path());
+    for (FolderFormat& format : formats_in(path.parent_path()))
+      for (WeightSet& set : sets_of(format.files)) sets.push_back(std::move(set));
+    for (WeightSet& set : sets)
       if (set.name == path.filename().string()) return std::move(set);
   } catch (const fs::filesystem_error&) {  // an unreadable folder names no set
   }
@@ -233,6 +279,22 @@ fs::path resolve_path(const std::string& input, const fs::path& hf_cache) {
   if (fs::exists(path, ec) || named_set(path)) return path;
   if (looks_like_hf_id(input)) return resolve_hf_id(input, hf_cache);
   fail(ErrorCode::kNotFound, path, "no such file or folder");
+}
+
+/// With --all-formats, each format a folder holds as a model of its own: its index, its one file, or its shard
+/// group; empty when the folder holds one format.
+std::vector<std::string> models_by_format(const fs::path& folder, const fs::path& base) {
+  std::vector<FolderFormat> formats = formats_in(folder);
+  std::vector<std::string> models;
+  if (formats.size() < 2) return models;
+  for (const FolderFormat& format : formats) {
+    if (format.index) {
+      models.push_back((base / format.index->filename()).string());
+      continue;
+    }
+    for (const WeightSet& set : sets_of(format.files)) models.push_back((base / set.name).string());
+  }
+  return models;
 }
 
 }  // namespace
@@ -254,12 +316,15 @@ bool holds_model_parts(const fs::path& folder) {
   }
 }
 
-std::vector<std::string> models_in(const std::string& input, const fs::path& hf_cache) {
+std::vector<std::string> models_in(const std::string& input, const fs::path& hf_cache, bool all_formats) {
   try {
     fs::path path = resolve_path(input, hf_cache);
-    if (!fs::is_directory(path) || shard_index_in(path)) return {input};
+    if (!fs::is_directory(path)) return {input};
     // A hub id's snapshot is named by its path: `org/name/file.pt` would not resolve.
     fs::path base = fs::exists(fs::path(input)) ? fs::path(input) : path;
+    if (all_formats)
+      if (std::vector<std::string> models = models_by_format(path, base); !models.empty()) return models;
+    if (shard_index_in(path)) return {input};
     std::vector<std::string> models;
     std::vector<WeightSet> sets = weight_sets(path);
     if (sets.size() > 1)

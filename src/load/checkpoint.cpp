@@ -1,14 +1,17 @@
 #include "precdetect/load/checkpoint.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
 #include <set>
 
 #include "precdetect/core/error.h"
+#include "precdetect/load/flax.h"
+#include "precdetect/load/gguf.h"
+#include "precdetect/load/hdf5.h"
 #include "precdetect/load/npy.h"
+#include "precdetect/load/numpy_arrays.h"
 #include "precdetect/load/pickle_stream.h"
 #include "precdetect/load/safetensors.h"
 #include "precdetect/load/torch_formats.h"
@@ -18,26 +21,17 @@
 namespace precdetect {
 namespace {
 
-/// A .npy file: its object array's pickle is refused by what it imports; a numeric array is no checkpoint.
-[[noreturn]] void refuse_numpy(const ByteSource& source) {
-  NpyHeader header = read_npy_header(source.view(0, source.size()), source.path());
-  if (header.holds_objects)
-    refuse_pickle(source, source.view(header.data_offset, source.size() - header.data_offset), header.data_offset);
-  fail(ErrorCode::kUnknownFormat, source.path(),
-       fmt::format("a NumPy array (dtype {}, shape ({})): .npy files are not read as checkpoints", header.descr,
-                   fmt::join(header.shape, ", ")));
-}
-
 /// The format chain: each format sniffs the file's first bytes; the first that claims it reads it.
 std::string read_file(Checkpoint& checkpoint, size_t file) {
   const ByteSource& source = *checkpoint.files[file];
+  if (looks_like_gguf(source)) return read_gguf(checkpoint, file);
+  if (looks_like_flax(source)) return read_flax(checkpoint, file);
+  if (looks_like_hdf5(source)) return read_hdf5(checkpoint, file);
   if (looks_like_safetensors(source)) {
     for (auto& record : read_safetensors_header(source, file).tensors) checkpoint.tensors.push_back(std::move(record));
     return "safetensors";
   }
-  if (looks_like_zip(source) && source.path().extension() == ".npz")
-    fail(ErrorCode::kUnknownFormat, source.path(),
-         "a NumPy .npz archive: not read as a checkpoint (what its arrays would unpickle is in the safety report)");
+  if (looks_like_zip(source) && source.path().extension() == ".npz") return read_npz(checkpoint, file);
   if (looks_like_zip(source)) return read_torch_zip(checkpoint, file);
   if (looks_like_torch_legacy(source)) return read_torch_legacy(checkpoint, file);
   if (looks_like_nemo(source)) return read_nemo(checkpoint, file);
@@ -46,7 +40,7 @@ std::string read_file(Checkpoint& checkpoint, size_t file) {
       source.view(0, 2)[1] == std::byte{0x8b})
     fail(ErrorCode::kUnknownFormat, source.path(),
          "a gzip-compressed NeMo archive: unpack it (tar xzf) and scan the model_weights.ckpt inside");
-  if (looks_like_npy(source.view(0, std::min<uint64_t>(source.size(), 8)))) refuse_numpy(source);
+  if (looks_like_npy(source.view(0, std::min<uint64_t>(source.size(), 8)))) return read_npy(checkpoint, file);
   if (looks_like_pickle(source)) refuse_pickle(source, source.view(0, source.size()), 0);
   if (source.path().extension() == ".safetensors")
     read_safetensors_header(source, file);  // not plausibly safetensors: say precisely which rule it breaks
@@ -113,6 +107,8 @@ Checkpoint open_checkpoint(const ModelSource& source, ReadMode mode) {
       checkpoint.warnings.push_back({.code = WarningCode::kMixedFormats, .names = {checkpoint.format, format}});
     checkpoint.format = format;
   }
+  if (!source.other_formats.empty())
+    checkpoint.warnings.push_back({.code = WarningCode::kOtherFormats, .names = source.other_formats});
   for (const auto& file : source.training_files) read_training_file(checkpoint, file);
   if (!source.weight_map.empty()) check_against_index(checkpoint, source);
   check_unique_names(checkpoint);

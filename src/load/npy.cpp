@@ -1,11 +1,14 @@
 #include "precdetect/load/npy.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstring>
 #include <regex>
 
 #include "precdetect/core/byte_cursor.h"
+#include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
 
 namespace precdetect {
@@ -13,7 +16,9 @@ namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicSize = 6;
-constexpr uint64_t kMaxHeader = 1 << 20;  // numpy itself refuses headers over 10,000 bytes unless told otherwise
+constexpr uint64_t kMaxHeader = 1 << 20;
+constexpr long kMaxDims =
+    64;  // NumPy's NPY_MAXDIMS  // numpy itself refuses headers over 10,000 bytes unless told otherwise
 
 /// The text after `'key':` in the dict literal, up to the end of its value (a quoted string, a (...) or [...]
 /// group, or a bare word); empty when the key is absent.
@@ -57,6 +62,8 @@ std::vector<uint64_t> parse_shape(const std::string& text, const std::filesystem
     fail(ErrorCode::kInvalidNumpy, path, fmt::format("shape `{}` is not a tuple", text));
   std::vector<uint64_t> shape;
   std::string inner = text.substr(1, text.size() - 2);
+  if (std::count(inner.begin(), inner.end(), ',') > kMaxDims)
+    fail(ErrorCode::kInvalidNumpy, path, fmt::format("shape `{}` has more than {} dimensions", text, kMaxDims));
   for (size_t at = 0; at < inner.size();) {
     size_t end = inner.find(',', at);
     std::string part = inner.substr(at, end == std::string::npos ? std::string::npos : end - at);
@@ -73,7 +80,52 @@ std::vector<uint64_t> parse_shape(const std::string& text, const std::filesystem
   return shape;
 }
 
+/// NumPy's kind and item size -> our dtype.
+constexpr std::pair<std::string_view, DType> kNumpyTypes[] = {
+    {"f2", DType::F16}, {"f4", DType::F32},  {"f8", DType::F64}, {"i1", DType::I8},  {"i2", DType::I16},
+    {"i4", DType::I32}, {"i8", DType::I64},  {"u1", DType::U8},  {"u2", DType::U16}, {"u4", DType::U32},
+    {"u8", DType::U64}, {"b1", DType::BOOL}, {"c8", DType::C64}};
+
 }  // namespace
+
+std::optional<DType> npy_dtype(const NpyHeader& header) {
+  std::string_view descr = header.descr;
+  if (!descr.empty() && std::string_view("<>|=").find(descr.front()) != std::string_view::npos) descr.remove_prefix(1);
+  for (auto [name, dtype] : kNumpyTypes)
+    if (descr == name) return dtype;
+  return std::nullopt;
+}
+
+TensorRecord npy_tensor(const NpyHeader& header, DType dtype, std::string name, uint64_t data_offset,
+                        uint64_t available, const std::filesystem::path& path) {
+  TensorRecord record{.name = std::move(name), .dtype = dtype, .offset = data_offset};
+  record.big_endian = header.descr.front() == '>' && dtype_bits(dtype) > 8;
+  uint64_t numel = 1;
+  for (uint64_t extent : header.shape) {
+    auto product = checked_mul(numel, extent);
+    if (!product || extent > static_cast<uint64_t>(INT64_MAX))
+      fail(ErrorCode::kInvalidNumpy, path, fmt::format("array `{}`: element count overflows", record.name));
+    numel = *product;
+    record.shape.push_back(static_cast<int64_t>(extent));
+  }
+  auto nbytes = dtype_bytes(dtype, numel);
+  if (!nbytes) fail(ErrorCode::kInvalidNumpy, path, fmt::format("array `{}`: byte size overflows", record.name));
+  if (*nbytes != available)
+    fail(ErrorCode::kInvalidNumpy, path,
+         fmt::format("array `{}`: shape {} of {} needs {} bytes but {} follow its header{}", record.name,
+                     fmt::join(header.shape, "x"), header.descr, *nbytes, available,
+                     *nbytes > available ? " (truncated?)" : ""));
+  record.numel = numel;
+  record.nbytes = record.storage_nbytes = *nbytes;
+  if (header.fortran_order && record.shape.size() > 1) {  // column-major: the first index moves fastest
+    int64_t step = 1;
+    for (int64_t extent : record.shape) {
+      record.stride.push_back(step);
+      step *= std::max<int64_t>(extent, 1);
+    }
+  }
+  return record;
+}
 
 bool looks_like_npy(std::span<const std::byte> bytes) {
   return bytes.size() >= kMagicSize && std::memcmp(bytes.data(), kMagic, kMagicSize) == 0;

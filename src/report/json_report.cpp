@@ -200,6 +200,7 @@ ordered_json tensor_json(const TensorReport& tensor) {
   item["precision"] = s ? precision_json(*s) : ordered_json(nullptr);
   item["role"] = role_name(tensor.role);
   item["shares_storage_with"] = tensor.shares_storage_with ? ordered_json(*tensor.shares_storage_with) : nullptr;
+  if (tensor.torch_name) item["torch_name"] = *tensor.torch_name;
   if (!tensor.parts.empty()) item["parts"] = {{"shapes", tensor.parts}, {"replicated", tensor.replicated}};
   return item;
 }
@@ -243,6 +244,7 @@ ordered_json model_json(const ModelReport& model) {
           {"path", model.path},
           {"format", model.format.empty() ? ordered_json(nullptr) : ordered_json(model.format)},
           {"files", model.files},
+          {"metadata", model.metadata},
           {"summary", summary_json(model.summary)},
           {"buffers", value_summary_json(model.buffers)},
           {"verdict", verdict_json(model.verdict)},

@@ -54,6 +54,22 @@ std::string verdict_cell(const ModelReport& model) {
                      risk_text(model.verdict), safety_cell(model), gate);
 }
 
+/// Under -v, for a GGUF file: what its header says of the model (the JSON has every key/value).
+void append_metadata(std::string& out, const ModelReport& model) {
+  const auto& metadata = model.metadata;
+  if (!metadata.is_object() || metadata.value("format", "") != "gguf") return;
+  const auto& values = metadata["key_values"];
+  auto text = [&](const char* key) {
+    if (!values.contains(key)) return std::string("-");
+    // As JSON writes it (control characters escaped, bad UTF-8 replaced), without a string's quotes.
+    std::string text = values[key].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return values[key].is_string() ? text.substr(1, text.size() - 2) : text;
+  };
+  out += fmt::format("  gguf: version {}, architecture {}, file type {}, quantization version {}\n",
+                     metadata["version"].dump(), text("general.architecture"), metadata.value("file_type", "-"),
+                     text("general.quantization_version"));
+}
+
 /// Under -v: the safety verdict in words, and each import that is not on the allowlist.
 void append_safety(std::string& out, const ModelReport& model) {
   if (!model.safety) return;
@@ -168,6 +184,7 @@ std::string render_table(const ScanReport& report, bool per_tensor) {
                     format_stat(s.has_nonzero_norm, s.norm_min), format_stat(s.has_nonzero_norm, s.norm_max),
                     human_count(s.parameters), dtype_census(s), dtypes_width, verdict_cell(model));
     if (per_tensor && !model.error) {
+      append_metadata(out, model);
       append_tensor_rows(out, model);
       append_records(out, model.verdict);
       append_precision(out, model);

@@ -1,6 +1,7 @@
 #include "precdetect/safety/examine.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <set>
@@ -8,6 +9,9 @@
 #include "precdetect/core/error.h"
 #include "precdetect/core/inflate.h"
 #include "precdetect/load/checkpoint.h"
+#include "precdetect/load/flax.h"
+#include "precdetect/load/gguf.h"
+#include "precdetect/load/hdf5.h"
 #include "precdetect/load/npy.h"
 #include "precdetect/load/pickle_stream.h"
 #include "precdetect/load/safetensors.h"
@@ -37,7 +41,9 @@ class Examiner {
   bool source(const ByteSource& source, const std::string& where, int depth = 0) {
     if (depth > kMaxNesting) return unverified(where, "archives nested too deeply to follow"), true;
     std::span<const std::byte> head = source.view(0, std::min<uint64_t>(source.size(), 8));
-    if (looks_like_safetensors(source)) return true;  // a JSON header and raw numbers: nothing to execute
+    // A JSON header, GGUF key/values or a msgpack tree, and raw numbers: nothing to execute.
+    if (looks_like_safetensors(source) || looks_like_gguf(source) || looks_like_flax(source)) return true;
+    if (looks_like_hdf5(source)) return keras_model(source, where), true;
     if (looks_like_zip(source)) return zip(source, where, depth), true;
     if (looks_like_torch_legacy(source)) return stream(source.view(0, source.size()), where, 0, kLegacyPickles), true;
     if (looks_like_npy(head)) return npy(source.view(0, source.size()), where, 0), true;
@@ -50,6 +56,16 @@ class Examiner {
  private:
   void unverified(const std::string& where, std::string_view why) {
     safety_.unverified.push_back(fmt::format("{}: {}", where, why));
+  }
+
+  /// HDF5 holds no pickles, but a whole Keras model's config may hold Lambda layers: marshalled Python code that
+  /// keras.models.load_model runs (Keras 3 only with safe_mode=False), which precdetect does not judge.
+  void keras_model(const ByteSource& source, const std::string& where) {
+    std::vector<std::string> lambdas = keras_lambda_layers(source);
+    if (!lambdas.empty())
+      unverified(where, fmt::format("a Keras model config with Lambda layers ({}): Python code that "
+                                    "keras.models.load_model may run, not judged here",
+                                    fmt::join(lambdas, ", ")));
   }
 
   /// Pickles from `bytes[0]`, at offset `base` of the file: each import judged, and a stop named.
@@ -185,7 +201,8 @@ void examine_file(const std::filesystem::path& path, Safety& safety, bool weight
     if (examined || weights) safety.files.push_back(path.string());
     if (!examined && weights)
       safety.unverified.push_back(fmt::format(
-          "{}: not a format precdetect examines (no safetensors, zip, pickle, tar or npy header)", path.string()));
+          "{}: not a format precdetect examines (no safetensors, GGUF, msgpack, HDF5, zip, pickle, tar or npy header)",
+          path.string()));
   } catch (const std::exception& e) {  // our Error, or memory: never the batch's failure, never passed
     safety.files.push_back(path.string());
     safety.unverified.emplace_back(e.what());

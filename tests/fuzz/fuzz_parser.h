@@ -9,6 +9,7 @@
 
 #include "precdetect/core/error.h"
 #include "precdetect/load/byte_source.h"
+#include "precdetect/load/checkpoint.h"
 
 namespace precdetect::fuzz {
 
@@ -20,6 +21,16 @@ int parse_or_reject(const uint8_t* data, size_t size, const char* file_name, Par
   } catch (const Error&) {
   }
   return 0;
+}
+
+/// Views (and so decodes) every tensor's bytes, then releases them, as the analyzer does: a parser's promise is
+/// that every record it yields lies inside its file.
+inline void view_every_tensor(const Checkpoint& checkpoint) {
+  for (const TensorRecord& record : checkpoint.tensors) {
+    const ByteSource& file = *checkpoint.files[record.file];
+    file.view(record.offset, record.storage_nbytes);
+    file.release(record.offset, record.storage_nbytes);
+  }
 }
 
 }  // namespace precdetect::fuzz

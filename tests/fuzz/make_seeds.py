@@ -44,6 +44,48 @@ def pickle_safety_seeds():
     write("pickle_safety", "npy-objects", b"\x01" + malicious_corpus.npy_bytes(np.array([{"a": 1}, None], dtype=object)))
 
 
+def new_format_seeds():
+    """GGUF, Flax msgpack, HDF5 and .npz seeds, written by gguf, flax, h5py and numpy (issue 24)."""
+    import tempfile
+    import gguf
+    import flax.serialization
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "seed.gguf"
+        writer = gguf.GGUFWriter(str(path), "llama")
+        writer.add_file_type(1)
+        writer.add_array("test.nested", [[1, 2], [3]])
+        writer.add_tensor("w", np.arange(6, dtype=np.float32).reshape(2, 3))
+        writer.add_tensor("h", np.ones(4, np.float16))
+        writer.add_tensor("q", gguf.quants.quantize(np.ones((1, 32), np.float32), gguf.GGMLQuantizationType.Q8_0),
+                          raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        write("gguf", "three-tensors", path.read_bytes())
+    tree = {"encoder": {"kernel": np.arange(6, dtype=np.float32).reshape(2, 3), "scale": np.ones(3, np.float16)},
+            "step": 3}
+    write("flax_msgpack", "tree", flax.serialization.msgpack_serialize(tree))
+    limit = flax.serialization.MAX_CHUNK_SIZE
+    flax.serialization.MAX_CHUNK_SIZE = 8
+    write("flax_msgpack", "chunked", flax.serialization.msgpack_serialize({"w": np.arange(6, dtype=np.float32)}))
+    flax.serialization.MAX_CHUNK_SIZE = limit
+    import h5py
+    with tempfile.TemporaryDirectory() as folder:
+        for name, options in (("contiguous", {}), ("chunked", {"chunks": True, "compression": "gzip"})):
+            path = Path(folder) / f"{name}.h5"
+            with h5py.File(path, "w") as f:
+                f.create_dataset("layer/kernel:0", data=np.arange(6, dtype=np.float32).reshape(2, 3), **options)
+                f.create_dataset("layer/bias:0", data=np.ones(3, ">f2"), **options)
+                f.create_dataset("names", data=np.array([b"a"]))
+            write("hdf5", name, path.read_bytes())
+    for name, save_npz in (("stored", np.savez), ("deflated", np.savez_compressed)):
+        saved = io.BytesIO()
+        save_npz(saved, w=np.arange(6, dtype=np.float32).reshape(2, 3), b=np.ones(3, ">f2"),
+                 f=np.asfortranarray(np.ones((2, 2))))
+        write("numpy_arrays", name, saved.getvalue())
+
+
 def main():
     small = {"w": torch.arange(6, dtype=torch.float32).reshape(2, 3), "b": torch.ones(3, dtype=torch.bfloat16)}
     write("safetensors_header", "two-tensors", save(small, metadata={"format": "pt"}))
@@ -70,6 +112,7 @@ def main():
                                                 "steps": torch.tensor([3, 4], dtype=torch.int64)}))
     write("torch_tar", "nemo", nemo_archive(small, "precision: bf16-mixed\n"))
     pickle_safety_seeds()
+    new_format_seeds()
     print(f"seeds in {SEEDS}")
 
 

@@ -21,8 +21,9 @@ struct AnalyzedTensor {
   uint64_t numel = 0;
   uint64_t nbytes = 0;
   std::optional<TensorStats> stats;         ///< nullopt for integer and skipped dtypes (census only)
-  TensorGroup group = TensorGroup::kOther;  ///< tensor_group(name)
-  std::optional<Layer> layer;               ///< tensor_layer(name)
+  std::optional<std::string> torch_name;    ///< TensorRecord::torch_name: PyTorch's name for a Flax path
+  TensorGroup group = TensorGroup::kOther;  ///< tensor_group(torch_name, else name)
+  std::optional<Layer> layer;               ///< tensor_layer(torch_name, else name)
   TensorRole role = TensorRole::kModel;
   std::optional<std::string> shares_storage_with;  ///< the first tensor on the same storage
   bool counted = true;  ///< false for a second reference to the same view (tied weights): counted once

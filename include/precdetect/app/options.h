@@ -59,6 +59,7 @@ struct ScanOptions {
   std::vector<std::string> inputs;
   std::vector<std::string> lists;              ///< --from files naming more inputs ("-": standard input)
   bool recursive = false;                      ///< a folder input stands for every model folder under it
+  bool all_formats = false;                    ///< a folder's weights in each format it holds: a model each
   bool hf_cache = false;                       ///< also scan every model in the local Hugging Face cache
   bool all_revisions = false;                  ///< with hf_cache: every snapshot, not only the one refs/main names
   Shard shard;                                 ///< scan only this part of the inputs (--shard K/N)

@@ -23,6 +23,9 @@ struct ModelSource {
   /// in global_step*/), weights in a format the scan did not pick (pytorch_model.bin beside model.safetensors),
   /// bare pickles and NumPy files.
   std::vector<std::filesystem::path> pickles_beside;
+  /// Weight formats the folder also holds, beside the one scanned (formats_in's preference: safetensors, pytorch,
+  /// flax, tf, gguf, numpy): "flax" for a flax_model.msgpack beside model.safetensors. --all-formats scans each.
+  std::vector<std::string> other_formats;
   /// The files are model-parallel shards (consolidated.00.pth, mp_rank_00, ...): each holds a part of every
   /// tensor under its full name.
   bool model_parallel = false;
@@ -38,8 +41,10 @@ ModelSource discover(const std::string& input, const std::filesystem::path& hf_c
 /// The models an input stands for, each an input of discover(): a folder of independent checkpoints gives
 /// `folder/file` for each (`folder/group` for a set of shards), a diffusers pipeline `folder/component` for each
 /// component; anything else (a file, a one-model folder, an input that does not resolve) stays as it is. A hub
-/// id whose snapshot holds several models gives their paths.
-std::vector<std::string> models_in(const std::string& input, const std::filesystem::path& hf_cache);
+/// id whose snapshot holds several models gives their paths. With `all_formats`, a folder holding weights in
+/// several formats gives each format's index, file or shard group, so each is scanned as a model of its own.
+std::vector<std::string> models_in(const std::string& input, const std::filesystem::path& hf_cache,
+                                   bool all_formats = false);
 
 /// True when `folder` holds a model of its own: a shard index, weight files, Megatron rank folders or a diffusers
 /// pipeline's components. Also true when it cannot be read: it may hold one, and scanning it reports the

@@ -20,6 +20,10 @@ struct Checkpoint {
   std::vector<TensorRecord> tensors;               ///< file by file, in data order
   std::vector<TrainingRecord> records;             ///< what the training framework wrote down (training_records.h)
   std::vector<Warning> warnings;
+  /// What the file says of the model in its own header, as a JSON object's text (reports print it whole): GGUF's
+  /// key/values (the first file's, for a split GGUF). Empty for formats without one. Text rather than a JSON value:
+  /// a checkpoint is moved and destroyed where nothing may throw, and nlohmann's values may.
+  std::string metadata;
   /// The files are model-parallel shards (ModelSource::model_parallel): a name may recur across files.
   bool model_parallel = false;
   /// When set, the pre-0.4 tar reader logs every pickle's imports here (its pickles lie between raw data, where

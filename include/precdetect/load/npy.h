@@ -4,11 +4,14 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "precdetect/core/dtype.h"
 #include "precdetect/load/byte_source.h"
+#include "precdetect/load/tensor_record.h"
 
 namespace precdetect {
 
@@ -21,6 +24,16 @@ struct NpyHeader {
   /// an object field. Anything but a plain numeric, string or void descr counts, so nothing is waved through.
   bool holds_objects = false;
 };
+
+/// The array's dtype, when precdetect reads it: NumPy's float, int, uint, bool and complex64 kinds ('<f2', '>f4',
+/// '|b1'); nullopt for the others (strings, datetimes, complex128, void: ml_dtypes' bfloat16 is saved as '<V2').
+std::optional<DType> npy_dtype(const NpyHeader& header);
+
+/// Where the array of `header` lies, as a tensor named `name` whose bytes start at `data_offset` of file `file`
+/// and take `available` bytes (row-major, or column-major strides for fortran_order). Throws
+/// Error(kInvalidNumpy) naming `path` for an element count that overflows or a size other than `available`.
+TensorRecord npy_tensor(const NpyHeader& header, DType dtype, std::string name, uint64_t data_offset,
+                        uint64_t available, const std::filesystem::path& path);
 
 /// True when `bytes` start with the .npy magic.
 bool looks_like_npy(std::span<const std::byte> bytes);

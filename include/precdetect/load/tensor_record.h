@@ -44,6 +44,9 @@ struct TensorRecord {
   TensorRole role = TensorRole::kModel;
   /// The file says which role (a pickled nn.Module's `_parameters` and `_buffers`): names are not consulted.
   bool role_from_file = false;
+  /// The name PyTorch gives this tensor, for a format that names it otherwise (a Flax path): how a diff pairs it
+  /// with a PyTorch or safetensors checkpoint's tensor. nullopt when `name` is that name.
+  std::optional<std::string> torch_name;
   /// The first tensor reported on the same storage (tied weights, views); nullopt when the storage is its own.
   std::optional<std::string> shares_storage_with;
   /// False for a second reference to exactly the same view (tied weights): reported, counted once.

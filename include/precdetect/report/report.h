@@ -1,6 +1,7 @@
 #pragma once
 /// Stage 5's input: what a scan found, as plain data. Analyzer and classifier fill it; renderers print it.
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +24,8 @@ struct ModelReport {
   std::string path;
   std::string format;
   std::vector<std::string> files;
+  /// What the file says of the model in its own header (Checkpoint::metadata: GGUF's key/values); null if none.
+  nlohmann::ordered_json metadata;
   ModelSummary summary;  ///< the parameters: seed 000's summary, the verdict's input
   ValueSummary buffers;  ///< the buffers, apart (docs/method.md)
   Verdict verdict;

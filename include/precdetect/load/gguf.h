@@ -1,0 +1,23 @@
+#pragma once
+/// GGUF (llama.cpp's format, versions 2 and 3; github.com/ggml-org/ggml docs/gguf.md): "GGUF", a version, the
+/// tensor and key/value counts, the key/values, the tensor infos, then the tensors' data, each at an offset
+/// aligned to `general.alignment` (default 32).
+
+#include <string>
+
+#include "precdetect/load/checkpoint.h"
+
+namespace precdetect {
+
+/// True when the source starts with the GGUF magic.
+bool looks_like_gguf(const ByteSource& source);
+
+/// Reads the GGUF that is file `file` of `checkpoint`: every tensor (shape as PyTorch writes it: GGUF lists
+/// dimensions innermost first), ggml's block-quantized types with their real bytes (counted, not analyzed), and
+/// the key/values into Checkpoint::metadata (arrays longer than kMaxMetadataArray summarized by type and length).
+/// Returns "gguf". Errors: kInvalidGguf naming the offset (a version other than 2 or 3, a big-endian file, counts
+/// or lengths past the end, an unknown value or tensor type, a misaligned or overlapping tensor, overflowing
+/// dimensions), kDuplicateTensor.
+std::string read_gguf(Checkpoint& checkpoint, size_t file);
+
+}  // namespace precdetect

@@ -1,0 +1,28 @@
+#pragma once
+/// Keras and TensorFlow weights in HDF5 (tf_model.h5, *.weights.h5, model.h5), read through the HDF5 C library
+/// (read-only, over the mapped file's image): every dataset of a float or integer type is a tensor named by its
+/// path ("bert/embeddings/word_embeddings/weight:0").
+
+#include <string>
+#include <vector>
+
+#include "precdetect/load/checkpoint.h"
+
+namespace precdetect {
+
+/// True when the source starts with HDF5's signature ("\x89HDF\r\n\x1a\n").
+bool looks_like_hdf5(const ByteSource& source);
+
+/// Reads the HDF5 file that is file `file` of `checkpoint`. Contiguous datasets are read straight from the mapping
+/// (their address and size checked against the file); chunked, compressed and compact ones through HDF5's own
+/// reads, as regions of a DecodedSource (read when analyzed, dropped after). Datasets of other types (strings,
+/// enums such as h5py's booleans, compounds) are listed in a kDtypesNotRead warning. Only hard links are followed.
+/// Returns "hdf5". Errors: kInvalidHdf5 (HDF5 cannot open or read it; a dataset stored in other files: external
+/// storage or a virtual dataset, which precdetect never opens).
+std::string read_hdf5(Checkpoint& checkpoint, size_t file);
+
+/// A Keras model config's Lambda layers: marshalled Python code that keras.models.load_model may run. Empty
+/// when the file holds no `model_config` attribute or no Lambda layer; never throws.
+std::vector<std::string> keras_lambda_layers(const ByteSource& source);
+
+}  // namespace precdetect

@@ -1,0 +1,26 @@
+#pragma once
+/// What precdetect asks of the HDF5 C library, run only by the helper program precdetect-hdf5 (src/hdf5_helper.cpp):
+/// libhdf5 is not hardened against damaged files, so it never runs inside precdetect itself (load/hdf5.h). Each
+/// function opens the file from `image` (its bytes, mapped; never copied) and throws Error(kInvalidHdf5) naming
+/// `path` when HDF5 cannot.
+
+#include <cstddef>
+#include <filesystem>
+#include <span>
+#include <string>
+
+namespace precdetect {
+
+/// The file's datasets reached by hard links, as JSON: {"userblock": n, "datasets": [{"name", "type_class", and for
+/// a type precdetect reads "dtype", "shape", "big_endian", "stored" (bytes stored), "address" (of contiguous data,
+/// else null)}]}. Error for a dataset whose data lives in other files (external storage, a virtual dataset).
+std::string describe_hdf5(std::span<const std::byte> image, const std::filesystem::path& path);
+
+/// Dataset `name`'s bytes as stored (its own type: no conversion), into `dest` (exactly its size).
+void read_hdf5_dataset(std::span<const std::byte> image, const std::filesystem::path& path, const std::string& name,
+                       std::span<std::byte> dest);
+
+/// The root's `model_config` attribute (Keras's model as JSON); empty when there is none.
+std::string keras_model_config(std::span<const std::byte> image, const std::filesystem::path& path);
+
+}  // namespace precdetect

@@ -1,0 +1,526 @@
+"""The weight formats beside safetensors and PyTorch (issue 24): GGUF, Flax msgpack, Keras/TF HDF5, NumPy
+.npy/.npz. Every file is written by the format's own writer (gguf, flax.serialization, keras and h5py, numpy) and
+every tensor's statistics are checked against float64 references computed from that writer's arrays. TensorFlow
+itself is not installed (too large for the test venv): transformers' tf_model.h5 layout is written with h5py."""
+
+import json
+import os
+import struct
+import unittest
+import zipfile
+
+import numpy as np
+import torch
+from safetensors.numpy import save_file
+
+from helpers import ScanTestCase, run, scan, tensors_by_name, warning_codes
+
+import gguf  # noqa: E402  (after helpers: the test venv's packages)
+import h5py
+from gguf import GGMLQuantizationType as GgmlType
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+try:
+    import keras
+except ImportError:  # pragma: no cover - setup.sh installs keras
+    keras = None
+
+try:
+    import flax.serialization as flax_serialization
+    import jax.numpy as jnp
+except ImportError:  # pragma: no cover - setup.sh installs flax; a user's venv may lack it
+    flax_serialization = None
+
+
+def weights(seed=0):
+    """Weights with magnitudes in bf16's range beyond fp16's, as the method looks for."""
+    rng = np.random.default_rng(seed)
+    return {
+        "token_embd.weight": (rng.standard_normal((32, 16)) * 3).astype(np.float32),
+        "blk.0.attn_q.weight": (rng.standard_normal((16, 16)) * 0.05).astype(np.float32),
+        "blk.0.ffn_up.weight": (rng.standard_normal((24, 16)) * 9e4).astype(np.float32),
+        "output_norm.weight": np.ones(16, np.float32) + rng.standard_normal(16).astype(np.float32) * 1e-3,
+    }
+
+
+def write_gguf(path, arrays, arch="llama", file_type=0, endianess=gguf.GGUFEndian.LITTLE):
+    writer = gguf.GGUFWriter(str(path), arch, endianess=endianess)
+    writer.add_file_type(file_type)
+    writer.add_quantization_version(2)
+    for name, (array, raw_dtype) in arrays.items():
+        writer.add_tensor(name, array, raw_dtype=raw_dtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+class ArraysTestCase(ScanTestCase):
+    def assertArrays(self, model, arrays):
+        """Every array is a tensor of its shape; the floating ones' statistics match float64 references."""
+        tensors = tensors_by_name(model)
+        self.assertEqual(set(tensors), set(arrays))
+        for name, array in arrays.items():
+            self.assertEqual(tensors[name]["shape"], list(array.shape), name)
+            if array.dtype.kind == "f":
+                native = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("="))
+                self.assertTensorStats(tensors[name], torch.from_numpy(native), name)
+
+
+class Gguf(ScanTestCase):
+    def test_float_tensors_match_float64_references_and_quantized_ones_are_counted(self):
+        rng = np.random.default_rng(1)
+        f32 = weights()
+        bf16_values = (rng.standard_normal((8, 256)) * 2e5).astype(np.float32)
+        q8_values = rng.standard_normal((4, 64)).astype(np.float32)
+        arrays = {name: (array, None) for name, array in f32.items()}
+        arrays["f16"] = (f32["blk.0.attn_q.weight"].astype(np.float16), None)
+        arrays["f64"] = (rng.standard_normal((3, 5)), None)
+        arrays["bf16"] = (gguf.quants.quantize(bf16_values, GgmlType.BF16), GgmlType.BF16)
+        arrays["q8"] = (gguf.quants.quantize(q8_values, GgmlType.Q8_0), GgmlType.Q8_0)
+        q4k_bytes = gguf.GGML_QUANT_SIZES[GgmlType.Q4_K][1]
+        arrays["q4k"] = (rng.integers(0, 255, (2, 2 * q4k_bytes), dtype=np.uint8), GgmlType.Q4_K)
+        arrays["i32"] = (np.arange(12, dtype=np.int32).reshape(3, 4), None)
+        path = self.tmp / "model.gguf"
+        write_gguf(path, arrays, file_type=32)
+
+        code, document, _ = scan(path)
+        self.assertEqual(code, 0)
+        model = document["models"][0]
+        self.assertEqual(model["format"], "gguf")
+        tensors = tensors_by_name(model)
+        references = {name: array for name, (array, raw) in arrays.items() if raw is None and name != "i32"}
+        references["bf16"] = gguf.quants.dequantize(arrays["bf16"][0], GgmlType.BF16)
+        for name, array in references.items():
+            self.assertEqual(tensors[name]["shape"], list(array.shape), name)  # as PyTorch writes it
+            self.assertTensorStats(tensors[name], torch.from_numpy(np.ascontiguousarray(array)), name)
+        self.assertEqual(tensors["bf16"]["dtype"], "BF16")
+        self.assertEqual(tensors["f64"]["dtype"], "F64")
+        # Quantized: counted with the bytes the file really holds (the gguf reader's), not analyzed.
+        reader = gguf.GGUFReader(path)
+        real = {t.name: t for t in reader.tensors}
+        for name, dtype in (("q8", "Q8_0"), ("q4k", "Q4_K")):
+            self.assertEqual(tensors[name]["dtype"], dtype)
+            self.assertFalse(tensors[name]["analyzed"])
+            self.assertEqual(tensors[name]["numel"], int(real[name].n_elements))
+            self.assertEqual(list(reversed(tensors[name]["shape"])), [int(d) for d in real[name].shape])
+        self.assertEqual(tensors["q4k"]["numel"], 2 * 256 * 2)
+        self.assertEqual(model["summary"]["bytes"], sum(int(t.n_bytes) for t in reader.tensors))
+        self.assertIn("dtypes_not_analyzed", warning_codes(model))
+        metadata = model["metadata"]
+        self.assertEqual(metadata["version"], 3)
+        self.assertEqual(metadata["file_type"], "MOSTLY_BF16")
+        self.assertEqual(metadata["key_values"]["general.architecture"], "llama")
+        self.assertEqual(metadata["key_values"]["general.quantization_version"], 2)
+        self.assertEqual(model["safety"]["verdict"], "safe")
+        verbose = run("-v", path).stdout
+        self.assertIn("gguf: version 3, architecture llama, file type MOSTLY_BF16, quantization version 2", verbose)
+
+    def test_long_metadata_arrays_are_summarized(self):
+        writer = gguf.GGUFWriter(str(self.tmp / "tok.gguf"), "llama")
+        writer.add_token_list([f"tok{i}" for i in range(1000)])
+        writer.add_array("test.short", [1, 2, 3])
+        writer.add_tensor("w", weights()["token_embd.weight"])
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        code, document, _ = scan(self.tmp / "tok.gguf")
+        self.assertEqual(code, 0)
+        values = document["models"][0]["metadata"]["key_values"]
+        self.assertEqual(values["tokenizer.ggml.tokens"], {"array_of": "string", "length": 1000})
+        self.assertEqual(values["test.short"], [1, 2, 3])
+
+    def gguf_bytes(self):
+        path = self.tmp / "base.gguf"
+        write_gguf(path, {"w": (weights()["token_embd.weight"], None)})
+        return bytearray(path.read_bytes())
+
+    def assertGgufError(self, data, needle):
+        path = self.tmp / "bad.gguf"
+        path.write_bytes(bytes(data))
+        code, document, _ = scan(path)
+        self.assertEqual(code, 2)
+        error = document["models"][0]["error"]
+        self.assertEqual(error["code"], "invalid_gguf", error["message"])
+        self.assertIn(str(path), error["message"])
+        self.assertIn(needle, error["message"])
+
+    def test_malformed_files_are_named_errors(self):
+        data = self.gguf_bytes()
+        self.assertGgufError(data[: len(data) - 100], "runs past the end")
+        self.assertGgufError(data[:40], "truncated")
+        version = bytearray(data)
+        version[4:8] = struct.pack("<I", 7)
+        self.assertGgufError(version, "version 7")
+        counts = bytearray(data)
+        counts[8:16] = struct.pack("<Q", 1 << 40)
+        self.assertGgufError(counts, "more than")
+        # The one tensor's info ends the header: name, n_dims, dims, type, offset (data is 32-aligned after it).
+        name_at = data.index(b"\x01\x00\x00\x00\x00\x00\x00\x00w")
+        info = name_at + 9
+        bad_type = bytearray(data)
+        bad_type[info + 4 + 16: info + 4 + 20] = struct.pack("<I", 99)
+        self.assertGgufError(bad_type, "unknown type 99")
+        misaligned = bytearray(data)
+        misaligned[info + 24: info + 32] = struct.pack("<Q", 4)
+        self.assertGgufError(misaligned, "not a multiple of the alignment")
+        overflow = bytearray(data)
+        overflow[info + 4: info + 20] = struct.pack("<QQ", 1 << 40, 1 << 40)
+        self.assertGgufError(overflow, "overflows")
+
+    def test_version_2_files_read_like_version_3(self):
+        data = self.gguf_bytes()  # v2 and v3 share the layout; v3 only added big-endian files
+        data[4:8] = struct.pack("<I", 2)
+        (self.tmp / "v2.gguf").write_bytes(bytes(data))
+        code, document, _ = scan(self.tmp / "v2.gguf")
+        self.assertEqual(code, 0)
+        self.assertEqual(document["models"][0]["metadata"]["version"], 2)
+        self.assertTensorStats(document["models"][0]["tensors"][0], torch.from_numpy(weights()["token_embd.weight"]))
+
+    def test_big_endian_files_are_refused_by_name(self):
+        path = self.tmp / "be.gguf"
+        write_gguf(path, {"w": (weights()["token_embd.weight"], None)}, endianess=gguf.GGUFEndian.BIG)
+        code, document, _ = scan(path)
+        self.assertEqual(code, 2)
+        self.assertIn("big-endian", document["models"][0]["error"]["message"])
+
+
+class Numpy(ArraysTestCase):
+    def arrays(self):
+        rng = np.random.default_rng(2)
+        return {
+            "embed": (rng.standard_normal((32, 8)) * 5e4).astype(np.float32),
+            "half": rng.standard_normal((7, 3)).astype(np.float16),
+            "wide": rng.standard_normal(11) * 1e-30,
+            "big_endian": (rng.standard_normal((4, 4)) * 300).astype(">f4"),
+            "fortran": np.asfortranarray((rng.standard_normal((5, 6)) * 7).astype(np.float32)),
+            "counts": np.arange(10, dtype=np.int64),
+        }
+
+    def test_npz_stored_and_deflated_give_the_same_statistics(self):
+        arrays = self.arrays()
+        np.savez(self.tmp / "stored.npz", **arrays)
+        np.savez_compressed(self.tmp / "deflated.npz", **arrays)
+        with zipfile.ZipFile(self.tmp / "deflated.npz") as archive:  # the writer really deflated them
+            self.assertTrue(all(i.compress_type == zipfile.ZIP_DEFLATED for i in archive.infolist()))
+        code, document, _ = scan(self.tmp / "stored.npz", self.tmp / "deflated.npz")
+        self.assertEqual(code, 0)
+        stored, deflated = document["models"]
+        self.assertEqual(stored["format"], "numpy")
+        self.assertArrays(stored, arrays)
+        self.assertArrays(deflated, arrays)
+        self.assertEqual(stored["summary"], deflated["summary"])
+
+    def test_npy_is_one_tensor_named_by_the_file(self):
+        arrays = self.arrays()
+        for name in ("embed", "big_endian", "fortran"):
+            np.save(self.tmp / f"{name}.npy", arrays[name])
+            code, document, _ = scan(self.tmp / f"{name}.npy")
+            self.assertEqual(code, 0, name)
+            self.assertArrays(document["models"][0], {name: arrays[name]})
+
+    def test_object_and_string_arrays_are_listed_never_unpickled(self):
+        np.savez(self.tmp / "mixed.npz", w=self.arrays()["embed"], names=np.array(["a", "b"]),
+                 meta=np.array([{"k": 1}], dtype=object))
+        code, document, _ = scan(self.tmp / "mixed.npz")
+        self.assertEqual(code, 0)
+        model = document["models"][0]
+        self.assertEqual(list(tensors_by_name(model)), ["w"])
+        warning = next(w for w in model["warnings"] if w["code"] == "dtypes_not_read")
+        self.assertIn("meta (objects)", warning["message"])
+        self.assertIn("names (<U1)", warning["message"])
+        np.save(self.tmp / "objects.npy", np.array([{"k": 1}], dtype=object), allow_pickle=True)
+        code, document, _ = scan(self.tmp / "objects.npy")
+        self.assertEqual(code, 2)
+        self.assertEqual(document["models"][0]["error"]["code"], "not_a_checkpoint")
+
+    def test_damaged_arrays_are_named_errors(self):
+        arrays = self.arrays()
+        np.save(self.tmp / "cut.npy", arrays["embed"])
+        data = (self.tmp / "cut.npy").read_bytes()
+        (self.tmp / "cut.npy").write_bytes(data[:-10])
+        np.savez_compressed(self.tmp / "bad.npz", w=arrays["embed"])
+        data = bytearray((self.tmp / "bad.npz").read_bytes())
+        with zipfile.ZipFile(self.tmp / "bad.npz") as archive:
+            info = archive.getinfo("w.npy")
+        start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+        for i in range(start + info.compress_size // 2, start + info.compress_size // 2 + 16):
+            data[i] ^= 0x5A  # garble the middle of the deflate stream
+        (self.tmp / "bad.npz").write_bytes(bytes(data))
+        code, document, _ = scan(self.tmp / "cut.npy", self.tmp / "bad.npz")
+        self.assertEqual(code, 2)
+        cut, bad = document["models"]
+        self.assertEqual(cut["error"]["code"], "invalid_numpy")
+        self.assertIn("truncated", cut["error"]["message"])
+        self.assertEqual(bad["error"]["code"], "invalid_zip")  # the garbled stream inflates; its CRC tells
+        self.assertIn("bad.npz", bad["error"]["message"])
+        self.assertIn("CRC-32", bad["error"]["message"])
+
+
+@unittest.skipIf(flax_serialization is None, "flax is not installed")
+class Flax(ScanTestCase):
+    def tree(self):
+        rng = np.random.default_rng(3)
+        return {
+            "shared": {"embedding": jnp.asarray(rng.standard_normal((32, 16)) * 2e5, dtype=jnp.bfloat16)},
+            "encoder": {
+                "block": {"0": {"layer": {"0": {"SelfAttention": {
+                    "q": {"kernel": (rng.standard_normal((16, 16)) * 0.05).astype(np.float32)}}}}}},
+                "final_layer_norm": {"scale": np.ones(16, np.float32) * 1.5},
+            },
+            "lm_head": {"bias": rng.standard_normal(32).astype(np.float16)},
+        }
+
+    @staticmethod
+    def leaves(tree, prefix=""):
+        for key, value in tree.items():
+            path = f"{prefix}/{key}" if prefix else key
+            if isinstance(value, dict):
+                yield from Flax.leaves(value, path)
+            else:
+                yield path, value
+
+    def assertTree(self, model, tree):
+        tensors = tensors_by_name(model)
+        leaves = dict(self.leaves(tree))
+        self.assertEqual(set(tensors), set(leaves))
+        for path, value in leaves.items():
+            reference = torch.from_numpy(np.asarray(value, dtype=np.float64))
+            self.assertEqual(tensors[path]["shape"], list(value.shape), path)
+            self.assertTensorStats(tensors[path], reference, path)
+
+    def test_arrays_match_float64_references_with_pytorch_names(self):
+        tree = self.tree()
+        (self.tmp / "flax_model.msgpack").write_bytes(flax_serialization.msgpack_serialize(tree))
+        code, document, _ = scan(self.tmp)
+        self.assertEqual(code, 0)
+        model = document["models"][0]
+        self.assertEqual(model["format"], "flax")
+        self.assertTree(model, tree)
+        tensors = tensors_by_name(model)
+        self.assertEqual(tensors["shared/embedding"]["dtype"], "BF16")
+        self.assertEqual(tensors["shared/embedding"]["torch_name"], "shared.weight")
+        self.assertEqual(tensors["encoder/final_layer_norm/scale"]["torch_name"], "encoder.final_layer_norm.weight")
+        self.assertEqual(tensors["encoder/block/0/layer/0/SelfAttention/q/kernel"]["torch_name"],
+                         "encoder.block.0.layer.0.SelfAttention.q.weight")
+        self.assertEqual(tensors["lm_head/bias"]["torch_name"], "lm_head.bias")
+        self.assertEqual(tensors["shared/embedding"]["group"], "embedding")
+        self.assertEqual(model["safety"]["verdict"], "safe")
+
+    def test_chunked_arrays_are_joined(self):
+        tree = self.tree()
+        limit = flax_serialization.MAX_CHUNK_SIZE
+        flax_serialization.MAX_CHUNK_SIZE = 256  # flax's own chunking, at a size a test can afford
+        try:
+            data = flax_serialization.msgpack_serialize(tree)
+        finally:
+            flax_serialization.MAX_CHUNK_SIZE = limit
+        self.assertIn(b"__msgpack_chunked_array__", data)
+        (self.tmp / "chunked.msgpack").write_bytes(data)
+        code, document, _ = scan(self.tmp / "chunked.msgpack")
+        self.assertEqual(code, 0)
+        self.assertTree(document["models"][0], tree)
+
+    def test_shards_with_an_index_are_one_model(self):
+        # transformers 4's flax_shard_checkpoint layout (transformers 5 dropped Flax): flatten_dict(params, sep="/")
+        # split into shards, each saved unflattened, the index mapping "/"-joined paths to shard files.
+        tree = self.tree()
+        leaves = dict(self.leaves(tree))
+        names = sorted(leaves)
+        folder = self.tmp / "sharded"
+        folder.mkdir()
+        weight_map = {}
+        for i, part in enumerate((names[:2], names[2:])):
+            shard = f"flax_model-{i + 1:05d}-of-00002.msgpack"
+            nested = {}
+            for name in part:
+                *parents, last = name.split("/")
+                node = nested
+                for key in parents:
+                    node = node.setdefault(key, {})
+                node[last] = leaves[name]
+                weight_map[name] = shard
+            (folder / shard).write_bytes(flax_serialization.msgpack_serialize(nested))
+        (folder / "flax_model.msgpack.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+        code, document, _ = scan(folder)
+        self.assertEqual(code, 0)
+        model = document["models"][0]
+        self.assertEqual(len(model["files"]), 2)
+        self.assertTree(model, tree)
+
+    def assertMsgpackError(self, data, needle):
+        path = self.tmp / "bad.msgpack"
+        path.write_bytes(data)
+        result = run("--json", path, check_json=True)
+        self.assertEqual(result.returncode, 2)
+        error = result.document["models"][0]["error"]
+        self.assertEqual(error["code"], "invalid_msgpack", error["message"])
+        self.assertIn(needle, error["message"])
+
+    def test_malformed_files_are_named_errors(self):
+        data = flax_serialization.msgpack_serialize(self.tree())
+        self.assertMsgpackError(data[:-7], "truncated")
+        self.assertMsgpackError(data + b"\x00", "bytes after the value")
+        self.assertMsgpackError(b"\x81\xa1a" * 100_000 + b"\xc0", "nest more than")  # a recursion bomb
+        self.assertMsgpackError(b"\xdf\xff\xff\xff\xff", "more than the")  # a map count past the end
+        bad_size = flax_serialization.msgpack_serialize({"w": np.zeros((4, 4), np.float32)})
+        bad_size = bad_size.replace(b"\x92\x04\x04", b"\x92\x04\x05")  # shape (4, 5) over 64 bytes
+        self.assertMsgpackError(bad_size, "needs 80 bytes but it holds 64")
+
+
+class Hdf5(ArraysTestCase):
+    def arrays(self):
+        rng = np.random.default_rng(5)
+        return {
+            "bert/embeddings/word_embeddings/weight:0": (rng.standard_normal((40, 8)) * 7e4).astype(np.float32),
+            "bert/encoder/layer_._0/attention/self/query/kernel:0": rng.standard_normal((8, 8)).astype(np.float16),
+            "bert/encoder/layer_._0/output/LayerNorm/gamma:0": rng.standard_normal(8),
+            "big_endian/kernel:0": (rng.standard_normal((6, 3)) * 500).astype(">f4"),
+            "steps": np.arange(5, dtype=np.int32),
+        }
+
+    def test_contiguous_and_chunked_compressed_datasets_match_references(self):
+        arrays = self.arrays()
+        with h5py.File(self.tmp / "contiguous.h5", "w") as f:
+            for name, array in arrays.items():
+                f.create_dataset(name, data=array)
+        with h5py.File(self.tmp / "chunked.h5", "w") as f:
+            for name, array in arrays.items():
+                f.create_dataset(name, data=array, chunks=True, compression="gzip", shuffle=True)
+        code, document, _ = scan(self.tmp / "contiguous.h5", self.tmp / "chunked.h5")
+        self.assertEqual(code, 0)
+        contiguous, chunked = document["models"]
+        self.assertEqual(contiguous["format"], "hdf5")
+        self.assertArrays(contiguous, arrays)
+        self.assertArrays(chunked, arrays)
+        self.assertEqual(contiguous["summary"], chunked["summary"])
+        self.assertEqual(contiguous["safety"]["verdict"], "safe")
+
+    def test_other_types_are_listed_and_external_storage_is_refused(self):
+        with h5py.File(self.tmp / "mixed.h5", "w") as f:
+            f.create_dataset("w", data=np.ones((2, 2), np.float32))
+            f.create_dataset("names", data=np.array([b"a", b"b"]))
+            f.create_dataset("flags", data=np.array([True, False]))
+        code, document, _ = scan(self.tmp / "mixed.h5")
+        self.assertEqual(code, 0)
+        model = document["models"][0]
+        self.assertEqual(list(tensors_by_name(model)), ["w"])
+        warning = next(w for w in model["warnings"] if w["code"] == "dtypes_not_read")
+        self.assertIn("names", warning["message"])
+        self.assertIn("flags", warning["message"])
+        (self.tmp / "outside.bin").write_bytes(np.ones(4, np.float32).tobytes())
+        with h5py.File(self.tmp / "external.h5", "w") as f:
+            f.create_dataset("w", shape=(4,), dtype=np.float32, external=[(str(self.tmp / "outside.bin"), 0, 16)])
+        (self.tmp / "cut.h5").write_bytes((self.tmp / "mixed.h5").read_bytes()[:600])
+        code, document, _ = scan(self.tmp / "external.h5", self.tmp / "cut.h5")
+        self.assertEqual(code, 2)
+        external, cut = document["models"]
+        self.assertEqual(external["error"]["code"], "invalid_hdf5")
+        self.assertIn("other files", external["error"]["message"])
+        self.assertEqual(cut["error"]["code"], "invalid_hdf5")
+        self.assertIn("cut.h5", cut["error"]["message"])
+
+    @unittest.skipIf(keras is None, "keras is not installed")
+    def test_keras_weights_files_written_by_keras(self):
+        model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16), keras.layers.LayerNormalization(),
+                                  keras.layers.Dense(4)])
+        model.layers[0].kernel.assign(np.random.default_rng(6).standard_normal((8, 16)).astype(np.float32) * 3e5)
+        model.save_weights(self.tmp / "model.weights.h5")
+        code, document, _ = scan(self.tmp / "model.weights.h5")
+        self.assertEqual(code, 0)
+        reported = document["models"][0]
+        with h5py.File(self.tmp / "model.weights.h5") as f:
+            datasets = {}
+            f.visititems(lambda name, obj: datasets.update({name: obj[()]}) if isinstance(obj, h5py.Dataset) else None)
+        self.assertEqual(len(datasets), 6)
+        self.assertArrays(reported, datasets)
+        self.assertNotEqual(reported["verdict"]["label"], "fp16")  # 3e5 does not fit fp16
+
+    @unittest.skipIf(keras is None, "keras is not installed")
+    def test_a_keras_model_with_a_lambda_layer_is_not_called_safe(self):
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4), keras.layers.Lambda(lambda x: x * 2)])
+        model.save(self.tmp / "model.h5")
+        code, document, _ = scan(self.tmp / "model.h5")
+        self.assertEqual(code, 0)
+        safety = document["models"][0]["safety"]
+        self.assertEqual(safety["verdict"], "unverified")
+        self.assertIn("Lambda", " ".join(safety["unverified"]))
+
+
+@unittest.skipIf(flax_serialization is None, "flax is not installed")
+class Folders(ScanTestCase):
+    def test_one_model_in_three_formats_scans_alike_with_all_formats(self):
+        arrays = weights()
+        folder = self.tmp / "model"
+        folder.mkdir()
+        save_file(arrays, folder / "model.safetensors")
+        tree = {}
+        for name, array in arrays.items():  # flax's layout: a path per parameter
+            *parents, last = name.split(".")
+            node = tree
+            for part in parents:
+                node = node.setdefault(part, {})
+            node["kernel" if last == "weight" else last] = array
+        (folder / "flax_model.msgpack").write_bytes(flax_serialization.msgpack_serialize(tree))
+        write_gguf(folder / "model.gguf", {name: (array, None) for name, array in arrays.items()})
+        with h5py.File(folder / "tf_model.h5", "w") as f:  # transformers' layout: a group per layer, weights ":0"
+            for name, array in arrays.items():
+                f.create_dataset(name.replace(".", "/") + ":0", data=array)
+
+        code, document, stderr = scan(folder)
+        self.assertEqual(code, 0)
+        model = document["models"][0]
+        self.assertEqual(model["format"], "safetensors")
+        other = next(w for w in model["warnings"] if w["code"] == "other_formats")
+        self.assertIn("flax, tf, gguf", other["message"])
+
+        code, document, _ = scan("--all-formats", folder)
+        self.assertEqual(code, 0)
+        by_format = {m["format"]: m for m in document["models"]}
+        self.assertEqual(set(by_format), {"safetensors", "flax", "hdf5", "gguf"})
+        for model in by_format.values():
+            self.assertSummary(model["summary"], {n: torch.from_numpy(a) for n, a in arrays.items()})
+            stats = {t.get("torch_name", t["name"].removesuffix(":0").replace("/", ".")):
+                     {k: t[k] for k in ("abs_min", "abs_max", "norm", "zeros")} for t in model["tensors"]}
+            self.assertEqual(stats, {t["name"]: {k: t[k] for k in ("abs_min", "abs_max", "norm", "zeros")}
+                                     for t in by_format["safetensors"]["tensors"]})
+            for key in ("label", "confidence", "candidates"):
+                self.assertEqual(model["verdict"][key], by_format["safetensors"]["verdict"][key], key)
+
+    def test_diff_across_formats_reports_a_lossless_conversion_as_such(self):
+        rng = np.random.default_rng(8)
+        torch_weights = {"encoder.dense.weight": rng.standard_normal((6, 4)).astype(np.float32),  # [out, in]
+                         "encoder.norm.weight": rng.standard_normal(6).astype(np.float32)}
+        save_file(torch_weights, self.tmp / "model.safetensors")
+        save_file({n: a.astype(np.float16) for n, a in torch_weights.items()}, self.tmp / "f16.safetensors")
+        flax_tree = {"encoder": {"dense": {"kernel": torch_weights["encoder.dense.weight"].T.copy()},  # [in, out]
+                                 "norm": {"scale": torch_weights["encoder.norm.weight"]}}}
+        (self.tmp / "flax_model.msgpack").write_bytes(flax_serialization.msgpack_serialize(flax_tree))
+        write_gguf(self.tmp / "f16.gguf", {n: (a.astype(np.float16), None) for n, a in torch_weights.items()})
+        result = run("diff", "--json", "--fail-if-changed", self.tmp / "model.safetensors",
+                     self.tmp / "flax_model.msgpack", check_json=True)
+        self.assertEqual(result.returncode, 0, result.stdout)
+        (pair,) = result.document["pairs"]
+        self.assertEqual(sorted(t["name"] for t in pair["tensors"]), sorted(torch_weights))
+        self.assertTrue(all(t["identical"] for t in pair["tensors"]))
+        result = run("diff", "--json", "--fail-if-changed", self.tmp / "f16.safetensors", self.tmp / "f16.gguf",
+                     check_json=True)
+        self.assertEqual(result.returncode, 0, result.stdout)
+        self.assertTrue(all(t["identical"] for t in result.document["pairs"][0]["tensors"]))
+        result = run("diff", "--json", self.tmp / "model.safetensors", self.tmp / "f16.gguf", check_json=True)
+        (pair,) = result.document["pairs"]
+        self.assertEqual(len(pair["dtype_mismatch"]), 2)  # F32 -> F16: a cast, listed
+
+    def test_a_folder_of_numpy_arrays_is_a_model(self):
+        folder = self.tmp / "arrays"
+        folder.mkdir()
+        np.savez(folder / "weights.npz", **weights())
+        code, document, _ = scan(folder)
+        self.assertEqual(code, 0)
+        self.assertEqual(document["models"][0]["format"], "numpy")
+        self.assertEqual(len(document["models"][0]["tensors"]), len(weights()))
+
+
+if __name__ == "__main__":
+    unittest.main()
