@@ -8,9 +8,9 @@
 
 namespace precdetect {
 
-uint64_t DecodedSource::add_region(uint64_t size, Decoder decode) {
+uint64_t DecodedSource::add_region(uint64_t size, Decoder decode, EncodedRange encoded) {
   uint64_t offset = this->size();
-  regions_.emplace(offset, Region{.size = size, .decode = std::move(decode)});
+  regions_.emplace(offset, Region{.size = size, .decode = std::move(decode), .encoded = encoded});
   regions_size_ += size;
   return offset;
 }
@@ -48,6 +48,7 @@ void DecodedSource::release(uint64_t offset, uint64_t length) const {
   if (!region) return file_->release(offset, length);
   std::lock_guard lock(mutex_);
   std::string().swap(region->decoded);
+  if (region->encoded.length > 0) file_->release(region->encoded.offset, region->encoded.length);
 }
 
 void DecodedSource::read(uint64_t offset, std::span<std::byte> dest) const {

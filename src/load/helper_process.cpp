@@ -27,8 +27,14 @@ struct Pipe {
   Pipe(const Pipe&) = delete;
   Pipe& operator=(const Pipe&) = delete;
   ~Pipe() { close_read(), close_write(); }
-  void close_read() { read >= 0 && ::close(read) == 0, read = -1; }
-  void close_write() { write >= 0 && ::close(write) == 0, write = -1; }
+  void close_read() { close_end(read); }
+  void close_write() { close_end(write); }
+
+ private:
+  static void close_end(int& fd) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
 };
 
 /// Reads the helper's output (into `into` when given, else `out`) and its standard error until both close or the

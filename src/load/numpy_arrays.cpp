@@ -70,10 +70,12 @@ std::string read_npz(Checkpoint& checkpoint, size_t file) {
                                      entry.data_offset + array.header.data_offset, data_size, path);
     if (entry.method == 8 && data_size > 0) {
       uint64_t skip = array.header.data_offset;
-      record.offset = decoded->add_region(
-          data_size, [raw, skip, path, member = name, crc = entry.crc32](std::span<std::byte> dest) {
-            inflate_into(raw, skip, dest, path, member, crc);
-          });
+      record.offset =
+          decoded->add_region(data_size,
+                              [raw, skip, path, member = name, crc = entry.crc32](std::span<std::byte> dest) {
+                                inflate_into(raw, skip, dest, path, member, crc);
+                              },
+                              {.offset = entry.data_offset, .length = entry.size});
     }
     record.file = file;
     checkpoint.tensors.push_back(std::move(record));

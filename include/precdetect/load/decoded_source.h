@@ -14,6 +14,13 @@
 
 namespace precdetect {
 
+/// The file's bytes a region is decoded from: released with it, so that neither the decoded nor the mapped
+/// encoded bytes stay in memory once the tensor is analyzed.
+struct EncodedRange {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
 class DecodedSource final : public ByteSource {
  public:
   /// Writes a region's decoded bytes into `dest` (exactly its size); throws Error naming the file when the
@@ -24,14 +31,14 @@ class DecodedSource final : public ByteSource {
 
   /// Adds a region of `size` decoded bytes and returns its offset, past the file's own bytes: a TensorRecord's
   /// offset like any other.
-  uint64_t add_region(uint64_t size, Decoder decode);
+  uint64_t add_region(uint64_t size, Decoder decode, EncodedRange encoded = {});
 
   const std::filesystem::path& path() const override { return file_->path(); }
   uint64_t size() const override { return file_->size() + regions_size_; }
   /// A range of the file's bytes, or of one region (decoded now unless it is held already). A region's views
   /// end at its release.
   std::span<const std::byte> view(uint64_t offset, uint64_t length) const override;
-  /// Drops a region's decoded bytes; the file's own ranges are passed on.
+  /// Drops a region's decoded bytes and releases its encoded ones; the file's own ranges are passed on.
   void release(uint64_t offset, uint64_t length) const override;
   void read(uint64_t offset, std::span<std::byte> dest) const override;
   bool zero_copy() const override { return file_->zero_copy(); }
@@ -40,6 +47,7 @@ class DecodedSource final : public ByteSource {
   struct Region {
     uint64_t size = 0;
     Decoder decode;
+    EncodedRange encoded;
     mutable std::string decoded;  ///< empty until viewed, and again once released
   };
   /// The region holding [offset, offset+length), or nullptr for the file's own bytes; throws
