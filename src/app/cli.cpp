@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "precdetect/analyze/device.h"
+#include "precdetect/classify/registry.h"
 #include "precdetect/classify/rules.h"
 
 namespace precdetect {
@@ -20,7 +21,7 @@ constexpr const char* kFooter = R"(Exit status:
   2  a usage error, or at least one model could not be scanned (the others are still reported) and no gate failed
 
 PATH is a model folder (sharded or not), one checkpoint file (safetensors; PyTorch .bin/.pt/.pth, legacy or
-zip; TorchScript), a *.index.json, or a Hugging Face id org/name[@revision] found in the local cache
+zip; TorchScript; GGUF; Flax msgpack; Keras/TF HDF5; NumPy .npy/.npz), a *.index.json, or a Hugging Face id org/name[@revision] found in the local cache
 ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub). precdetect never downloads anything, and never
 executes code found in a pickle: every pickle a model holds is judged safe, unsafe or unverified instead
 (docs/security.md). Docs: docs/using.md)";
@@ -130,7 +131,7 @@ void add_io_option(CLI::App& app, Mode& mode, std::string_view default_mode) {
 
 /// The scan options live on the top-level command; `scan` is an alias that hands its arguments back up.
 void add_scan_options(CLI::App& app, ScanOptions& options, std::string& include, std::string& exclude,
-                      std::string& rules, std::string& shard, bool& no_cache) {
+                      std::string& rules, std::string& registry, std::string& shard, bool& no_cache) {
   app.add_option("paths", options.inputs, "model folders, checkpoint files, index files or HF ids");
   static const std::map<std::string, OutputFormat> kFormats{{"table", OutputFormat::kTable},
                                                             {"json", OutputFormat::kJson},
@@ -156,6 +157,9 @@ void add_scan_options(CLI::App& app, ScanOptions& options, std::string& include,
   app.add_option("--include", include, "analyze only tensors whose name matches REGEX");
   app.add_option("--exclude", exclude, "skip tensors whose name matches REGEX");
   app.add_option("--rules", rules, "classification rules file replacing the built-in ones (docs/rules.md)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--registry", registry,
+                 "registry of known models' documented precisions replacing the built-in one (docs/method.md)")
       ->check(CLI::ExistingFile);
   add_batch_options(app, options, shard, no_cache);
   add_gate_options(app, options.gates);
@@ -194,14 +198,16 @@ void add_diff_options(CLI::App& diff, DiffArguments& args) {
 
 CommandLine parse_command_line(int argc, const char* const* argv) {
   ScanOptions options;
-  std::string include, exclude, rules, shard;
-  bool print_rules = false, no_cache = false;
+  std::string include, exclude, rules, registry, shard;
+  bool print_rules = false, print_registry = false, no_cache = false;
   CLI::App app("precdetect: was this checkpoint pretrained in fp16, bf16 or fp32, and is it safe in fp16?",
                "precdetect");
   app.footer(kFooter);
   app.set_version_flag("--version", std::string("precdetect ") + PRECDETECT_VERSION);
-  add_scan_options(app, options, include, exclude, rules, shard, no_cache);
+  add_scan_options(app, options, include, exclude, rules, registry, shard, no_cache);
   app.add_flag("--print-rules", print_rules, "print the built-in rules file (a starting point for --rules)");
+  app.add_flag("--print-registry", print_registry,
+               "print the built-in registry of known models (a starting point for --registry)");
   CLI::App* scan = app.add_subcommand("scan", "scan models (the default command)");
   scan->fallthrough();
   scan->add_option("paths", options.inputs, "model folders, checkpoint files, index files or HF ids");
@@ -221,6 +227,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   try {
     app.parse(argc, argv);
     if (print_rules) return {.exit_code = 0, .out = default_rules_json()};
+    if (print_registry) return {.exit_code = 0, .out = default_registry_json()};
     if (*merge) {
       result.merge = std::move(merge_command);
       return result;
@@ -239,6 +246,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     if (no_cache) options.cache.reset();
     options.filter = {compile_regex(include, "--include"), compile_regex(exclude, "--exclude")};
     if (!rules.empty()) options.rules = rules;
+    if (!registry.empty()) options.registry = registry;
     result.scan = std::move(options);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e, out, err);

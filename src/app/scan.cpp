@@ -15,6 +15,7 @@
 #include "precdetect/app/gates.h"
 #include "precdetect/app/output.h"
 #include "precdetect/app/progress.h"
+#include "precdetect/classify/documented.h"
 #include "precdetect/core/error.h"
 #include "precdetect/discover/discover.h"
 #include "precdetect/discover/hf_cache.h"
@@ -45,17 +46,17 @@ std::string rendered(const ScanReport& report, const ScanOptions& options) {
   }
 }
 
-Hints storage_hints(const ModelSummary& summary, const ModelSource& source) {
+Hints storage_hints(const ModelSummary& summary, const ModelIdentity& identity) {
   Hints hints;
   for (const auto& [dtype, census] : summary.census) hints.stored_dtypes.push_back(dtype);
-  if (source.config) hints.config_dtype = read_config_dtype(*source.config);
+  hints.config_dtype = config_dtype(identity.config);
   return hints;
 }
 
 }  // namespace
 
-ModelReport scan_model(const std::string& input, const ScanOptions& options, const RuleSet& rules, Analyzer& analyzer,
-                       StatsCache* cache) {
+ModelReport scan_model(const std::string& input, const ScanOptions& options, const Judgement& judgement,
+                       Analyzer& analyzer, StatsCache* cache) {
   ModelReport report;
   report.input = report.path = input;
   std::optional<ModelSource> source;
@@ -66,14 +67,16 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     Checkpoint checkpoint = open_checkpoint(*source, options.read_mode.value_or(analyzer.preferred_read_mode()));
     report.format = checkpoint.format;
     if (!checkpoint.metadata.empty()) report.metadata = nlohmann::ordered_json::parse(checkpoint.metadata);
-    ModelAnalysis analysis = analyze_model(checkpoint, options.filter, rules.buffers, analyzer, cache);
+    ModelAnalysis analysis = analyze_model(checkpoint, options.filter, judgement.rules.buffers, analyzer, cache);
     report.warnings = checkpoint.warnings;
     report.warnings.insert(report.warnings.end(), analysis.warnings.begin(), analysis.warnings.end());
     report.summary = std::move(analysis.summary);
     report.buffers = std::move(analysis.buffers);
     report.tensors = std::move(analysis.tensors);
+    ModelIdentity identity = identify_model(input, source->path, source->config);
     report.verdict =
-        classify(report.summary, report.tensors, rules, storage_hints(report.summary, *source), checkpoint.records);
+        classify(report.summary, report.tensors, judgement.rules, storage_hints(report.summary, identity),
+                 {.records = checkpoint.records, .documented = find_documented(judgement.registry, identity)});
   } catch (const Error& e) {
     report.error = ModelError{std::string(to_string(e.code())), e.what()};
   } catch (const std::exception& e) {
@@ -155,6 +158,7 @@ void print_warnings(const ScanReport& report) {
 
 ExitCode run_scan(const ScanOptions& options) {
   RuleSet rules = options.rules ? load_rules(*options.rules) : default_rules();
+  Registry registry = options.registry ? load_registry(*options.registry) : default_registry();
   ComputeDevice device = resolve_device(options.device);
   std::vector<std::string> inputs = collect_inputs(options);
   if (inputs.empty())
@@ -174,7 +178,7 @@ ExitCode run_scan(const ScanOptions& options) {
         std::lock_guard lock(announcing);
         progress.started(inputs[i]);
       }
-      ModelReport model = scan_model(inputs[i], options, rules, analyzer, cache.get());
+      ModelReport model = scan_model(inputs[i], options, {rules, registry}, analyzer, cache.get());
       model.gate_failures = gate_failures(model, options.gates);
       std::lock_guard lock(announcing);
       announce(model, options.format == OutputFormat::kJsonl, progress);

@@ -1,9 +1,13 @@
 #include "precdetect/classify/classifier.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "precdetect/classify/documented_evidence.h"
 #include "precdetect/classify/record_evidence.h"
-#include "precdetect/core/text_file.h"
 
 namespace precdetect {
 namespace {
@@ -49,14 +53,28 @@ std::string_view verdict_basis_name(VerdictBasis basis) {
       return "none";
     case VerdictBasis::kRanges:
       return "ranges";
+    case VerdictBasis::kDocumented:
+      return "documented";
     case VerdictBasis::kRecords:
       return "records";
   }
   return "none";
 }
 
+std::string Evidence::observed_text() const {
+  std::vector<std::string> parts;
+  for (const Observation& o : observations)
+    if (o.observed) parts.push_back(fmt::format("{} {:.3e}", stat_def(o.stat).key, *o.observed));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+void Verdict::admit(std::span<const Label> labels) {
+  for (Label label : labels)
+    if (std::find(candidates.begin(), candidates.end(), label) == candidates.end()) candidates.push_back(label);
+}
+
 Verdict classify(const ModelSummary& summary, std::span<const AnalyzedTensor> tensors, const RuleSet& rules,
-                 Hints hints, std::span<const TrainingRecord> records) {
+                 Hints hints, const ModelEvidence& model_evidence) {
   Verdict verdict{.hints = std::move(hints)};
   const Evidence* winner = nullptr;
   for (const Rule& rule : rules.rules) verdict.evidence.push_back(evaluate(rule, summary));
@@ -71,22 +89,19 @@ Verdict classify(const ModelSummary& summary, std::span<const AnalyzedTensor> te
     verdict.confidence = winner->confidence;
     verdict.decided_by = VerdictBasis::kRanges;
   }
-  weigh_records(verdict, records, summary, winner);
+  weigh_records(verdict, model_evidence.records, summary, winner);
+  weigh_documented(verdict, model_evidence.documented, winner);
   for (const AnalyzedTensor& tensor : tensors)
     for (Fp16RiskReason& reason : cast_risks(tensor)) verdict.fp16_risk_reasons.push_back(std::move(reason));
   return verdict;
 }
 
-std::optional<std::string> read_config_dtype(const std::filesystem::path& config_json) {
-  try {
-    auto config = nlohmann::json::parse(read_text_file(config_json, "config.json"));
-    for (const auto* scope : {&config, config.contains("text_config") ? &config["text_config"] : nullptr}) {
-      if (scope == nullptr || !scope->is_object()) continue;
-      for (const char* key : {"dtype", "torch_dtype"})
-        if (scope->contains(key) && (*scope)[key].is_string()) return (*scope)[key].get<std::string>();
-    }
-  } catch (const std::exception&) {
-    // Unreadable or malformed config.json: no hint, and the scan goes on.
+std::optional<std::string> config_dtype(const nlohmann::json& config) {
+  if (!config.is_object()) return std::nullopt;
+  for (const auto* scope : {&config, config.contains("text_config") ? &config["text_config"] : nullptr}) {
+    if (scope == nullptr || !scope->is_object()) continue;
+    for (const char* key : {"dtype", "torch_dtype"})
+      if (scope->contains(key) && (*scope)[key].is_string()) return (*scope)[key].get<std::string>();
   }
   return std::nullopt;
 }

@@ -10,6 +10,10 @@ std::string_view conflict_kind_name(ConflictKind kind) {
       return "ranges_disagree";
     case ConflictKind::kStoredInHalf:
       return "stored_in_half";
+    case ConflictKind::kRecordNotDocumented:
+      return "record_not_documented";
+    case ConflictKind::kRangesNotDocumented:
+      return "ranges_not_documented";
   }
   return "unknown";
 }

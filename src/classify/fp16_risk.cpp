@@ -12,6 +12,8 @@ std::string_view risk_kind_name(Fp16RiskKind kind) {
       return "overflow";
     case Fp16RiskKind::kFlushToZero:
       return "flush_to_zero";
+    case Fp16RiskKind::kDocumented:
+      return "documented";
   }
   return "range";
 }

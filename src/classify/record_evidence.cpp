@@ -17,13 +17,6 @@ std::vector<Label> ordered(const std::set<Label>& labels) {
   return list;
 }
 
-std::string observations_text(const Evidence& evidence) {
-  std::vector<std::string> parts;
-  for (const Observation& o : evidence.observations)
-    if (o.observed) parts.push_back(fmt::format("{} {:.3e}", stat_def(o.stat).key, *o.observed));
-  return fmt::format("{}", fmt::join(parts, ", "));
-}
-
 /// The half-precision dtypes the parameters are stored in, when no parameter is stored wider.
 std::vector<std::string> half_storage(const ModelSummary& summary) {
   std::vector<std::string> half;
@@ -33,12 +26,6 @@ std::vector<std::string> half_storage(const ModelSummary& summary) {
     if (dtype == DType::F16 || dtype == DType::BF16) half.push_back(name);
   }
   return half;
-}
-
-void add_candidates(Verdict& verdict, std::span<const Label> labels) {
-  for (Label label : labels)
-    if (std::find(verdict.candidates.begin(), verdict.candidates.end(), label) == verdict.candidates.end())
-      verdict.candidates.push_back(label);
 }
 
 }  // namespace
@@ -74,8 +61,8 @@ void weigh_records(Verdict& verdict, std::span<const TrainingRecord> records, co
          fmt::format("recorded {} ({}), but range rule {} says {} ({}): the record describes the run that saved "
                      "this checkpoint, often a fine-tune, while the ranges also reflect pretraining",
                      record.label, record_text(record), winner->rule, fmt::join(winner->candidates, "|"),
-                     observations_text(*winner))});
-    add_candidates(verdict, winner->candidates);
+                     winner->observed_text())});
+    verdict.admit(winner->candidates);
     verdict.confidence = kConflictConfidence;
   }
   if (std::vector<std::string> half = half_storage(summary); record.label == Label::kFp32 && !half.empty()) {
@@ -87,7 +74,7 @@ void weigh_records(Verdict& verdict, std::span<const TrainingRecord> records, co
                      record_text(record), fmt::join(half, ", "))});
     std::vector<Label> stored;
     for (const std::string& name : half) stored.push_back(name == "BF16" ? Label::kBf16 : Label::kFp16);
-    add_candidates(verdict, stored);
+    verdict.admit(stored);
     verdict.confidence = kConflictConfidence;
   }
 }

@@ -77,6 +77,12 @@ fs::path hf_hub_cache() {
   return env_path("HOME").value_or(fs::path("/")) / ".cache" / "huggingface" / "hub";
 }
 
+std::optional<std::string> cached_repo_id(const fs::path& path) {
+  for (fs::path folder = path; !folder.empty() && folder != folder.parent_path(); folder = folder.parent_path())
+    if (std::string name = folder.filename().string(); name.starts_with("models--")) return repo_id(name);
+  return std::nullopt;
+}
+
 bool looks_like_hf_id(std::string_view input) {
   static const std::regex kHubId(R"(^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?(@[\w./-]+)?$)");
   return std::regex_match(input.begin(), input.end(), kHubId);

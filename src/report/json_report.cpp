@@ -136,7 +136,7 @@ ordered_json risk_reason_json(const Fp16RiskReason& reason) {
                        {"tensor", reason.tensor.empty() ? ordered_json(nullptr) : ordered_json(reason.tensor)},
                        {"role", reason.tensor.empty() ? ordered_json(nullptr) : ordered_json(role_name(reason.role))},
                        {"value", number(reason.value)}};
-  if (reason.kind == Fp16RiskKind::kRange)
+  if (reason.kind == Fp16RiskKind::kRange || reason.kind == Fp16RiskKind::kDocumented)
     item["rule"] = reason.rule;
   else
     item["values"] = reason.values;
@@ -153,6 +153,23 @@ ordered_json record_json(const TrainingRecord& record) {
           {"files", record.files},
           {"describes", "the run that saved this checkpoint (often a fine-tune), not necessarily pretraining"},
           {"basis", record_basis(record.kind)}};
+}
+
+ordered_json documented_json(const std::optional<Documented>& documented) {
+  if (!documented) return nullptr;
+  return {{"id", documented->id},
+          {"precision", precision_name(documented->precision)},
+          {"label", label_name(documented->label)},
+          {"grade", grade_name(documented->grade)},
+          {"confidence", documented->confidence},
+          {"matched_by", match_kind_name(documented->matched_by)},
+          {"matched", documented->matched},
+          {"base_model", documented->base_model},
+          {"describes", documented->base_model ? "the pretraining of the base model this one was fine-tuned from"
+                                               : "the pretraining of this model (or of the base it was fine-tuned "
+                                                 "from, when it was)"},
+          {"source", documented->source},
+          {"quote", documented->quote.empty() ? ordered_json(nullptr) : ordered_json(documented->quote)}};
 }
 
 ordered_json verdict_json(const Verdict& verdict) {
@@ -172,6 +189,7 @@ ordered_json verdict_json(const Verdict& verdict) {
           {"fp16_risk", verdict.fp16_risk()},
           {"fp16_risk_reasons", reasons},
           {"records", records},
+          {"documented", documented_json(verdict.documented)},
           {"conflicts", conflicts},
           {"evidence", evidence},
           {"hints",

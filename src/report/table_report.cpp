@@ -50,8 +50,8 @@ std::string safety_cell(const ModelReport& model) {
 std::string verdict_cell(const ModelReport& model) {
   std::string gate = model.gate_failures.empty() ? "" : " GATE FAILED";
   if (model.error) return "error: " + model.error->code + safety_cell(model) + gate;
-  return fmt::format("{}{}{}{}{}", label_text(model.verdict), record_source_text(model.verdict),
-                     risk_text(model.verdict), safety_cell(model), gate);
+  return fmt::format("{}{}{}{}{}", label_text(model.verdict), basis_text(model.verdict), risk_text(model.verdict),
+                     safety_cell(model), gate);
 }
 
 /// Under -v, for a GGUF file: what its header says of the model (the JSON has every key/value).
@@ -123,11 +123,17 @@ void append_tensor_rows(std::string& out, const ModelReport& model) {
   }
 }
 
-/// Under -v: every training record with its kind and confidence, and every conflict in full.
+/// Under -v: every training record with its kind and confidence, the documented precision with its source, and
+/// every conflict in full.
 void append_records(std::string& out, const Verdict& verdict) {
   for (const TrainingRecord& record : verdict.records)
     out += fmt::format("  record ({}): {} -> {} ({:.2f})\n", record.kind, record_text(record), record.label,
                        record_confidence(record.label));
+  if (const std::optional<Documented>& documented = verdict.documented)
+    out += fmt::format("  documented ({} {}): {} -> {}, grade {} ({:.2f}){}; {}{}\n", documented->matched_by,
+                       documented->matched, documented->id, documented->precision, documented->grade,
+                       documented->confidence, documented->base_model ? ", the base model's pretraining" : "",
+                       documented->source, documented->quote.empty() ? "" : fmt::format(": \"{}\"", documented->quote));
   for (const Conflict& conflict : verdict.conflicts)
     out += fmt::format("  conflict ({}): {}\n", conflict.kind, conflict.detail);
 }

@@ -16,6 +16,7 @@ std::string kind_text(const Verdict& verdict, Fp16RiskKind kind) {
     if (reason.kind == kind) first = first ? first : &reason, ++count;
   if (!first) return "";
   if (kind == Fp16RiskKind::kRange) return "range";
+  if (kind == Fp16RiskKind::kDocumented) return "documented bf16 pretraining";
   std::string value = kind == Fp16RiskKind::kOverflow ? format_stat(true, first->value)
                                                       : fmt::format("{:.0f}% to 0", 100 * first->value);
   return fmt::format("{} in {} tensor{} ({}{} {}{})", kind == Fp16RiskKind::kOverflow ? "overflow" : "flush to zero",
@@ -29,11 +30,17 @@ std::string label_text(const Verdict& verdict) {
   return fmt::format("{} ({:.2f})", fmt::join(verdict.candidates, "|"), verdict.confidence);
 }
 
-std::string record_source_text(const Verdict& verdict) {
-  if (verdict.decided_by != VerdictBasis::kRecords) return "";
-  size_t more = verdict.records.size() - 1;
-  std::string text = fmt::format(" from {}{}", record_text(verdict.records.front()),
-                                 more ? fmt::format(" (+{} record{})", more, more == 1 ? "" : "s") : "");
+std::string basis_text(const Verdict& verdict) {
+  std::string text;
+  if (verdict.decided_by == VerdictBasis::kRecords) {
+    size_t more = verdict.records.size() - 1;
+    text = fmt::format(" from {}{}", record_text(verdict.records.front()),
+                       more ? fmt::format(" (+{} record{})", more, more == 1 ? "" : "s") : "");
+  }
+  if (const std::optional<Documented>& documented = verdict.documented)
+    text +=
+        fmt::format("{} documented {} for {}{} ({}, by {})", text.empty() ? "" : ";", documented->precision,
+                    documented->base_model ? "base " : "", documented->id, documented->grade, documented->matched_by);
   std::vector<std::string_view> kinds;
   for (const Conflict& conflict : verdict.conflicts) kinds.push_back(conflict_kind_name(conflict.kind));
   return kinds.empty() ? text : fmt::format("{}; conflict: {}", text, fmt::join(kinds, ", "));
@@ -41,7 +48,8 @@ std::string record_source_text(const Verdict& verdict) {
 
 std::string risk_reasons_text(const Verdict& verdict) {
   std::vector<std::string> parts;
-  for (Fp16RiskKind kind : {Fp16RiskKind::kRange, Fp16RiskKind::kOverflow, Fp16RiskKind::kFlushToZero})
+  for (Fp16RiskKind kind :
+       {Fp16RiskKind::kRange, Fp16RiskKind::kDocumented, Fp16RiskKind::kOverflow, Fp16RiskKind::kFlushToZero})
     if (std::string part = kind_text(verdict, kind); !part.empty()) parts.push_back(std::move(part));
   return fmt::format("{}", fmt::join(parts, ", "));
 }

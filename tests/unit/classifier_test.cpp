@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "precdetect/classify/documented.h"
 #include "precdetect/core/error.h"
 
 namespace precdetect {
@@ -185,6 +186,80 @@ TEST(Vocabulary, EveryStatOpAndLabelRoundTrips) {
   EXPECT_EQ(parse_stat("above_seed_threshold"), std::nullopt);  // JSON and C++ say above_1e2 alike
   EXPECT_TRUE(holds(2.0, Op::kGreaterEqual, 2.0));
   EXPECT_FALSE(holds(2.0, Op::kLess, 2.0));
+}
+
+std::optional<Documented> documented_id(const std::string& id) {
+  return find_documented(default_registry(), {.hub_id = id});
+}
+
+// The registry and seed 000's table come from different sources (model cards, configs, issues; the notebook):
+// every seed row the registry knows must be documented in the seed's own group.
+TEST(Registry, AgreesWithTheSeedTablesGroups) {
+  size_t known = 0;
+  for (const SeedRow& row : kSeedTable) {
+    std::optional<Documented> documented = documented_id(row.model);
+    if (!documented) continue;
+    ++known;
+    EXPECT_EQ(label_name(documented->label), row.group) << row.model;
+  }
+  EXPECT_EQ(known, std::size(kSeedTable));
+}
+
+TEST(Registry, ExactIdsBeforePrefixesAndCaseIgnored) {
+  Registry registry = parse_registry(R"([
+    {"ids": ["google/t5-*"], "precision": "bf16", "grade": "medium", "source": "a"},
+    {"ids": ["google/t5-v1_1-*"], "precision": "fp32", "grade": "low", "source": "b"},
+    {"ids": ["google/t5-v1_1-base"], "precision": "fp16", "grade": "high", "source": "c"}
+  ])",
+                                     "test");
+  auto label_of = [&](const std::string& id) {
+    std::optional<Documented> found = find_documented(registry, {.hub_id = id});
+    return found ? found->label : Label::kUnknown;
+  };
+  EXPECT_EQ(label_of("Google/T5-V1_1-Base"), Label::kFp16);
+  EXPECT_EQ(label_of("google/t5-v1_1-large"), Label::kFp32);
+  EXPECT_EQ(label_of("google/t5-small"), Label::kBf16);
+  EXPECT_EQ(label_of("google/t5"), Label::kUnknown);
+  EXPECT_EQ(find_documented(registry, {.hub_id = "google/t5-v1_1-large"})->id, "google/t5-v1_1-large");
+}
+
+TEST(Registry, ConfigMatchesReadTheFamiliesOwnKeysAndStepOneGradeDown) {
+  ModelIdentity bloom{.config = {{"model_type", "bloom"}, {"n_embed", 14336}, {"n_layer", 70}}};
+  std::optional<Documented> found = find_documented(default_registry(), bloom);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->id, "bigscience/bloom");
+  EXPECT_EQ(found->matched_by, MatchKind::kConfig);
+  EXPECT_EQ(found->grade, Grade::kMedium);
+  EXPECT_DOUBLE_EQ(found->confidence, grade_confidence(Grade::kMedium));
+  bloom.config["n_layer"] = 71;
+  EXPECT_FALSE(find_documented(default_registry(), bloom));
+}
+
+// Evidence order: a record of the fine-tune decides; its base's documented bf16 pretraining is a conflict shown
+// beside it, and still an fp16 risk.
+TEST(Registry, ARecordOutranksTheDocumentedPrecisionAndTheirConflictIsShown) {
+  TrainingRecord fp16_run{.kind = RecordKind::kTrainerArguments, .label = Label::kFp16, .files = {"training_args.bin"}};
+  const SeedRow& t5_small = kSeedTable[9];
+  ASSERT_STREQ(t5_small.model, "t5-small");
+  Verdict verdict = classify(summary_of(t5_small), {}, default_rules(), {},
+                             {.records = std::span(&fp16_run, 1), .documented = documented_id("t5-small")});
+  EXPECT_EQ(verdict.decided_by, VerdictBasis::kRecords);
+  EXPECT_EQ(verdict.label, Label::kFp16);
+  ASSERT_EQ(verdict.conflicts.size(), 2u);  // the ranges and the documentation both disagree with the record
+  EXPECT_EQ(verdict.conflicts[1].kind, ConflictKind::kRecordNotDocumented);
+  EXPECT_NE(std::find(verdict.candidates.begin(), verdict.candidates.end(), Label::kBf16), verdict.candidates.end());
+  EXPECT_DOUBLE_EQ(verdict.confidence, 0.5);
+  EXPECT_TRUE(std::any_of(verdict.fp16_risk_reasons.begin(), verdict.fp16_risk_reasons.end(),
+                          [](const Fp16RiskReason& r) { return r.kind == Fp16RiskKind::kDocumented; }));
+}
+
+TEST(Registry, Fp8TrainingIsShownButNotWeighed) {
+  const SeedRow& t5_small = kSeedTable[9];
+  Verdict verdict =
+      classify(summary_of(t5_small), {}, default_rules(), {}, {.documented = documented_id("deepseek-ai/DeepSeek-V3")});
+  ASSERT_TRUE(verdict.documented);
+  EXPECT_EQ(verdict.documented->precision, Precision::kFp8Mixed);
+  EXPECT_EQ(verdict.decided_by, VerdictBasis::kRanges);
 }
 
 }  // namespace

@@ -75,6 +75,7 @@ struct ScanOptions {
   std::optional<ReadMode> read_mode;  ///< --io; unset: what the device reads best (Analyzer::preferred_read_mode)
   TensorFilter filter;
   std::optional<std::filesystem::path> rules;
+  std::optional<std::filesystem::path> registry;  ///< --registry: replaces the built-in registry of known models
   Gates gates;
 };
 

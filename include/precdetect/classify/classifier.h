@@ -8,6 +8,7 @@
 
 #include "precdetect/analyze/summary.h"
 #include "precdetect/classify/conflict.h"
+#include "precdetect/classify/documented.h"
 #include "precdetect/classify/fp16_risk.h"
 #include "precdetect/classify/rules.h"
 #include "precdetect/load/training_record.h"
@@ -35,6 +36,9 @@ struct Evidence {
   std::vector<Observation> observations;
   std::string says;
   std::string source;
+
+  /// The observed values of its conditions: "abs_max 7.920e+02, norm_max 9.403e+04".
+  std::string observed_text() const;
 };
 
 /// How the file was stored: reported beside the verdict, never used as proof of training precision.
@@ -43,10 +47,11 @@ struct Hints {
   std::optional<std::string> config_dtype;  ///< config.json's dtype / torch_dtype
 };
 
-/// What decided the verdict's label: training records (they outrank ranges), the range rules, or nothing.
-enum class VerdictBasis { kNone, kRanges, kRecords };
+/// What decided the verdict's label, weakest first: nothing, the range rules, the documented precision of a known
+/// model (registry.h), training records (docs/method.md, "Evidence order").
+enum class VerdictBasis { kNone, kRanges, kDocumented, kRecords };
 
-/// "none", "ranges", "records" (JSON `verdict.decided_by`).
+/// "none", "ranges", "documented", "records" (JSON `verdict.decided_by`).
 std::string_view verdict_basis_name(VerdictBasis basis);
 
 struct Verdict {
@@ -58,22 +63,33 @@ struct Verdict {
   double confidence = 0.0;
   std::vector<Fp16RiskReason> fp16_risk_reasons;  ///< why the model is at risk in fp16, one entry per reason
   bool fp16_risk() const { return !fp16_risk_reasons.empty(); }
-  std::vector<Evidence> evidence;       ///< every range rule, fired or not
-  std::vector<TrainingRecord> records;  ///< what the training frameworks wrote down, merged across files
-  std::vector<Conflict> conflicts;      ///< where records and weights disagree, each side in words
+  std::vector<Evidence> evidence;        ///< every range rule, fired or not
+  std::vector<TrainingRecord> records;   ///< what the training frameworks wrote down, merged across files
+  std::optional<Documented> documented;  ///< the registry entry of the model or its base, when one matched
+  std::vector<Conflict> conflicts;       ///< where records, documentation and weights disagree, each side in words
   Hints hints;
+
+  /// Adds the labels not yet among the candidates, after them.
+  void admit(std::span<const Label> labels);
+};
+
+/// What a model's files say about it beside the weights: training records and the documented precision.
+struct ModelEvidence {
+  std::span<const TrainingRecord> records;
+  std::optional<Documented> documented;
 };
 
 /// The rules see the parameters' summary: the fired rule with the highest confidence (the first on ties) gives
-/// label, candidates and confidence; no fired rule, or no floating values at all, gives "unknown". Training
-/// records, when there are any, then decide instead (record_evidence.h). fp16_risk is true when a fired rule
-/// says so (a `range` reason) or when casting one of `tensors`, parameter or buffer, to fp16 overflows or
-/// flushes most of it to zero (fp16_risk.h).
+/// label, candidates and confidence; no fired rule, or no floating values at all, gives "unknown". A documented
+/// precision, then training records, decide instead when there are any (documented_evidence.h,
+/// record_evidence.h). fp16_risk is true when a fired rule says so (a `range` reason), when the model or its
+/// base is documented as bf16-pretrained (`documented`), or when casting one of `tensors`, parameter or buffer,
+/// to fp16 overflows or flushes most of it to zero (fp16_risk.h).
 Verdict classify(const ModelSummary& summary, std::span<const AnalyzedTensor> tensors, const RuleSet& rules,
-                 Hints hints, std::span<const TrainingRecord> records = {});
+                 Hints hints, const ModelEvidence& evidence = {});
 
-/// config.json's declared dtype: "dtype", then "torch_dtype", then the same inside "text_config".
-/// nullopt when absent or unreadable (a hint is never worth failing a scan for).
-std::optional<std::string> read_config_dtype(const std::filesystem::path& config_json);
+/// config.json's declared dtype: "dtype", then "torch_dtype", then the same inside "text_config". nullopt when
+/// absent (config is null when there is no readable config.json: a hint is never worth failing a scan for).
+std::optional<std::string> config_dtype(const nlohmann::json& config);
 
 }  // namespace precdetect

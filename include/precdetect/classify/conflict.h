@@ -9,9 +9,11 @@
 namespace precdetect {
 
 enum class ConflictKind {
-  kRecordsDisagree,  ///< training records name different precisions: the verdict says "unknown"
-  kRangesDisagree,   ///< the recorded precision is not among the labels the fired range rule leaves
-  kStoredInHalf,     ///< an fp32 record (no mixed precision), yet the parameters are stored in fp16 or bf16
+  kRecordsDisagree,      ///< training records name different precisions: the verdict says "unknown"
+  kRangesDisagree,       ///< the recorded precision is not among the labels the fired range rule leaves
+  kStoredInHalf,         ///< an fp32 record (no mixed precision), yet the parameters are stored in fp16 or bf16
+  kRecordNotDocumented,  ///< the recorded precision differs from the documented one (of the model or its base)
+  kRangesNotDocumented,  ///< the documented precision is not among the labels the fired range rule leaves
 };
 
 /// snake_case name (JSON `verdict.conflicts[].kind`), e.g. "ranges_disagree".

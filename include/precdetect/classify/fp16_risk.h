@@ -15,9 +15,10 @@ enum class Fp16RiskKind {
   kRange,        ///< a range rule says the parameters were learned wider than fp16 holds
   kOverflow,     ///< finite values above 65504 become inf when the tensor is cast
   kFlushToZero,  ///< most of a tensor's non-zero values fall below fp16's smallest subnormal and become 0
+  kDocumented,   ///< the model or its base is documented as bf16-pretrained: activations outgrow fp16 (T5's do)
 };
 
-/// "range", "overflow", "flush_to_zero".
+/// "range", "overflow", "flush_to_zero", "documented".
 std::string_view risk_kind_name(Fp16RiskKind kind);
 
 struct Fp16RiskReason {
@@ -28,7 +29,7 @@ struct Fp16RiskReason {
   /// non-zero finite values that become 0
   double value = 0.0;
   uint64_t values = 0;  ///< kOverflow, kFlushToZero: how many values
-  std::string rule;     ///< kRange: the rule that fired
+  std::string rule;     ///< kRange: the rule that fired; kDocumented: the registry id
 };
 
 /// What casting `tensor` (a parameter or buffer) to fp16 as stored would break; empty when nothing (or when the

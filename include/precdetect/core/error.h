@@ -48,6 +48,7 @@ enum class ErrorCode {
   kNotACheckpoint,
   kHfCacheMiss,
   kInvalidRules,
+  kInvalidRegistry,
   kInvalidJsonl,
   kDevice,
   kInternal,

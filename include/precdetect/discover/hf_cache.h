@@ -20,6 +20,9 @@ bool looks_like_hf_id(std::string_view input);
 /// commit). Throws Error(kHfCacheMiss) saying what was looked for and where.
 std::filesystem::path resolve_hf_id(std::string_view id, const std::filesystem::path& cache);
 
+/// "org/name" of the hub cache's models--org--name folder that `path` is or lies in; nullopt elsewhere.
+std::optional<std::string> cached_repo_id(const std::filesystem::path& path);
+
 /// Every model repo in `cache` as an id for resolve_hf_id, sorted: "org/name" where refs/main exists, else
 /// "org/name@<newest snapshot>"; with `all_revisions` one "org/name@<commit>" per snapshot. Datasets and spaces
 /// are left out. An absent cache has no models.

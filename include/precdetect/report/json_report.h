@@ -1,5 +1,5 @@
 #pragma once
-/// The JSON document (schema_version 2, docs/json-schema.md).
+/// The JSON document (schema_version kSchemaVersion, docs/json-schema.md).
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -8,7 +8,7 @@
 
 namespace precdetect {
 
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 /// The whole document: {"schema_version", "tool", "models": [...]}. Keys keep the documented order.
 nlohmann::ordered_json to_json(const ScanReport& report);

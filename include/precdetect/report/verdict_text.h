@@ -11,9 +11,10 @@ namespace precdetect {
 /// The label, then the other candidates ("bf16|fp32"), and the confidence.
 std::string label_text(const Verdict& verdict);
 
-/// " from training_args.bin: bf16=True" when records decided (the first; "(+N records)" more), and the kinds of
-/// conflict ("; conflict: ranges_disagree"); "" when no record did.
-std::string record_source_text(const Verdict& verdict);
+/// What beside the ranges speaks: " from training_args.bin: bf16=True" when records decided (the first; "(+N
+/// records)" more), " documented bf16 for EleutherAI/pythia-1b (high, by hub_id)" when a registry entry matched,
+/// and the kinds of conflict ("; conflict: ranges_disagree"); "" when neither.
+std::string basis_text(const Verdict& verdict);
 
 /// Each kind of fp16 risk reason with its first tensor: "range, overflow in 2 tensors (...)"; "" when none.
 std::string risk_reasons_text(const Verdict& verdict);

@@ -236,6 +236,10 @@ function riskReason(reason) {
     return `The parameters were learned wider than fp16 holds: rule ${reason.rule} fired (${scientific(reason.value)}` +
            `${where ? ` in${where}` : ''}).`;
   }
+  if (reason.kind === 'documented') {
+    return `Documented as pretrained in bf16 (${reason.rule}): bf16-pretrained models learn activations beyond ` +
+           `fp16's range even where their weights fit it.`;
+  }
   if (reason.kind === 'overflow') {
     return `Cast to fp16,${where} becomes inf: ${count(reason.values)} value(s) above 65504 (abs max ` +
            `${scientific(reason.value)}).`;
@@ -259,7 +263,9 @@ function verdictBlock(model) {
                   ? `The evidence does not rule out: ${others.join(', ')}` +
                     (verdict.decided_by === 'ranges' ? ' (range cannot tell bf16 from fp32).' : '.') : ''),
               element('div', {class: 'sub'}, verdict.decided_by === 'records'
-                  ? 'Decided by what the training framework recorded (below), which outranks the weight ranges.' : ''),
+                  ? 'Decided by what the training framework recorded (below), which outranks the weight ranges.'
+                  : verdict.decided_by === 'documented'
+                  ? 'Decided by the documented precision of a known model (below), which outranks the weight ranges.' : ''),
               element('ul', {class: 'conflicts'}, verdict.conflicts.map((c) => element('li', {class: 'warn'},
                   `Conflict (${c.kind}): ${c.detail}`))),
               element('ul', {class: 'risks'}, verdict.fp16_risk_reasons.map((r) => element('li', {}, riskReason(r)))),
@@ -278,6 +284,20 @@ function recordsTable(model) {
   ]}));
   return [element('h3', {}, 'Training records (they outrank the ranges)'),
           table(['record', 'source', 'basis', 'gives'], rows, 4)];
+}
+
+// The registry entry that names the model or its base: what it documents, how it matched, and its source.
+function documentedBlock(model) {
+  const documented = model.verdict.documented;
+  if (!documented) return null;
+  const source = /^https?:\/\//.test(documented.source)
+    ? element('a', {href: documented.source.split(' ')[0]}, documented.source) : documented.source;
+  return [element('h3', {}, 'Documented precision (it outranks the ranges; records outrank it)'),
+          element('p', {}, `${documented.id}: ${documented.precision}, grade ${documented.grade} ` +
+                  `(${documented.confidence.toFixed(2)}), matched by ${documented.matched_by} (${documented.matched}). ` +
+                  `Describes ${documented.describes}.`),
+          element('p', {class: 'sub'}, 'Source: ', source,
+                  documented.quote ? ` — "${documented.quote}"` : '')];
 }
 
 function evidenceTable(model) {
@@ -381,7 +401,7 @@ function modelSection(model) {
       element('h2', {}, model.input),
       element('p', {class: 'sub'}, `${model.format}, ${model.files.length} file(s): ${model.path}`),
       verdictBlock(model), numbersGrid(summary), notes,
-      recordsTable(model), safetyBlock(model),
+      recordsTable(model), documentedBlock(model), safetyBlock(model),
       element('h3', {}, 'Range evidence'), evidenceTable(model),
       element('h3', {}, 'Will it fit fp16?'),
       element('div', {class: 'charts'}, exponentChart(summary.precision), tensorAbsMaxChart(model)),

@@ -1,0 +1,41 @@
+#pragma once
+/// What names a model, for the registry of documented precisions: the hub id the user typed or the cache folder
+/// the weights lie in, the model config.json says it was loaded from, and config.json's fields.
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "precdetect/core/named_enum.h"
+
+namespace precdetect {
+
+/// What names a model for the registry, strongest first: each is shown in the evidence.
+enum class MatchKind {
+  kHubId,        ///< the hub id the user typed (`precdetect EleutherAI/pythia-1b`)
+  kCacheFolder,  ///< the hub cache's models--org--name folder the weights lie in
+  kNameOrPath,   ///< config.json's `_name_or_path`: the model itself, or the base a fine-tune was loaded from
+  kConfig,       ///< config.json's family and size fields only: a weaker match, one grade lower
+};
+
+/// "hub_id", "cache_folder", "name_or_path", "config" (JSON `verdict.documented.matched_by`).
+std::string_view match_kind_name(MatchKind kind);
+
+struct ModelIdentity {
+  std::optional<std::string> hub_id;            ///< "org/name", no revision
+  MatchKind hub_id_source = MatchKind::kHubId;  ///< kHubId or kCacheFolder
+  std::optional<std::string> name_or_path;      ///< config.json's `_name_or_path`, when it names a hub id
+  nlohmann::json config;                        ///< config.json's object; null when absent or unreadable
+};
+
+/// Reads what names the model `input` resolved to at `path`, and its config.json when there is one. Never
+/// throws: a config.json that cannot be read gives no identity from it (the weights are what is scanned).
+ModelIdentity identify_model(const std::string& input, const std::filesystem::path& path,
+                             const std::optional<std::filesystem::path>& config_json);
+
+}  // namespace precdetect
+
+template <>
+struct fmt::formatter<precdetect::MatchKind>
+    : precdetect::NamedEnumFormatter<precdetect::MatchKind, precdetect::match_kind_name> {};

@@ -1,0 +1,68 @@
+#include "precdetect/classify/model_identity.h"
+
+#include "precdetect/core/text_file.h"
+#include "precdetect/discover/hf_cache.h"
+
+namespace precdetect {
+namespace {
+
+/// "org/name" of a hub id as typed: the revision dropped. nullopt for anything that is not one.
+std::optional<std::string> repo_of(std::string_view text) {
+  if (!looks_like_hf_id(text)) return std::nullopt;
+  return std::string(text.substr(0, text.find('@')));
+}
+
+/// `_name_or_path` names a hub id ("EleutherAI/pythia-1b"), or a hub cache folder when the model was loaded
+/// from a local snapshot; any other local path names nothing the registry knows.
+std::optional<std::string> named_model(const nlohmann::json& config) {
+  if (!config.is_object() || !config.contains("_name_or_path") || !config["_name_or_path"].is_string())
+    return std::nullopt;
+  std::string value = config["_name_or_path"];
+  while (value.size() > 1 && value.back() == '/') value.pop_back();
+  if (value.find('/') == std::string::npos) return std::nullopt;  // "t5-small" and a folder name look alike
+  if (std::optional<std::string> id = repo_of(value)) return id;
+  return cached_repo_id(value);
+}
+
+nlohmann::json read_config(const std::optional<std::filesystem::path>& config_json) {
+  if (!config_json) return nullptr;
+  try {
+    nlohmann::json config = nlohmann::json::parse(read_text_file(*config_json, "config.json"));
+    return config.is_object() ? config : nullptr;
+  } catch (const std::exception&) {
+    return nullptr;  // unreadable or malformed: no identity from it, and the scan goes on
+  }
+}
+
+}  // namespace
+
+std::string_view match_kind_name(MatchKind kind) {
+  switch (kind) {
+    case MatchKind::kHubId:
+      return "hub_id";
+    case MatchKind::kCacheFolder:
+      return "cache_folder";
+    case MatchKind::kNameOrPath:
+      return "name_or_path";
+    case MatchKind::kConfig:
+      return "config";
+  }
+  return "hub_id";
+}
+
+ModelIdentity identify_model(const std::string& input, const std::filesystem::path& path,
+                             const std::optional<std::filesystem::path>& config_json) {
+  ModelIdentity identity{.config = read_config(config_json)};
+  std::error_code ec;
+  bool typed_id = !std::filesystem::exists(input, ec) && repo_of(input);
+  if (typed_id) {
+    identity.hub_id = repo_of(input);
+  } else if (std::optional<std::string> cached = cached_repo_id(path)) {
+    identity.hub_id = cached;
+    identity.hub_id_source = MatchKind::kCacheFolder;
+  }
+  identity.name_or_path = named_model(identity.config);
+  return identity;
+}
+
+}  // namespace precdetect
