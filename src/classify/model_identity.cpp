@@ -53,13 +53,13 @@ std::string_view match_kind_name(MatchKind kind) {
 ModelIdentity identify_model(const std::string& input, const std::filesystem::path& path,
                              const std::optional<std::filesystem::path>& config_json) {
   ModelIdentity identity{.config = read_config(config_json)};
-  std::error_code ec;
-  bool typed_id = !std::filesystem::exists(input, ec) && repo_of(input);
-  if (typed_id) {
-    identity.hub_id = repo_of(input);
-  } else if (std::optional<std::string> cached = cached_repo_id(path)) {
+  // A hub id is known only where the weights lie in the cache; it was typed when the input resolved to it there
+  // (an input of id shape that names no path, such as a `folder/group` shard group, is no hub id).
+  if (std::optional<std::string> cached = cached_repo_id(path)) {
+    std::error_code ec;
+    bool typed = !std::filesystem::exists(input, ec) && repo_of(input) == cached;
     identity.hub_id = cached;
-    identity.hub_id_source = MatchKind::kCacheFolder;
+    identity.hub_id_source = typed ? MatchKind::kHubId : MatchKind::kCacheFolder;
   }
   identity.name_or_path = named_model(identity.config);
   return identity;
