@@ -16,9 +16,7 @@ namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicSize = 6;
-constexpr uint64_t kMaxHeader = 1 << 20;
-constexpr long kMaxDims =
-    64;  // NumPy's NPY_MAXDIMS  // numpy itself refuses headers over 10,000 bytes unless told otherwise
+constexpr long kMaxDims = 64;  // NumPy's NPY_MAXDIMS
 
 /// The text after `'key':` in the dict literal, up to the end of its value (a quoted string, a (...) or [...]
 /// group, or a bare word); empty when the key is absent.
@@ -140,7 +138,7 @@ NpyHeader read_npy_header(std::span<const std::byte> bytes, const std::filesyste
   cursor.le<uint8_t>();
   if (major < 1 || major > 3) cursor.fail(fmt::format("unknown format version {}", major));
   uint64_t length = major == 1 ? cursor.le<uint16_t>() : cursor.le<uint32_t>();
-  if (length > kMaxHeader) cursor.fail(fmt::format("header of {} bytes", length));
+  if (length > kMaxNpyHeader) cursor.fail(fmt::format("header of {} bytes", length));
   std::string_view dict = cursor.text(length);
   NpyHeader header{.data_offset = cursor.position()};
   header.descr = value_of(dict, "descr");

@@ -12,8 +12,6 @@
 namespace precdetect {
 namespace {
 
-constexpr uint64_t kMaxNpyHeader = (1 << 20) + 16;  // read_npy_header's limit, with magic and lengths
-
 /// An .npz member's array: where its data starts (in the member), and its dtype when precdetect reads it.
 struct MemberArray {
   NpyHeader header;
@@ -58,7 +56,7 @@ std::string read_npz(Checkpoint& checkpoint, size_t file) {
     if (entry.method != 0 && entry.method != 8)
       fail(ErrorCode::kCompressedEntry, path, fmt::format("member `{}`: compression method {}", name, entry.method));
     std::span<const std::byte> raw = decoded->view(entry.data_offset, entry.size);
-    std::string head = entry.method == 8 ? inflate_head(raw, kMaxNpyHeader, path, name) : std::string();
+    std::string head = entry.method == 8 ? inflate_head(raw, kMaxNpyHead, path, name) : std::string();
     MemberArray array = member_array(entry.method == 8 ? std::as_bytes(std::span(head)) : raw, path, entry);
     if (!array.dtype) {
       not_read.push_back(

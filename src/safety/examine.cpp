@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <limits>
+#include <optional>
 #include <set>
 
 #include "precdetect/core/error.h"
@@ -23,6 +25,7 @@ namespace {
 
 constexpr size_t kLegacyPickles = 5;  // magic number, protocol, sys_info, the object, the storage keys
 constexpr uint64_t kMaxInflated = 1ull << 30;
+constexpr uint64_t kWholeMember = std::numeric_limits<uint64_t>::max();  // member_bytes' limit for all of it
 constexpr int kMaxNesting = 4;  // a checkpoint in a zip in a tar: real archives nest two deep
 // Zip members that hold a checkpoint of their own; examined like a file.
 constexpr std::string_view kNestedExtensions[] = {".pt", ".pth", ".bin", ".ckpt", ".npz", ".zip", ".nemo"};
@@ -46,7 +49,7 @@ class Examiner {
     if (looks_like_hdf5(source)) return keras_model(source, where), true;
     if (looks_like_zip(source)) return zip(source, where, depth), true;
     if (looks_like_torch_legacy(source)) return stream(source.view(0, source.size()), where, 0, kLegacyPickles), true;
-    if (looks_like_npy(head)) return npy(source.view(0, source.size()), where, 0), true;
+    if (looks_like_npy(head)) return npy(source.view(0, source.size()), where), true;
     if (looks_like_tar(source)) return tar(source, where, depth), true;
     if (!looks_like_pickle(source)) return false;
     stream(source.view(0, source.size()), where, 0);
@@ -86,14 +89,19 @@ class Examiner {
                                  .called = item.called});
   }
 
-  void npy(std::span<const std::byte> bytes, const std::string& where, uint64_t base) {
-    NpyHeader header;
+  /// The header of the .npy whose first bytes are `head`; nullopt, and the reason noted, when it is not one.
+  std::optional<NpyHeader> npy_header(std::span<const std::byte> head, const std::string& where) {
     try {
-      header = read_npy_header(bytes, where);
+      return read_npy_header(head, where);
     } catch (const Error& e) {
-      return unverified(where, e.what());
+      unverified(where, e.what());
+      return std::nullopt;
     }
-    if (header.holds_objects) stream(bytes.subspan(header.data_offset), where, base + header.data_offset, 1);
+  }
+
+  void npy(std::span<const std::byte> bytes, const std::string& where) {
+    std::optional<NpyHeader> header = npy_header(bytes, where);
+    if (header && header->holds_objects) stream(bytes.subspan(header->data_offset), where, header->data_offset, 1);
   }
 
   void zip(const ByteSource& source, const std::string& where, int depth) {
@@ -130,29 +138,51 @@ class Examiner {
     std::string inflated;
     std::span<const std::byte> bytes;
     try {
-      bytes = member_bytes(archive, entry, inflated);
+      // An array's header tells whether a pickle follows: numbers are not inflated to find that out.
+      bytes = member_bytes(archive, entry, inflated, array ? kMaxNpyHead : kWholeMember);
     } catch (const Error& e) {
       if (pickle_name || array || nested) unverified(inside, e.what());
       return;
     }
     bool stored = entry.method == 0;
     uint64_t base = stored ? entry.data_offset : 0;  // offsets in a compressed member count from its start
-    if (array) return npy(bytes, inside, base);
+    if (array) return array_member(archive, entry, bytes, inside, base);
     if (pickle_name || starts_like_pickle(bytes)) return stream(bytes, inside, base);
     if (nested) source(*span_source(bytes, archive.path()), inside, depth + 1);
   }
 
-  /// A member's bytes: stored ones straight from the archive, deflated ones inflated into `inflated`.
-  std::span<const std::byte> member_bytes(const ByteSource& archive, const ZipEntry& entry, std::string& inflated) {
+  /// An .npy member, from its first bytes `head`: the rest is read only when it is a pickle.
+  void array_member(const ByteSource& archive, const ZipEntry& entry, std::span<const std::byte> head,
+                    const std::string& where, uint64_t base) {
+    std::optional<NpyHeader> header = npy_header(head, where);
+    if (!header || !header->holds_objects) return;
+    std::string inflated;
+    std::span<const std::byte> bytes;
+    try {
+      bytes = member_bytes(archive, entry, inflated, kWholeMember);
+    } catch (const Error& e) {
+      return unverified(where, e.what());
+    }
+    stream(bytes.subspan(header->data_offset), where, base + header->data_offset, 1);
+  }
+
+  /// A member's bytes, or its first `limit` when it holds more: stored ones straight from the archive, deflated
+  /// ones inflated into `inflated` (whole ones up to kMaxInflated).
+  std::span<const std::byte> member_bytes(const ByteSource& archive, const ZipEntry& entry, std::string& inflated,
+                                          uint64_t limit) {
     if (entry.flags & 1) fail(ErrorCode::kInvalidZip, archive.path(), "an encrypted entry: its bytes cannot be read");
     std::span<const std::byte> raw = archive.view(entry.data_offset, entry.size);
-    if (entry.method == 0) return raw;
+    if (entry.method == 0) return raw.first(std::min<uint64_t>(raw.size(), limit));
     if (entry.method != 8)
       fail(ErrorCode::kCompressedEntry, archive.path(), fmt::format("compression method {}", entry.method));
-    if (entry.uncompressed > kMaxInflated)
+    if (limit < entry.uncompressed) {
+      inflated = inflate_head(raw, limit, archive.path(), entry.name);
+    } else if (entry.uncompressed > kMaxInflated) {
       fail(ErrorCode::kCompressedEntry, archive.path(),
            fmt::format("inflates to {} bytes, more than a safety check reads", entry.uncompressed));
-    inflated = inflate_entry(raw, entry.uncompressed, archive.path(), entry.name);
+    } else {
+      inflated = inflate_entry(raw, entry.uncompressed, archive.path(), entry.name);
+    }
     return std::as_bytes(std::span(inflated));
   }
 

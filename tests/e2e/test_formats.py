@@ -235,6 +235,27 @@ class Numpy(ArraysTestCase):
         self.assertEqual(code, 2)
         self.assertEqual(document["models"][0]["error"]["code"], "not_a_checkpoint")
 
+    def test_a_deflated_array_over_the_safety_checks_limit_is_judged_by_its_header(self):
+        # 2^29 + 4096 float16 values (1 GiB and 8 KiB): more than the safety check inflates whole. Its header says
+        # numbers follow, so it is not inflated there (and not left unverified); the scan still reads all of it.
+        numel = 2**29 + 4096
+        chunk = np.zeros(2**24, np.float16)
+        with zipfile.ZipFile(self.tmp / "big.npz", "w", zipfile.ZIP_DEFLATED) as archive:
+            with archive.open("w.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array_header_2_0(
+                    member, {"descr": "<f2", "fortran_order": False, "shape": (numel,)})
+                for _ in range(numel // chunk.size):
+                    member.write(chunk.tobytes())
+                member.write(np.full(4096, -3.0, np.float16).tobytes())
+        code, document, _ = scan(self.tmp / "big.npz")
+        self.assertEqual(code, 0)
+        model = document["models"][0]
+        self.assertEqual(model["safety"]["verdict"], "safe")
+        self.assertEqual(model["safety"]["unverified"], [])
+        tensor = tensors_by_name(model)["w"]
+        self.assertEqual((tensor["numel"], tensor["zeros"], tensor["abs_max"]), (numel, numel - 4096, 3.0))
+        self.assertNorm(tensor["norm"], 3.0 * 64)
+
     def test_damaged_arrays_are_named_errors(self):
         arrays = self.arrays()
         np.save(self.tmp / "cut.npy", arrays["embed"])

@@ -15,6 +15,11 @@
 
 namespace precdetect {
 
+/// The longest header read_npy_header accepts (numpy itself refuses over 10,000 bytes unless told otherwise).
+constexpr uint64_t kMaxNpyHeader = 1 << 20;
+/// The most bytes read_npy_header reads of a file: magic, version, the header's length, and the header.
+constexpr uint64_t kMaxNpyHead = 12 + kMaxNpyHeader;
+
 struct NpyHeader {
   std::string descr;  ///< '<f4', '|O', or a structured dtype's list as written
   bool fortran_order = false;
