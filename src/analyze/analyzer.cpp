@@ -50,6 +50,15 @@ class PendingStats {
   c10::Event copied_{c10::DeviceType::CUDA};
 };
 
+/// The kernel reads values in place where it can; else a tensor of them (read into memory, bytes swapped, a
+/// strided view made contiguous).
+TensorStats cpu_stats(const Checkpoint& checkpoint, const TensorRecord& record) {
+  if (auto bytes = values_in_place(checkpoint, record))
+    return cpu_tensor_stats(bytes->data(), record.dtype, record.numel);
+  at::Tensor values = load_tensor(checkpoint, record).contiguous();
+  return cpu_tensor_stats(values.data_ptr(), record.dtype, record.numel);
+}
+
 }  // namespace
 
 Analyzer::Analyzer(const ComputeDevice& device) : device_(device) {
@@ -65,8 +74,7 @@ std::vector<TensorStats> Analyzer::analyze(const Checkpoint& checkpoint, std::sp
   if (uploader_) return analyze_on_cuda(checkpoint, records);
   std::vector<TensorStats> stats;
   for (const TensorRecord* record : records) {
-    at::Tensor values = load_tensor(checkpoint, *record).contiguous();  // a copy only for strided views
-    stats.push_back(cpu_tensor_stats(values.data_ptr(), record->dtype, record->numel));
+    stats.push_back(cpu_stats(checkpoint, *record));
     release(checkpoint, *record);
   }
   return stats;

@@ -16,6 +16,15 @@ namespace {
 
 using vectors::Doubles, vectors::Floats, vectors::Ints, vectors::Words, vectors::kWidth;
 
+/// Value `i` of the `T`s stored at `data`, which may lie at any address (values are read in place in a mapped
+/// file, where .npz members and Flax arrays start at arbitrary offsets).
+template <typename T>
+T load(const std::byte* data, size_t i) {
+  T value;
+  std::memcpy(&value, data + i * sizeof(T), sizeof(T));
+  return value;
+}
+
 // Per-part counters are 32-bit: a part never counts more values than this in one pass.
 constexpr size_t kMaxValuesPerPass = size_t{1} << 31;
 
@@ -36,7 +45,7 @@ TensorStats in_passes(size_t begin, size_t end, Reduce reduce) {
 // increments; four tables were no better. Ranges with fewer values than codes keep one table: zeroing and merging
 // a second costs a small tensor more than it saves. The figures: docs/benchmarks.md, "Figures behind the code".
 template <typename Raw>
-TensorStats reduce_codes(DType dtype, const Raw* data, size_t begin, size_t end) {
+TensorStats reduce_codes(DType dtype, const std::byte* data, size_t begin, size_t end) {
   constexpr unsigned kBits = 8 * sizeof(Raw);
   constexpr uint64_t kMagnitudeBits = (uint64_t{1} << (kBits - 1)) - 1;  // all but the sign bit
   size_t codes = magnitude_code_count(dtype);
@@ -47,13 +56,13 @@ TensorStats reduce_codes(DType dtype, const Raw* data, size_t begin, size_t end)
   size_t i = begin;
   for (constexpr size_t kPerWord = 64 / kBits; i + 2 * kPerWord <= end; i += 2 * kPerWord) {
     std::array<uint64_t, 2> words;
-    std::memcpy(words.data(), data + i, sizeof(words));  // little-endian: the first value in the low bits
+    std::memcpy(words.data(), data + i * sizeof(Raw), sizeof(words));  // little-endian: the first value lowest
     for (unsigned shift = 0; shift < 64; shift += kBits) {
       ++even[(words[0] >> shift) & kMagnitudeBits];
       ++odd[(words[1] >> shift) & kMagnitudeBits];
     }
   }
-  for (; i < end; ++i) ++even[data[i] & kMagnitudeBits];
+  for (; i < end; ++i) ++even[load<Raw>(data, i) & kMagnitudeBits];
   if (two_tables)
     for (size_t code = 0; code < codes; ++code) even[code] += odd[code];
   return stats_from_code_counts(dtype, even);
@@ -142,7 +151,7 @@ class ExponentCounter {
  public:
   static constexpr size_t kValues = 8;
 
-  void count(const uint32_t* values) {
+  void count(const std::byte* values) {
     std::array<uint64_t, kValues / 2> words;
     std::memcpy(words.data(), values, sizeof(words));  // little-endian: the first value in the low bits
     for (size_t k = 0; k < words.size(); ++k) {
@@ -162,7 +171,7 @@ class ExponentCounter {
 };
 
 /// One pass over F32 values [begin, end): two vectors at a time, then the scalar definitions for the tail.
-TensorStats reduce_floats(const uint32_t* data, size_t begin, size_t end) {
+TensorStats reduce_floats(const std::byte* data, size_t begin, size_t end) {
   static_assert(ExponentCounter::kValues == 2 * kWidth);
   TensorStats total;
   ExponentCounter exponents;
@@ -172,14 +181,14 @@ TensorStats reduce_floats(const uint32_t* data, size_t begin, size_t end) {
     NarrowFormatLanes narrow;
     Ints nans{};
     for (size_t block_end = std::min(end, i + kBlock); i + 2 * kWidth <= block_end; i += 2 * kWidth) {
-      Floats a = vectors::magnitudes(vectors::f32_values(data + i));
-      Floats b = vectors::magnitudes(vectors::f32_values(data + i + kWidth));
+      Floats a = vectors::magnitudes(vectors::f32_values(data + 4 * i));
+      Floats b = vectors::magnitudes(vectors::f32_values(data + 4 * (i + kWidth)));
       Ints a_nan = a != a, b_nan = b != b;
       nans -= a_nan;
       nans -= b_nan;
       lanes_a.add(a, a_nan);
       lanes_b.add(b, b_nan);
-      exponents.count(data + i);  // before the branch: after it, GCC's code was slower (docs/benchmarks.md)
+      exponents.count(data + 4 * i);  // before the branch: after it, GCC's code was slower (docs/benchmarks.md)
       if (vectors::any(NarrowFormatLanes::may_count(a) | NarrowFormatLanes::may_count(b))) {
         narrow.add(a);
         narrow.add(b);
@@ -194,17 +203,18 @@ TensorStats reduce_floats(const uint32_t* data, size_t begin, size_t end) {
   total.exactness_checked = total.numel - total.nans;
   exponents.flush_into(total, total.zeros);
   TensorStats tail;
-  for (; i < end; ++i) add_wide_magnitude(tail, std::fabs(static_cast<double>(std::bit_cast<float>(data[i]))));
+  for (; i < end; ++i) add_wide_magnitude(tail, std::fabs(static_cast<double>(load<float>(data, i))));
   total.merge(tail);
   return total;
 }
 
 /// F64 values [begin, end), one at a time (rare in checkpoints), summed per block like the vector path.
-TensorStats reduce_doubles(const double* data, size_t begin, size_t end) {
+TensorStats reduce_doubles(const std::byte* data, size_t begin, size_t end) {
   TensorStats total;
   for (size_t block = begin; block < end; block += kBlock) {
     TensorStats part;
-    for (size_t i = block; i < std::min(end, block + kBlock); ++i) add_wide_magnitude(part, std::fabs(data[i]));
+    for (size_t i = block; i < std::min(end, block + kBlock); ++i)
+      add_wide_magnitude(part, std::fabs(load<double>(data, i)));
     total.merge(part);
   }
   return total;
@@ -221,26 +231,21 @@ TensorStats reduce_tensor(uint64_t numel, Reduce reduce) {
 
 }  // namespace
 
-TensorStats cpu_tensor_stats(const void* data, DType dtype, uint64_t numel) {
+TensorStats cpu_tensor_stats(const void* values, DType dtype, uint64_t numel) {
+  const auto* data = static_cast<const std::byte*>(values);
   switch (dtype) {
     case DType::F64:
-      return reduce_tensor(numel, [=](size_t begin, size_t end) {
-        return reduce_doubles(static_cast<const double*>(data), begin, end);
-      });
+      return reduce_tensor(numel, [=](size_t begin, size_t end) { return reduce_doubles(data, begin, end); });
     case DType::F32:
-      return reduce_tensor(numel, [=](size_t begin, size_t end) {
-        return reduce_floats(static_cast<const uint32_t*>(data), begin, end);
-      });
+      return reduce_tensor(numel, [=](size_t begin, size_t end) { return reduce_floats(data, begin, end); });
     case DType::F16:
     case DType::BF16:
-      return reduce_tensor(numel, [=](size_t begin, size_t end) {
-        return reduce_codes(dtype, static_cast<const uint16_t*>(data), begin, end);
-      });
+      return reduce_tensor(numel,
+                           [=](size_t begin, size_t end) { return reduce_codes<uint16_t>(dtype, data, begin, end); });
     case DType::F8_E4M3:
     case DType::F8_E5M2:
-      return reduce_tensor(numel, [=](size_t begin, size_t end) {
-        return reduce_codes(dtype, static_cast<const uint8_t*>(data), begin, end);
-      });
+      return reduce_tensor(numel,
+                           [=](size_t begin, size_t end) { return reduce_codes<uint8_t>(dtype, data, begin, end); });
     default:
       throw std::invalid_argument("cpu_tensor_stats: not a floating dtype");
   }

@@ -53,6 +53,13 @@ at::Tensor load_storage(const Checkpoint& checkpoint, const TensorRecord& record
 
 }  // namespace
 
+std::optional<std::span<const std::byte>> values_in_place(const Checkpoint& checkpoint, const TensorRecord& record) {
+  const ByteSource& file = *checkpoint.files[record.file];
+  if (!file.zero_copy() || !record.stride.empty() || record.big_endian) return std::nullopt;
+  uint64_t element_size = dtype_bits(record.dtype) / 8;
+  return file.view(record.offset + record.storage_offset * element_size, record.nbytes);
+}
+
 at::Tensor load_tensor(const Checkpoint& checkpoint, const TensorRecord& record) {
   return view_storage(load_storage(checkpoint, record), record);
 }

@@ -22,36 +22,40 @@ constexpr size_t kWidth = 4;  ///< Floats per vector
 
 using HalfWords = uint16_t __attribute__((vector_size(8)));
 
-/// Four stored 16-bit values, widened to 32 bits (unaligned load).
-inline Words load_words(const uint16_t* data) {
+// The loaders read at any alignment (memcpy): the scan kernel reads values in place in a mapped file, where
+// formats such as .npz and Flax msgpack leave them at arbitrary offsets.
+
+/// Four stored 16-bit values, widened to 32 bits.
+inline Words load_16bit(const void* data) {
   HalfWords raw;
   std::memcpy(&raw, data, sizeof(raw));
   return __builtin_convertvector(raw, Words);
 }
 
-inline Words load_words(const uint32_t* data) {
+/// Four stored 32-bit values.
+inline Words load_32bit(const void* data) {
   Words raw;
   std::memcpy(&raw, data, sizeof(raw));
   return raw;
 }
 
-inline Floats bf16_values(const uint16_t* data) { return std::bit_cast<Floats>(load_words(data) << 16); }
+inline Floats bf16_values(const void* data) { return std::bit_cast<Floats>(load_16bit(data) << 16); }
 
-inline Floats f16_magnitudes(const uint16_t* data) {
+inline Floats f16_magnitudes(const void* data) {
   // Shift exponent and mantissa into float position, then rescale the exponent bias (15 -> 127) with one
   // multiply by 2^112; this also turns fp16 subnormals into the right float normals. Inf/NaN keep all-ones.
-  Words shifted = (load_words(data) & 0x7FFF) << 13;
+  Words shifted = (load_16bit(data) & 0x7FFF) << 13;
   Floats finite = std::bit_cast<Floats>(shifted) * 0x1p112f;
   Floats special = std::bit_cast<Floats>(shifted | 0x7F800000u);
   return (shifted & 0x0F800000u) == 0x0F800000u ? special : finite;
 }
 
-inline Floats f16_values(const uint16_t* data) {
-  Words sign = (load_words(data) & 0x8000) << 16;
+inline Floats f16_values(const void* data) {
+  Words sign = (load_16bit(data) & 0x8000) << 16;
   return std::bit_cast<Floats>(std::bit_cast<Words>(f16_magnitudes(data)) | sign);
 }
 
-inline Floats f32_values(const uint32_t* data) { return std::bit_cast<Floats>(load_words(data)); }
+inline Floats f32_values(const void* data) { return std::bit_cast<Floats>(load_32bit(data)); }
 
 inline Floats magnitudes(Floats values) { return std::bit_cast<Floats>(std::bit_cast<Words>(values) & 0x7FFFFFFFu); }
 inline Doubles magnitudes(Doubles values) {

@@ -3,6 +3,9 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <optional>
+#include <span>
+
 #include "precdetect/load/checkpoint.h"
 
 namespace precdetect {
@@ -18,6 +21,11 @@ DType stored_dtype(c10::ScalarType type);
 /// for big-endian storages. The view may be non-contiguous. It borrows the mapping: read it only while
 /// `checkpoint` lives, and never write to it (the mapping is read-only).
 at::Tensor load_tensor(const Checkpoint& checkpoint, const TensorRecord& record);
+
+/// The stored bytes of `record`'s values where they can be read in place, at any alignment: from a zero-copy
+/// source (a mapping, a decoded region), contiguous and little-endian. nullopt otherwise (ReadMode::kPread, a
+/// strided view, big-endian storage): load_tensor then. The bytes live as long as the source, up to a release.
+std::optional<std::span<const std::byte>> values_in_place(const Checkpoint& checkpoint, const TensorRecord& record);
 
 /// `record`'s tensor over `storage`, a 1-D tensor of the record's dtype holding its storage's stored bytes (on
 /// any device): bytes swapped for big-endian storages, then offset, shape and strides applied.
