@@ -32,9 +32,10 @@ int run(int argc, char** argv) {
     std::string text = keras_model_config(image, file->path());
     write_out(std::as_bytes(std::span(text)));
   } else if (request == "read" && argc == 5) {
-    std::string bytes(std::stoull(argv[4]), '\0');
-    read_hdf5_dataset(image, file->path(), argv[3], std::as_writable_bytes(std::span(bytes)));
-    write_out(std::as_bytes(std::span(bytes)));
+    read_hdf5_dataset(image, file->path(), argv[3], std::stoull(argv[4]), [&](std::span<const std::byte> slab) {
+      write_out(slab);
+      file->release(0, file->size());  // the chunks inflated so far are not read again: their pages can go
+    });
   } else {
     std::fputs("usage: precdetect-hdf5 describe FILE | model-config FILE | read FILE DATASET BYTES\n", stderr);
     return 64;

@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 #include <hdf5.h>
 
+#include <algorithm>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <vector>
 
 #include "precdetect/core/dtype.h"
 #include "precdetect/core/error.h"
@@ -14,6 +16,10 @@ namespace precdetect {
 namespace {
 
 constexpr int kMaxDims = 32;  // H5S_MAX_RANK
+
+/// What the helper reads of a chunked dataset at a time, at least one chunk row: a dataset's size in the helper on
+/// top of the one in precdetect would double the peak a compressed tensor costs.
+constexpr uint64_t kSlabBytes = uint64_t{8} << 20;
 
 /// An HDF5 identifier, closed by its own close function when it goes.
 class Handle {
@@ -197,19 +203,19 @@ class DatasetWalk {
   std::exception_ptr failure_;
 };
 
-/// The dataset's bytes as stored (its own type, so no conversion), read by HDF5 into `dest`.
-void read_dataset(std::span<const std::byte> image, const std::filesystem::path& path, const std::string& name,
-                  std::span<std::byte> dest) {
-  ImageFile file(image, path);
-  Handle dataset(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
-  Handle type(dataset.valid() ? H5Dget_type(dataset.get()) : -1, H5Tclose);
-  Handle space(dataset.valid() ? H5Dget_space(dataset.get()) : -1, H5Sclose);
-  hssize_t points = space.valid() ? H5Sget_simple_extent_npoints(space.get()) : -1;
-  if (type.valid() && (points < 0 || static_cast<uint64_t>(points) * H5Tget_size(type.get()) != dest.size()))
-    fail(ErrorCode::kInvalidHdf5, path,
-         fmt::format("dataset `{}` does not hold the {} bytes asked for", name, dest.size()));
-  if (!type.valid() || H5Dread(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, dest.data()) < 0)
-    fail(ErrorCode::kInvalidHdf5, path, fmt::format("HDF5 cannot read dataset `{}`: {}", name, hdf5_error()));
+/// Rows (indices of the first dimension) per read of a dataset: whole chunk rows, so that each chunk is
+/// inflated once, and as many as fit in kSlabBytes.
+hsize_t slab_rows(hid_t dataset, const std::vector<hsize_t>& dims, size_t element_size) {
+  hsize_t row_bytes = element_size;
+  for (size_t d = 1; d < dims.size(); ++d) row_bytes *= dims[d];
+  hsize_t chunk_rows = 1;
+  Handle plist(H5Dget_create_plist(dataset), H5Pclose);
+  std::vector<hsize_t> chunk(dims.size());
+  if (plist.valid() && H5Pget_layout(plist.get()) == H5D_CHUNKED &&
+      H5Pget_chunk(plist.get(), static_cast<int>(chunk.size()), chunk.data()) == static_cast<int>(chunk.size()))
+    chunk_rows = std::max<hsize_t>(chunk[0], 1);
+  hsize_t chunks_per_slab = std::max<hsize_t>(kSlabBytes / std::max<hsize_t>(row_bytes * chunk_rows, 1), 1);
+  return chunk_rows * chunks_per_slab;
 }
 
 /// The `model_config` attribute of the file's root, Keras's model as JSON; empty when there is none.
@@ -237,8 +243,41 @@ std::string describe_hdf5(std::span<const std::byte> image, const std::filesyste
 }
 
 void read_hdf5_dataset(std::span<const std::byte> image, const std::filesystem::path& path, const std::string& name,
-                       std::span<std::byte> dest) {
-  read_dataset(image, path, name, dest);
+                       uint64_t bytes, const SlabWriter& write) {
+  ImageFile file(image, path);
+  Handle dataset(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
+  Handle type(dataset.valid() ? H5Dget_type(dataset.get()) : -1, H5Tclose);
+  Handle space(dataset.valid() ? H5Dget_space(dataset.get()) : -1, H5Sclose);
+  hssize_t points = space.valid() ? H5Sget_simple_extent_npoints(space.get()) : -1;
+  int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
+  auto cannot_read = [&] {
+    fail(ErrorCode::kInvalidHdf5, path, fmt::format("HDF5 cannot read dataset `{}`: {}", name, hdf5_error()));
+  };
+  if (!type.valid() || rank < 0 || rank > kMaxDims) cannot_read();
+  size_t element_size = H5Tget_size(type.get());
+  if (points < 0 || static_cast<uint64_t>(points) * element_size != bytes)
+    fail(ErrorCode::kInvalidHdf5, path, fmt::format("dataset `{}` does not hold the {} bytes asked for", name, bytes));
+  if (rank == 0 || points == 0) {  // a scalar, or nothing to read
+    std::vector<std::byte> all(bytes);
+    if (points > 0 && H5Dread(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, all.data()) < 0) cannot_read();
+    return write(all);
+  }
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  uint64_t row_bytes = bytes / dims[0];
+  hsize_t rows_per_slab = slab_rows(dataset.get(), dims, element_size);
+  std::vector<std::byte> slab(std::min<uint64_t>(rows_per_slab, dims[0]) * row_bytes);
+  std::vector<hsize_t> start(dims.size(), 0), count = dims;
+  for (hsize_t row = 0; row < dims[0]; row += rows_per_slab) {
+    start[0] = row;
+    count[0] = std::min(rows_per_slab, dims[0] - row);
+    Handle memory(H5Screate_simple(rank, count.data(), nullptr), H5Sclose);
+    if (!memory.valid() ||
+        H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr) < 0 ||
+        H5Dread(dataset.get(), type.get(), memory.get(), space.get(), H5P_DEFAULT, slab.data()) < 0)
+      cannot_read();
+    write(std::span(slab).first(count[0] * row_bytes));
+  }
 }
 
 std::string keras_model_config(std::span<const std::byte> image, const std::filesystem::path& path) {

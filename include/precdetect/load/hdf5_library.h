@@ -5,7 +5,9 @@
 /// `path` when HDF5 cannot.
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 
@@ -16,9 +18,13 @@ namespace precdetect {
 /// else null)}]}. Error for a dataset whose data lives in other files (external storage, a virtual dataset).
 std::string describe_hdf5(std::span<const std::byte> image, const std::filesystem::path& path);
 
-/// Dataset `name`'s bytes as stored (its own type: no conversion), into `dest` (exactly its size).
+/// Takes a dataset's bytes, a slab (whole rows of its first dimension) at a time, in order.
+using SlabWriter = std::function<void(std::span<const std::byte>)>;
+
+/// Dataset `name`'s bytes as stored (its own type: no conversion), `bytes` of them (exactly its size), handed to
+/// `write` slab by slab.
 void read_hdf5_dataset(std::span<const std::byte> image, const std::filesystem::path& path, const std::string& name,
-                       std::span<std::byte> dest);
+                       uint64_t bytes, const SlabWriter& write);
 
 /// The root's `model_config` attribute (Keras's model as JSON); empty when there is none.
 std::string keras_model_config(std::span<const std::byte> image, const std::filesystem::path& path);
