@@ -213,9 +213,9 @@ hsize_t slab_rows(hid_t dataset, const std::vector<hsize_t>& dims, size_t elemen
   std::vector<hsize_t> chunk(dims.size());
   if (plist.valid() && H5Pget_layout(plist.get()) == H5D_CHUNKED &&
       H5Pget_chunk(plist.get(), static_cast<int>(chunk.size()), chunk.data()) == static_cast<int>(chunk.size()))
-    chunk_rows = std::max<hsize_t>(chunk[0], 1);
+    chunk_rows = std::clamp<hsize_t>(chunk[0], 1, dims[0]);  // an extendible dataset's chunk may pass its end
   hsize_t chunks_per_slab = std::max<hsize_t>(kSlabBytes / std::max<hsize_t>(row_bytes * chunk_rows, 1), 1);
-  return chunk_rows * chunks_per_slab;
+  return std::min(chunk_rows * chunks_per_slab, dims[0]);
 }
 
 /// The `model_config` attribute of the file's root, Keras's model as JSON; empty when there is none.
@@ -266,7 +266,7 @@ void read_hdf5_dataset(std::span<const std::byte> image, const std::filesystem::
   H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
   uint64_t row_bytes = bytes / dims[0];
   hsize_t rows_per_slab = slab_rows(dataset.get(), dims, element_size);
-  std::vector<std::byte> slab(std::min<uint64_t>(rows_per_slab, dims[0]) * row_bytes);
+  std::vector<std::byte> slab(rows_per_slab * row_bytes);
   std::vector<hsize_t> start(dims.size(), 0), count = dims;
   for (hsize_t row = 0; row < dims[0]; row += rows_per_slab) {
     start[0] = row;

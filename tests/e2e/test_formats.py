@@ -420,19 +420,21 @@ class Hdf5(ArraysTestCase):
 
     def test_chunked_datasets_over_a_slab_arrive_whole_and_in_order(self):
         # The helper hands over a chunked dataset 8 MiB of whole chunk rows at a time: rows that do not divide
-        # into chunks, chunks that do not divide into a slab, 1-D and 3-D. The diff against the contiguous copy
+        # into chunks, chunks that do not divide into a slab, 1-D and 3-D, extendible. The diff against the contiguous copy
         # checks every value's place; the statistics check that none is lost or read twice.
         rng = np.random.default_rng(11)
         arrays = {"rows": (rng.standard_normal((1100, 2049)) * 3e3).astype(np.float32),
                   "flat": rng.standard_normal(2_300_001).astype(np.float32) * np.float32(1e-3),
-                  "cube": rng.standard_normal((45, 67, 1001)).astype(np.float16)}
-        chunks = {"rows": (7, 300), "flat": (65_537,), "cube": (4, 16, 1001)}
+                  "cube": rng.standard_normal((45, 67, 1001)).astype(np.float16),
+                  "grown": rng.standard_normal((3, 5)).astype(np.float32)}  # a chunk longer than the dataset
+        chunks = {"rows": (7, 300), "flat": (65_537,), "cube": (4, 16, 1001), "grown": (64, 5)}
         with h5py.File(self.tmp / "contiguous.h5", "w") as f:
             for name, array in arrays.items():
                 f.create_dataset(name, data=array)
         with h5py.File(self.tmp / "chunked.h5", "w") as f:
             for name, array in arrays.items():
-                f.create_dataset(name, data=array, chunks=chunks[name], compression="gzip", compression_opts=1)
+                f.create_dataset(name, data=array, chunks=chunks[name], compression="gzip", compression_opts=1,
+                                 maxshape=(None, *array.shape[1:]))
         code, document, _ = scan(self.tmp / "chunked.h5")
         self.assertEqual(code, 0)
         self.assertArrays(document["models"][0], arrays)
