@@ -78,7 +78,13 @@ class Machine {
       step(op);
     }
     if (stack_.size() != 1 || !marks_.empty()) bad("STOP with an unbalanced stack");
-    return {stack_.back(), cursor_.offset(), std::move(not_called_), std::move(storages_), std::move(tensors_), arena_};
+    return {stack_.back(),
+            cursor_.offset(),
+            cursor_.position(),
+            std::move(not_called_),
+            std::move(storages_),
+            std::move(tensors_),
+            arena_};
   }
 
  private:

@@ -16,6 +16,12 @@ namespace {
 using namespace pickle;
 
 constexpr int kMaxDepth = 256;
+// A container reached by two paths (a module tied in two places) is walked once per path, as a state_dict names
+// it. Each reference costs a pickle at least one opcode byte, so a graph without such sharing takes fewer steps
+// than its pickle has bytes; references to references (DUP, DUP, TUPLE3, repeated) reach 3^n paths from 3n bytes.
+constexpr uint64_t kStepsPerPickleByte = 16;
+constexpr uint64_t kMinSteps = 1 << 12;
+constexpr uint64_t kMaxSteps = 1 << 26;
 constexpr std::string_view kWrappers[] = {"state_dict", "model_state_dict", "model", "module", "net", "network"};
 // nn.Module keeps parameters, buffers and submodules in these dicts; a state_dict names them without them.
 constexpr std::string_view kModuleSlots[] = {"_parameters", "_buffers", "_modules"};
@@ -44,11 +50,15 @@ struct Context {
 
 class Walker {
  public:
-  explicit Walker(const std::filesystem::path& path) : path_(path) {}
+  Walker(const std::filesystem::path& path, uint64_t pickle_size)
+      : path_(path), max_steps_(std::min(kMaxSteps, kMinSteps + kStepsPerPickleByte * pickle_size)) {}
   std::vector<FoundTensor> found;
 
   void walk(const Ref& value, const std::string& name, Context context, int depth) {
     if (depth > kMaxDepth) fail(ErrorCode::kInvalidPickle, path_, "object graph nests too deeply");
+    if (++steps_ > max_steps_)
+      fail(ErrorCode::kInvalidPickle, path_,
+           fmt::format("object graph reaches more than {} objects through shared references", max_steps_));
     if (const auto* tensor = std::get_if<Tensor>(&value->v))  // a tensor saved on its own has no path: "(root)"
       return found.push_back({name.empty() ? "(root)" : name, tensor, context.role, context.role_from_file});
     if (!on_path_.insert(value.get()).second) return;  // a container that contains itself
@@ -81,6 +91,8 @@ class Walker {
     for (size_t i = 0; i < items.size(); ++i) walk(items[i], join_key(name, std::to_string(i)), context, depth + 1);
   }
   const std::filesystem::path& path_;
+  const uint64_t max_steps_;
+  uint64_t steps_ = 0;
   std::set<const Value*> on_path_;
 };
 
@@ -137,7 +149,7 @@ TensorRecord make_record(const FoundTensor& found, DType dtype, const StorageLoc
 }  // namespace
 
 std::vector<FoundTensor> find_tensors(const pickle::Result& pickle, const std::filesystem::path& path) {
-  Walker walker(path);
+  Walker walker(path, pickle.size);
   const auto* dict = std::get_if<Dict>(&pickle.root->v);
   if (dict == nullptr) {
     walker.walk(pickle.root, "", Context{}, 0);

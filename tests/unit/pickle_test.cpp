@@ -184,18 +184,39 @@ TEST(Pickle, RefusesWhatItCannotRead) {
   expect_invalid(kPad + "N}a.", "wrong type", 1012);  // APPEND to a dict
 }
 
-TEST(Pickle, DeepNestingIsAnErrorNotAStackOverflow) {
-  std::string bytes = "\x80\x02";
-  for (int i = 0; i < 400; ++i) bytes += "]";
-  for (int i = 0; i < 399; ++i) bytes += "a";
-  auto result = run(bytes + ".");
+TEST(Pickle, AContainerSharedByTwoPathsIsNamedOnEach) {
+  // d = {'w': t}; {'a': d, 'b': d}: a module tied in two places, which a state_dict names twice
+  auto result = run("\x80\x02}(" + unicode("a") + "}q\x00"s + unicode("w") + rebuilt_tensor("0") + "s" + unicode("b") +
+                    "h\x00u."s);
+  auto found = find_tensors(result, "data.pkl");
+  ASSERT_EQ(names(found), (std::vector<std::string>{"a.w", "b.w"}));
+  EXPECT_EQ(found[0].tensor, found[1].tensor);
+}
+
+/// Expects the tensor walker to refuse the graph `bytes` build with Error(kInvalidPickle) mentioning `detail`.
+void expect_walk_refused(const std::string& bytes, const std::string& detail) {
+  auto result = run(bytes);
   try {
     find_tensors(result, "data.pkl");
     FAIL() << "accepted";
   } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidPickle);
-    EXPECT_NE(std::string(e.what()).find("nests too deeply"), std::string::npos);
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidPickle) << e.what();
+    EXPECT_NE(std::string(e.what()).find(detail), std::string::npos) << e.what();
   }
+}
+
+TEST(Pickle, ReferencesToReferencesAreAnErrorNotAHang) {
+  // x = None, then x = (x, x, x) forty times (DUP, DUP, TUPLE3): 124 bytes, 3^40 paths; fuzz_pickle_machine found it
+  std::string bytes = "\x80\x02N";
+  for (int i = 0; i < 40; ++i) bytes += "22\x87";
+  expect_walk_refused(bytes + ".", "more than 6080 objects through shared references");
+}
+
+TEST(Pickle, DeepNestingIsAnErrorNotAStackOverflow) {
+  std::string bytes = "\x80\x02";
+  for (int i = 0; i < 400; ++i) bytes += "]";
+  for (int i = 0; i < 399; ++i) bytes += "a";
+  expect_walk_refused(bytes + ".", "nests too deeply");
 }
 
 }  // namespace

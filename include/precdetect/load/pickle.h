@@ -81,6 +81,7 @@ struct Arena {
 struct Result {
   Ref root;
   uint64_t end = 0;                         ///< offset just past the STOP opcode
+  uint64_t size = 0;                        ///< bytes from the first opcode through STOP
   std::set<std::string> not_called;         ///< globals outside the allowlist that the pickle asked to call
   std::map<std::string, Storage> storages;  ///< every storage the pickle references, by key
   std::vector<Ref> tensors;                 ///< every tensor the pickle rebuilt, in order, reachable or not
