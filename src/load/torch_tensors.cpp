@@ -19,6 +19,8 @@ constexpr int kMaxDepth = 256;
 // A container reached by two paths (a module tied in two places) is walked once per path, as a state_dict names
 // it. Each reference costs a pickle at least one opcode byte, so a graph without such sharing takes fewer steps
 // than its pickle has bytes; references to references (DUP, DUP, TUPLE3, repeated) reach 3^n paths from 3n bytes.
+// A container found to hold no tensor is passed over on every later path (a pickled model's layers sharing one
+// config's lists), so only paths that lead to tensors, which a state_dict would name, can run out of steps.
 constexpr uint64_t kStepsPerPickleByte = 16;
 constexpr uint64_t kMinSteps = 1 << 12;
 constexpr uint64_t kMaxSteps = 1 << 26;
@@ -42,6 +44,12 @@ TensorRole module_slot_role(std::string_view slot, TensorRole role) {
   return TensorRole::kBuffer;
 }
 
+/// Dicts, lists, tuples and pickled objects: the values that tensors can lie below.
+bool is_container(const Value& value) {
+  return std::holds_alternative<Dict>(value.v) || std::holds_alternative<List>(value.v) ||
+         std::holds_alternative<Tuple>(value.v) || std::holds_alternative<Opaque>(value.v);
+}
+
 /// What the path so far says of the tensors below it.
 struct Context {
   TensorRole role = TensorRole::kModel;
@@ -61,7 +69,13 @@ class Walker {
            fmt::format("object graph reaches more than {} objects through shared references", max_steps_));
     if (const auto* tensor = std::get_if<Tensor>(&value->v))  // a tensor saved on its own has no path: "(root)"
       return found.push_back({name.empty() ? "(root)" : name, tensor, context.role, context.role_from_file});
-    if (!on_path_.insert(value.get()).second) return;  // a container that contains itself
+    if (!is_container(*value) || without_tensors_.count(value.get())) return;
+    if (!on_path_.insert(value.get()).second) {  // a container that contains itself
+      ++cycles_;
+      return;
+    }
+    size_t found_before = found.size();
+    uint64_t cycles_before = cycles_;
     if (const auto* dict = std::get_if<Dict>(&value->v)) {
       bool module = is_module_state(*dict);
       for (const auto& [key, item] : dict->items) {
@@ -84,6 +98,8 @@ class Walker {
       if (object->contents) walk(object->contents, name, context, depth + 1);
     }
     on_path_.erase(value.get());
+    // Below a cycle, a tensor may hang off a container still on the path: only a closed subgraph is known empty.
+    if (found.size() == found_before && cycles_ == cycles_before) without_tensors_.insert(value.get());
   }
 
  private:
@@ -93,7 +109,9 @@ class Walker {
   const std::filesystem::path& path_;
   const uint64_t max_steps_;
   uint64_t steps_ = 0;
+  uint64_t cycles_ = 0;  ///< containers met again while on the path
   std::set<const Value*> on_path_;
+  std::set<const Value*> without_tensors_;  ///< containers walked whole that hold no tensor
 };
 
 bool names_optimizer(const std::string& key) {
