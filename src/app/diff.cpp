@@ -54,7 +54,7 @@ ExitCode run_diff(const DiffCommand& command) {
     pair.other = other;
     if (pair.error) fmt::print(stderr, "precdetect: {}\n", pair.error->message);
     failed = failed || pair.error.has_value();
-    changed = changed || (!pair.error && pair.changed());
+    changed = changed || (!pair.error && pair.outcome() == DiffOutcome::kChanged);
     pairs.push_back(std::move(pair));
   }
   publish(diff_to_json(pairs, command.tolerances), command.output, command.json,

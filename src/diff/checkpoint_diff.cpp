@@ -5,25 +5,19 @@
 
 #include "precdetect/analyze/tensor_groups.h"
 #include "precdetect/load/tensor_loader.h"
+#include "precdetect/load/torch_layout.h"
 
 namespace precdetect {
 namespace {
 
-/// The tensors compared, by the name PyTorch gives them: a Flax path is paired by its torch_name, so a Flax file
-/// and the safetensors converted from it are compared tensor by tensor.
+/// The tensors compared, by the name PyTorch gives them: a Flax path or a llama.cpp name is paired by its
+/// torch_name, so a Flax or GGUF file and the safetensors it was converted from are compared tensor by tensor.
 std::map<std::string, const TensorRecord*> model_tensors(const Checkpoint& checkpoint, const TensorFilter& filter) {
   std::map<std::string, const TensorRecord*> tensors;
   for (const TensorRecord& record : checkpoint.tensors)
     if (record.role != TensorRole::kOptimizer && record.counted && filter.selects(record.name))
       tensors.emplace(record.torch_name.value_or(record.name), &record);
   return tensors;
-}
-
-/// A Flax Dense kernel is stored [in, out], the PyTorch weight it becomes [out, in]: the pair is compared with
-/// the kernel transposed, as transformers converts it.
-bool transposed_kernel(const TensorRecord& a, const TensorRecord& b) {
-  return a.shape.size() == 2 && a.shape != b.shape && b.shape == std::vector<int64_t>{a.shape[1], a.shape[0]} &&
-         (a.torch_name.has_value() != b.torch_name.has_value());
 }
 
 void add_to_totals(PairDiff& pair, const TensorDiff& tensor) {
@@ -35,13 +29,15 @@ void add_to_totals(PairDiff& pair, const TensorDiff& tensor) {
 TensorDiff compare(const Checkpoint& base, const TensorRecord& a, const Checkpoint& other, const TensorRecord& b,
                    const DiffOptions& options, const ComputeDevice& device) {
   const std::string& name = a.torch_name.value_or(a.name);
-  TensorDiff diff{
-      .name = name, .group = tensor_group(name), .base_dtype = a.dtype, .other_dtype = b.dtype, .shape = a.shape};
+  TensorDiff diff{.name = name,
+                  .group = tensor_group(name),
+                  .base_dtype = a.dtype,
+                  .other_dtype = b.dtype,
+                  .shape = torch_shape(a)};
   diff.numeric = dtype_kind(a.dtype) == DTypeKind::kFloat && dtype_kind(b.dtype) == DTypeKind::kFloat;
-  if (diff.numeric) {
-    at::Tensor other_values = load_tensor(other, b);
-    if (transposed_kernel(a, b)) other_values = other_values.t();
-    diff.stats = diff_tensors(load_tensor(base, a), other_values, options, device);
+  if (diff.numeric) {  // each side as PyTorch holds it: a Flax kernel transposed, llama.cpp's q and k deinterleaved
+    diff.stats = diff_tensors(to_torch_layout(load_tensor(base, a), a), to_torch_layout(load_tensor(other, b), b),
+                              options, device);
   } else {  // integers and unanalyzable dtypes: equal bytes or not
     auto bytes_a = base.files[a.file]->view(a.offset, a.storage_nbytes);
     auto bytes_b = other.files[b.file]->view(b.offset, b.storage_nbytes);
@@ -57,6 +53,27 @@ TensorDiff compare(const Checkpoint& base, const TensorRecord& a, const Checkpoi
 }
 
 }  // namespace
+
+std::string_view outcome_name(DiffOutcome outcome) {
+  switch (outcome) {
+    case DiffOutcome::kIdentical:
+      return "identical";
+    case DiffOutcome::kLossless:
+      return "lossless";
+    case DiffOutcome::kChanged:
+      return "changed";
+  }
+  return "changed";
+}
+
+bool TensorDiff::lossless() const { return stats.identical || (numeric && stats.not_close == 0 && stats.max_abs == 0); }
+
+DiffOutcome PairDiff::outcome() const {
+  if (!changed()) return DiffOutcome::kIdentical;
+  bool kept = missing.empty() && extra.empty() && shape_mismatch.empty();
+  for (const TensorDiff& tensor : tensors) kept = kept && tensor.lossless();
+  return kept ? DiffOutcome::kLossless : DiffOutcome::kChanged;
+}
 
 bool PairDiff::changed() const {
   bool values_differ = false;
@@ -77,8 +94,8 @@ PairDiff diff_checkpoints(const Checkpoint& base, const Checkpoint& other, const
       continue;
     }
     const TensorRecord& b = *found->second;
-    if (a->shape != b.shape && !transposed_kernel(*a, b)) {
-      pair.shape_mismatch.push_back({name, fmt::format("{}", a->shape), fmt::format("{}", b.shape)});
+    if (torch_shape(*a) != torch_shape(b)) {
+      pair.shape_mismatch.push_back({name, fmt::format("{}", torch_shape(*a)), fmt::format("{}", torch_shape(b))});
       continue;
     }
     if (a->dtype != b.dtype)

@@ -191,6 +191,7 @@ class FlaxReader {
     record.offset = array.region.value_or(offset_of(array.bytes));
     record.file = file_;
     record.torch_name = torch_name_of_flax_path(name);
+    if (name.ends_with("/kernel")) record.torch_layout = TorchLayout::kFlaxKernel;
     checkpoint_.tensors.push_back(std::move(record));
   }
 

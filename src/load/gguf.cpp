@@ -11,6 +11,7 @@
 #include "precdetect/core/byte_cursor.h"
 #include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
+#include "precdetect/load/gguf_names.h"
 
 namespace precdetect {
 namespace {
@@ -80,8 +81,10 @@ class GgufReader {
     std::vector<TensorRecord> records;
     for (uint64_t i = 0; i < tensors; ++i) records.push_back(read_tensor_info());
     place(records);
+    bool first_part = checkpoint.metadata.empty();  // a split file's later parts: the first one describes the model
+    name_like_transformers(records, first_part ? metadata : ordered_json::parse(checkpoint.metadata)["key_values"]);
     for (TensorRecord& record : records) checkpoint.tensors.push_back(std::move(record));
-    if (!checkpoint.metadata.empty()) return;  // a split file's later parts: the first one describes the model
+    if (!first_part) return;
     ordered_json header = {{"format", "gguf"}, {"version", version_}, {"alignment", alignment_}};
     if (metadata.contains("general.file_type") && metadata["general.file_type"].is_number_unsigned())
       header["file_type"] = file_type_name(metadata["general.file_type"].get<uint64_t>());

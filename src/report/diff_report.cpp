@@ -63,7 +63,8 @@ ordered_json pair_json(const PairDiff& pair) {
                          {"base_dtype", dtype_name(t.base_dtype)},
                          {"other_dtype", dtype_name(t.other_dtype)},
                          {"shape", t.shape},
-                         {"numeric", t.numeric}};
+                         {"numeric", t.numeric},
+                         {"lossless", t.lossless()}};
     item.update(stats_json(t.stats));
     tensors.push_back(std::move(item));
   }
@@ -73,6 +74,7 @@ ordered_json pair_json(const PairDiff& pair) {
           {"other", pair.other},
           {"error", error},
           {"changed", pair.changed()},
+          {"outcome", outcome_name(pair.outcome())},
           {"overall", stats_json(pair.overall)},
           {"groups", groups},
           {"layers", layers},
@@ -86,8 +88,7 @@ ordered_json pair_json(const PairDiff& pair) {
 void append_pair_table(std::string& out, const PairDiff& pair, size_t top) {
   const DiffStats& s = pair.overall;
   out += fmt::format("{} -> {}: {} tensors compared, {}; bf16-aware sparsity {:.2f}% ({} of {} changed)\n", pair.base,
-                     pair.other, pair.tensors.size(), pair.changed() ? "changed" : "identical", 100 * s.sparsity(),
-                     s.changed, s.numel);
+                     pair.other, pair.tensors.size(), pair.outcome(), 100 * s.sparsity(), s.changed, s.numel);
   if (!pair.missing.empty() || !pair.extra.empty() || !pair.shape_mismatch.empty() || !pair.dtype_mismatch.empty())
     out += fmt::format("  missing {}, extra {}, shape mismatch {}, dtype mismatch {}\n", pair.missing.size(),
                        pair.extra.size(), pair.shape_mismatch.size(), pair.dtype_mismatch.size());

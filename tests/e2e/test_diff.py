@@ -131,6 +131,14 @@ class Diff(ScanTestCase):
         pairs = self.diff(self.tmp / "base.safetensors", self.tmp / "bf16.safetensors", "--fail-if-changed", expect=1)
         self.assertEqual(len(pairs[0]["dtype_mismatch"]), len(base))
         self.assertEqual(pairs[0]["overall"]["changed"], 0)  # bf16 casts of the same values: nothing moved in bf16
+        self.assertEqual(pairs[0]["outcome"], "changed")  # but float32's low bits are gone
+        # bf16 back to float32: every value kept, in a wider dtype
+        save_file({n: t.bfloat16().float() for n, t in base.items()}, self.tmp / "widened.safetensors")
+        pairs = self.diff(self.tmp / "bf16.safetensors", self.tmp / "widened.safetensors", "--fail-if-changed")
+        self.assertEqual(pairs[0]["outcome"], "lossless")
+        self.assertTrue(pairs[0]["changed"])
+        self.assertEqual(len(pairs[0]["dtype_mismatch"]), len(base))
+        self.assertTrue(all(t["lossless"] and not t["identical"] for t in pairs[0]["tensors"]))
 
     def test_missing_extra_and_reshaped_tensors_are_listed(self):
         base = model(6)

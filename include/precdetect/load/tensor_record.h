@@ -29,6 +29,18 @@ constexpr std::string_view role_name(TensorRole role) {
   return "model";
 }
 
+/// How a tensor that a format stores in another framework's layout is rearranged into the tensor PyTorch holds
+/// under TensorRecord::torch_name, as the usual converters rearrange it (what a diff across formats compares).
+enum class TorchLayout {
+  kSame,
+  /// A Flax `kernel`: a Conv kernel HWIO is PyTorch's OIHW permuted (3, 2, 0, 1), any other kernel (a Dense
+  /// one, [in, out]) is PyTorch's weight transposed, as transformers' load_flax_weights_in_pytorch_model converts.
+  kFlaxKernel,
+  /// llama.cpp's q or k of a llama model: within each of TensorRecord::rope_heads heads, the rows of the two
+  /// rotary halves are interleaved (convert_hf_to_gguf's LlamaModel.permute).
+  kRopeInterleaved,
+};
+
 struct TensorRecord {
   std::string name;
   DType dtype;
@@ -44,9 +56,12 @@ struct TensorRecord {
   TensorRole role = TensorRole::kModel;
   /// The file says which role (a pickled nn.Module's `_parameters` and `_buffers`): names are not consulted.
   bool role_from_file = false;
-  /// The name PyTorch gives this tensor, for a format that names it otherwise (a Flax path): how a diff pairs it
-  /// with a PyTorch or safetensors checkpoint's tensor. nullopt when `name` is that name.
+  /// The name PyTorch gives this tensor, for a format that names it otherwise (a Flax path, llama.cpp's
+  /// `blk.0.attn_q.weight`): how a diff pairs it with a PyTorch or safetensors checkpoint's tensor. nullopt when
+  /// `name` is that name.
   std::optional<std::string> torch_name;
+  TorchLayout torch_layout = TorchLayout::kSame;
+  int64_t rope_heads = 0;  ///< kRopeInterleaved: the heads whose rows are interleaved (divides shape[0] / 2)
   /// The first tensor reported on the same storage (tied weights, views); nullopt when the storage is its own.
   std::optional<std::string> shares_storage_with;
   /// False for a second reference to exactly the same view (tied weights): reported, counted once.

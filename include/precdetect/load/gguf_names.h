@@ -1,0 +1,19 @@
+#pragma once
+/// Hugging Face transformers' names for the tensors llama.cpp's converter (convert_hf_to_gguf.py) writes, for
+/// the architectures whose conversion only renames them: llama (whose q and k rows the converter also
+/// interleaves per head: LlamaModel.permute), qwen2 and qwen3. The names are gguf-py's tensor_mapping.py's.
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "precdetect/load/tensor_record.h"
+
+namespace precdetect {
+
+/// Sets TensorRecord::torch_name of every record the table names, for a model whose GGUF key/values
+/// (`general.architecture`, `{arch}.attention.head_count`, `head_count_kv`) are `key_values`; llama's q and k
+/// also get TorchLayout::kRopeInterleaved. Other architectures, names outside the table, and llama's q and k when
+/// the head counts are missing or do not divide their rows keep their GGUF names alone: never a guessed pairing.
+void name_like_transformers(std::vector<TensorRecord>& records, const nlohmann::ordered_json& key_values);
+
+}  // namespace precdetect

@@ -1,0 +1,19 @@
+#pragma once
+/// A stored tensor seen as the tensor PyTorch holds under its TensorRecord::torch_name: what a diff across
+/// formats compares (a Flax kernel against the PyTorch weight it converts to, llama.cpp's q against q_proj).
+
+#include <ATen/core/Tensor.h>
+
+#include <vector>
+
+#include "precdetect/load/tensor_record.h"
+
+namespace precdetect {
+
+/// The shape PyTorch's tensor has: `record.shape` rearranged as `record.torch_layout` says.
+std::vector<int64_t> torch_shape(const TensorRecord& record);
+
+/// `values` (the record's tensor as stored, from load_tensor) rearranged into PyTorch's tensor.
+at::Tensor to_torch_layout(const at::Tensor& values, const TensorRecord& record);
+
+}  // namespace precdetect
