@@ -66,12 +66,16 @@ std::string_view outcome_name(DiffOutcome outcome) {
   return "changed";
 }
 
-bool TensorDiff::lossless() const { return stats.identical || (numeric && stats.not_close == 0 && stats.max_abs == 0); }
+DiffOutcome TensorDiff::outcome() const {
+  if (stats.identical) return DiffOutcome::kIdentical;
+  bool equal_numbers = numeric && stats.not_close == 0 && stats.max_abs == 0;
+  return equal_numbers ? DiffOutcome::kLossless : DiffOutcome::kChanged;
+}
 
 DiffOutcome PairDiff::outcome() const {
   if (!changed()) return DiffOutcome::kIdentical;
   bool kept = missing.empty() && extra.empty() && shape_mismatch.empty();
-  for (const TensorDiff& tensor : tensors) kept = kept && tensor.lossless();
+  for (const TensorDiff& tensor : tensors) kept = kept && tensor.outcome() != DiffOutcome::kChanged;
   return kept ? DiffOutcome::kLossless : DiffOutcome::kChanged;
 }
 

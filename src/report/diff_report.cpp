@@ -64,7 +64,7 @@ ordered_json pair_json(const PairDiff& pair) {
                          {"other_dtype", dtype_name(t.other_dtype)},
                          {"shape", t.shape},
                          {"numeric", t.numeric},
-                         {"lossless", t.lossless()}};
+                         {"lossless", t.outcome() != DiffOutcome::kChanged}};
     item.update(stats_json(t.stats));
     tensors.push_back(std::move(item));
   }
@@ -101,12 +101,12 @@ void append_pair_table(std::string& out, const PairDiff& pair, size_t top) {
   });
   if (ranked.size() > top) ranked.resize(top);
   if (ranked.empty()) return;
-  out += fmt::format("  {:<48} | {:>9} | {:>9} | {:>9} | {:>9} | {:>8}\n", "tensor", "max |d|", "rel chg", "cosine",
-                     "sparsity", "identical");
+  out += fmt::format("  {:<48} | {:>9} | {:>9} | {:>9} | {:>9} | {:>9}\n", "tensor", "max |d|", "rel chg", "cosine",
+                     "sparsity", "outcome");
   for (const TensorDiff* t : ranked)
-    out += fmt::format("  {:<48} | {:>9.3e} | {:>9.3e} | {:>9.6f} | {:>8.2f}% | {:>8}\n", t->name.substr(0, 48),
+    out += fmt::format("  {:<48} | {:>9.3e} | {:>9.3e} | {:>9.6f} | {:>8.2f}% | {:>9}\n", t->name.substr(0, 48),
                        t->stats.max_abs, relative_change(t->stats), cosine(t->stats), 100 * t->stats.sparsity(),
-                       t->stats.identical ? "yes" : "no");
+                       t->outcome());
 }
 
 }  // namespace

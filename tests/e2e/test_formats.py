@@ -562,6 +562,10 @@ class LlamaCppConversions(ScanTestCase):
                                           num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False)
         safetensors_path, gguf_path = self.convert(config, torch.float16, "f16")
         self.assertLosslessConversion(safetensors_path, gguf_path)
+        lines = run("diff", safetensors_path, gguf_path, "--top", "30").stdout.splitlines()
+        self.assertIn("21 tensors compared, lossless", lines[0])
+        norm = next(line for line in lines if line.strip().startswith("model.norm.weight"))
+        self.assertEqual(norm.split("|")[-1].strip(), "lossless", norm)  # widened to F32, every value kept
 
         code, document, _ = scan(gguf_path)
         self.assertEqual(code, 0)

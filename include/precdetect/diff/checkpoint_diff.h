@@ -32,8 +32,8 @@ struct TensorDiff {
   std::vector<int64_t> shape;
   bool numeric = true;  ///< false for integer tensors: compared bitwise only, kept out of the totals
   DiffStats stats;
-  /// Every value kept: bitwise equal, or (floats) equal as numbers in another dtype; NaN and Inf never count.
-  bool lossless() const;
+  /// kIdentical: bitwise equal; kLossless: floats equal as numbers in another dtype (NaN and Inf never count).
+  DiffOutcome outcome() const;
 };
 
 struct Mismatch {
