@@ -82,7 +82,8 @@ DiffOutcome PairDiff::outcome() const {
 bool PairDiff::changed() const {
   bool values_differ = false;
   for (const TensorDiff& tensor : tensors) values_differ = values_differ || !tensor.stats.identical;
-  return values_differ || !missing.empty() || !extra.empty() || !shape_mismatch.empty() || !dtype_mismatch.empty();
+  return values_differ || !missing.empty() || !extra.empty() || !computed_from_config.empty() ||
+         !shape_mismatch.empty() || !dtype_mismatch.empty();
 }
 
 PairDiff diff_checkpoints(const Checkpoint& base, const Checkpoint& other, const TensorFilter& filter,
@@ -90,11 +91,11 @@ PairDiff diff_checkpoints(const Checkpoint& base, const Checkpoint& other, const
   PairDiff pair;
   auto base_tensors = model_tensors(base, filter), other_tensors = model_tensors(other, filter);
   for (const auto& [name, b] : other_tensors)
-    if (!base_tensors.count(name)) pair.extra.push_back(name);
+    if (!base_tensors.count(name)) (b->computed_from_config ? pair.computed_from_config : pair.extra).push_back(name);
   for (const auto& [name, a] : base_tensors) {
     auto found = other_tensors.find(name);
     if (found == other_tensors.end()) {
-      pair.missing.push_back(name);
+      (a->computed_from_config ? pair.computed_from_config : pair.missing).push_back(name);
       continue;
     }
     const TensorRecord& b = *found->second;

@@ -83,6 +83,7 @@ class GgufReader {
     place(records);
     bool first_part = checkpoint.metadata.empty();  // a split file's later parts: the first one describes the model
     name_like_transformers(records, first_part ? metadata : ordered_json::parse(checkpoint.metadata)["key_values"]);
+    mark_computed_from_config(records);
     for (TensorRecord& record : records) checkpoint.tensors.push_back(std::move(record));
     if (!first_part) return;
     ordered_json header = {{"format", "gguf"}, {"version", version_}, {"alignment", alignment_}};

@@ -24,6 +24,11 @@ constexpr std::pair<std::string_view, std::string_view> kBlockTensors[] = {
     {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
     {"ffn_down", "mlp.down_proj"}};
 
+/// gguf-py's MODEL_TENSOR names of the tensors convert_hf_to_gguf.py computes in generate_extra_tensors: rope_freqs
+/// from rope_parameters (Llama 3's scaling, Gemma's proportional rope), the rope_factors from rope_scaling's
+/// long_factor and short_factor lists (Phi-3, MiniCPM).
+constexpr std::string_view kComputedTensors[] = {"rope_freqs", "rope_factors_long", "rope_factors_short"};
+
 /// A GGUF tensor name taken apart: `blk.12.attn_q.weight` is block "12", tensor "attn_q", suffix ".weight".
 struct GgufName {
   std::optional<std::string_view> block;
@@ -89,6 +94,18 @@ void name_like_transformers(std::vector<TensorRecord>& records, const ordered_js
     }
     record.torch_name = parts->block ? fmt::format("model.layers.{}.{}{}", *parts->block, *hf, parts->suffix)
                                      : fmt::format("{}{}", *hf, parts->suffix);
+  }
+}
+
+void mark_computed_from_config(std::vector<TensorRecord>& records) {
+  for (TensorRecord& record : records) {
+    auto parts = parse(record.name);
+    if (!parts || parts->block || parts->suffix != ".weight" ||
+        std::ranges::find(kComputedTensors, parts->tensor) == std::end(kComputedTensors))
+      continue;
+    record.computed_from_config = true;
+    record.role = TensorRole::kBuffer;
+    record.role_from_file = true;
   }
 }
 

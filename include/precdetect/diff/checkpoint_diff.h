@@ -48,6 +48,9 @@ struct PairDiff {
   std::map<Layer, DiffStats> layers;        ///< by tensor_layer(), as scan finds blocks
   std::vector<TensorDiff> tensors;
   std::vector<std::string> missing, extra;  ///< in base only / in other only
+  /// On one side only, computed by a converter from the config (TensorRecord::computed_from_config): no weight
+  /// was lost or added, so they keep a conversion lossless.
+  std::vector<std::string> computed_from_config;
   std::vector<Mismatch> shape_mismatch, dtype_mismatch;
   /// True when anything differs: a value, a dtype, a shape, or a tensor present on one side only.
   bool changed() const;

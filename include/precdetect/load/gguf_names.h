@@ -16,4 +16,10 @@ namespace precdetect {
 /// the head counts are missing or do not divide their rows keep their GGUF names alone: never a guessed pairing.
 void name_like_transformers(std::vector<TensorRecord>& records, const nlohmann::ordered_json& key_values);
 
+/// Marks the tensors llama.cpp's converter computes from a model's rope config, in any architecture
+/// (`rope_freqs`: Llama 3's scaling, Gemma's unrotated dims at 1e30; `rope_factors_long`/`_short`: Phi-3's and
+/// MiniCPM's config lists), as buffers TensorRecord::computed_from_config: no checkpoint holds them, and their
+/// values are not trained weights, so they neither feed the verdict nor count as a diff's extra tensors.
+void mark_computed_from_config(std::vector<TensorRecord>& records);
+
 }  // namespace precdetect

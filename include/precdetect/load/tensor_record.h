@@ -62,6 +62,9 @@ struct TensorRecord {
   std::optional<std::string> torch_name;
   TorchLayout torch_layout = TorchLayout::kSame;
   int64_t rope_heads = 0;  ///< kRopeInterleaved: the heads whose rows are interleaved (divides shape[0] / 2)
+  /// Not converted from a checkpoint's weight but computed from the model's config by the converter that wrote the
+  /// file (llama.cpp's `rope_freqs.weight`): a buffer, which a diff lists apart rather than as a changed model.
+  bool computed_from_config = false;
   /// The first tensor reported on the same storage (tied weights, views); nullopt when the storage is its own.
   std::optional<std::string> shares_storage_with;
   /// False for a second reference to exactly the same view (tied weights): reported, counted once.

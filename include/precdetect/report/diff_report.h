@@ -10,7 +10,7 @@
 namespace precdetect {
 
 /// {"schema_version", "tool", "options", "pairs": [{"base", "other", "error", "changed", "overall", "groups",
-/// "layers", "tensors", "missing", "extra", "shape_mismatch", "dtype_mismatch"}]}
+/// "layers", "tensors", "missing", "extra", "computed_from_config", "shape_mismatch", "dtype_mismatch"}]}
 nlohmann::ordered_json diff_to_json(const std::vector<PairDiff>& pairs, const DiffOptions& options);
 
 /// Per pair: a summary line, then the `top` most-changed tensors (by relative Frobenius change).
