@@ -92,8 +92,9 @@ std::string Warning::message() const {
     case WarningCode::kBuffers:
       return fmt::format(
           "{} buffer tensor(s) (running statistics, masks, position tables: not learned) are reported "
-          "apart (role \"buffer\") and kept out of the verdict; fp16_risk still counts them. If one "
-          "is a learned parameter, drop its name from the rules file's buffers list",
+          "apart (role \"buffer\") and kept out of the verdict; fp16_risk still counts them. If one the "
+          "rules file's buffers list named is a learned parameter, drop its pattern from that list (a role "
+          "the file itself gives stays)",
           count);
     case WarningCode::kModelParallelJoined:
       return fmt::format(
