@@ -70,7 +70,9 @@ int64_t rope_heads(std::string_view tensor, const std::vector<int64_t>& shape, c
   int64_t heads = head_count(key_values, "llama.attention.head_count");
   int64_t kv_heads = head_count(key_values, "llama.attention.head_count_kv");
   if (tensor == "attn_k" && kv_heads > 0) heads = kv_heads;
-  return heads > 0 && !shape.empty() && shape[0] % (2 * heads) == 0 ? heads : 0;
+  // Half the rows divided by the heads: 2 * heads would overflow for a count a damaged file makes huge.
+  bool divides = heads > 0 && !shape.empty() && shape[0] % 2 == 0 && (shape[0] / 2) % heads == 0;
+  return divides ? heads : 0;
 }
 
 }  // namespace

@@ -65,7 +65,9 @@ TEST(GgufNames, LlamaQueriesWithoutUsableHeadCountsStayUnpaired) {
   for (const ordered_json& key_values :
        {ordered_json{{"general.architecture", "llama"}},
         ordered_json{{"general.architecture", "llama"}, {"llama.attention.head_count", 5u}},
-        ordered_json{{"general.architecture", "llama"}, {"llama.attention.head_count", "4"}}}) {
+        ordered_json{{"general.architecture", "llama"}, {"llama.attention.head_count", "4"}},
+        ordered_json{{"general.architecture", "llama"}, {"llama.attention.head_count", uint64_t{1} << 62}},
+        ordered_json{{"general.architecture", "llama"}, {"llama.attention.head_count", ~uint64_t{0}}}}) {
     auto named = records({{"blk.0.attn_q.weight", {32, 32}}, {"blk.0.attn_v.weight", {32, 32}}});
     name_like_transformers(named, key_values);
     EXPECT_FALSE(named[0].torch_name) << key_values.dump();
