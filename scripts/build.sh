@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # Configures and builds precdetect (build/precdetect) against the libtorch of .venv's torch wheel.
-# --sanitized (the test command) first builds everything again with clang under AddressSanitizer and
-# UndefinedBehaviorSanitizer, with the parsers' fuzz targets, in build-sanitized/; ctest in build/ then runs
-# that build's tests as well (sanitized.*, fuzz.*).
-# With your own libtorch: cmake -S . -B build -DCMAKE_PREFIX_PATH=/path/to/libtorch && cmake --build build
+#   (no option)   the program alone: what README's first command needs
+#   --tests       also the unit tests, and the end-to-end tests registered with ctest (scripts/setup.sh --tests)
+#   --sanitized   --tests, and first everything again with clang under AddressSanitizer and UndefinedBehaviorSanitizer,
+#                 with the parsers' fuzz targets, in build-sanitized/; ctest in build/ runs that build's tests as
+#                 well (sanitized.*, fuzz.*)
+# With your own libtorch: cmake -S . -B build -DPRECDETECT_TORCH_DIR=/path/to/libtorch && cmake --build build
 set -euo pipefail
 cd "$(dirname "$0")/.."
-torch_prefix=$(.venv/bin/python -c 'import torch; print(torch.utils.cmake_prefix_path)')
+mode=${1:-}
+case "$mode" in "" | --tests | --sanitized) ;; *) echo "usage: build.sh [--tests | --sanitized]" >&2; exit 2 ;; esac
+tests=OFF
+[ -n "$mode" ] && tests=ON
 configure() {
-  cmake -S . -G Ninja -DCMAKE_PREFIX_PATH="$torch_prefix" -DPRECDETECT_PYTHON="$PWD/.venv/bin/python" "$@" >/dev/null
+  cmake -S . -G Ninja -DPython_EXECUTABLE="$PWD/.venv/bin/python" -DPRECDETECT_PYTHON="$PWD/.venv/bin/python" \
+    -DPRECDETECT_BUILD_TESTS="$tests" "$@" >/dev/null
 }
 sanitized_dir=""
-if [ "${1:-}" = "--sanitized" ]; then
+if [ "$mode" = "--sanitized" ]; then
   CXX=clang++ configure -B build-sanitized -DCMAKE_BUILD_TYPE=Sanitize
   cmake --build build-sanitized
   sanitized_dir="$PWD/build-sanitized"

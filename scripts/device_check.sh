@@ -30,9 +30,8 @@ python3 -c 'import safetensors, numpy' 2>/dev/null ||
 export PYTHONPATH=/tmp/pylib${PYTHONPATH:+:$PYTHONPATH}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 
-torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_prefix;/tmp/deps/usr" \
-  -DPRECDETECT_PYTHON="$(command -v python3)" >"$out/configure.log"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=/tmp/deps/usr -DPRECDETECT_BUILD_TESTS=ON \
+  -DPython_EXECUTABLE="$(command -v python3)" -DPRECDETECT_PYTHON="$(command -v python3)" >"$out/configure.log"
 cmake --build build -j "$(nproc)" >"$out/build.log"
 if ((tests)); then
   ctest --test-dir build -j 8 --output-on-failure >"$out/ctest.log" 2>&1 || true
