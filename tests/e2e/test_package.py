@@ -1,0 +1,270 @@
+"""Installing precdetect the ways README gives them (issue 37): `cmake --install`, the wheel into a fresh virtual
+environment that holds only torch, `pip install` of the source tree with pip's defaults, and the pre-commit hook
+run by the real pre-commit. The installed program must be the same program: its JSON is compared with the build's.
+
+Run by ctest as `package.wheel` (CmakeInstall, Wheel) and `package.pre_commit` (PreCommit): each builds the
+program again and installs torch into fresh environments, minutes each (docs/benchmarks.md gives the figures). PRECDETECT_BUILD_DIR names the build folder `cmake --install` installs from.
+"""
+
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+import h5py
+import numpy as np
+import torch
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+from safetensors.torch import save_file
+
+from helpers import BINARY, REPO
+
+BUILD_DIR = Path(os.environ.get("PRECDETECT_BUILD_DIR", REPO / "build"))
+EXAMPLES = [str(REPO / "examples" / "fp16-like"), str(REPO / "examples" / "bf16-like")]
+TORCH_REQUIREMENT = ("-r", str(REPO / "requirements.txt"))  # torch, as README's first command installs it
+# The libraries a manylinux wheel may take from the system (auditwheel's policy), and torch's own, which the
+# installed torch package provides.
+BASE_LIBRARIES = {"libc.so.6", "libm.so.6", "libgcc_s.so.1", "libstdc++.so.6", "libpthread.so.0", "libdl.so.2",
+                  "librt.so.1", "libresolv.so.2", "libz.so.1", "ld-linux-x86-64.so.2"}
+TORCH_LIBRARIES = {"libtorch_cpu.so", "libc10.so"}
+
+
+def command(*args, env=None, cwd=None, timeout=1200):
+    """Runs a command; returns the CompletedProcess with text output."""
+    return subprocess.run([*map(str, args)], capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
+
+
+def checked(*args, **kwargs):
+    result = command(*args, **kwargs)
+    if result.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, args))} exited {result.returncode}:\n{result.stdout}{result.stderr}")
+    return result
+
+
+def make_venv(folder, *requirements):
+    """A fresh virtual environment at `folder`, with pip's defaults installing `requirements` into it."""
+    checked("python3", "-m", "venv", folder)
+    if requirements:
+        checked(Path(folder) / "bin" / "python", "-m", "pip", "install", "-q", *requirements)
+    return Path(folder)
+
+
+def scan_json(program, *args, cwd):
+    """(exit code, document) of `program --json ARGS` run in `cwd`."""
+    result = command(*program, "--json", *args, cwd=cwd)
+    return result.returncode, json.loads(result.stdout)
+
+
+def write_hdf5(path):
+    """A Keras-style weights file, read through the precdetect-hdf5 helper beside the program."""
+    with h5py.File(path, "w") as f:
+        f.create_dataset("dense/kernel:0", data=np.linspace(-2, 2, 64, dtype=np.float32).reshape(8, 8))
+    return path
+
+
+def needed_libraries(path):
+    with open(path, "rb") as f:
+        elf = ELFFile(f)
+        return {tag.needed for section in elf.iter_sections() if isinstance(section, DynamicSection)
+                for tag in section.iter_tags() if tag.entry.d_tag == "DT_NEEDED"}
+
+
+def run_paths(path):
+    with open(path, "rb") as f:
+        elf = ELFFile(f)
+        return [getattr(tag, "rpath", None) or tag.runpath for section in elf.iter_sections()
+                if isinstance(section, DynamicSection) for tag in section.iter_tags()
+                if tag.entry.d_tag in ("DT_RPATH", "DT_RUNPATH")]
+
+
+class InstalledProgramTestCase(unittest.TestCase):
+    """Checks that an installed program answers as the build's program does."""
+
+    def assert_same_as_build(self, program, cwd):
+        build = scan_json([BINARY], *EXAMPLES, cwd=cwd)
+        installed = scan_json(program, *EXAMPLES, cwd=cwd)
+        self.assertEqual(installed, build)
+        self.assertEqual(build[0], 0)
+        self.assertEqual(len(build[1]["models"]), 2)
+        for gate in (["--fail-if-fp16-risk"], ["--bogus-flag"], [str(Path(cwd) / "missing.safetensors")]):
+            self.assertEqual(command(*program, *gate, *EXAMPLES, cwd=cwd).returncode,
+                             command(BINARY, *gate, *EXAMPLES, cwd=cwd).returncode, gate)
+
+    def assert_reads_hdf5(self, program, folder):
+        code, document = scan_json(program, write_hdf5(Path(folder) / "tf_model.h5"), cwd=folder)
+        self.assertEqual(code, 0, document)
+        [model] = document["models"]
+        self.assertEqual(model["format"], "hdf5")
+        self.assertEqual(model["summary"]["abs_max"], 2.0)
+
+
+class CmakeInstall(InstalledProgramTestCase):
+    def test_installed_program_runs_from_any_folder(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            prefix = Path(tmp) / "prefix"
+            checked("cmake", "--install", BUILD_DIR, "--prefix", prefix)
+            self.assertEqual(sorted(p.name for p in (prefix / "bin").iterdir()), ["precdetect", "precdetect-hdf5"])
+            elsewhere = Path(tmp) / "elsewhere"
+            elsewhere.mkdir()
+            self.assert_same_as_build([prefix / "bin" / "precdetect"], elsewhere)
+            self.assert_reads_hdf5([prefix / "bin" / "precdetect"], elsewhere)
+
+
+class Wheel(InstalledProgramTestCase):
+    """scripts/build_wheel.sh's wheel, installed into environments that hold only torch (one made with pip's
+    defaults, then copied by hard links for each test: pip writes no torch file)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = Path(tempfile.mkdtemp(prefix="precdetect-wheel-", dir=BUILD_DIR))
+        cls.torch_only = make_venv(cls.tmp / "torch-only", *TORCH_REQUIREMENT)
+        checked(REPO / "scripts" / "build_wheel.sh", cwd=REPO)
+        [cls.wheel] = (REPO / "dist").glob("precdetect-*-py3-none-manylinux_*_x86_64.whl")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def copy_of_torch_only(self, name):
+        checked("cp", "-al", self.torch_only, self.tmp / name)
+        return self.tmp / name
+
+    def test_auditwheel_names_no_external_library_but_the_base_ones(self):
+        show = checked(REPO / ".venv" / "bin" / "auditwheel", "show", self.wheel).stdout
+        self.assertIn("system-provided shared libraries", show)
+        named = {word.strip(",") for word in show.split() if ".so" in word}
+        vendored = {name for name in named if "-" in name.split(".so")[0]}  # libfoo-<hash>.so.N: inside the wheel
+        self.assertLessEqual(named - vendored, BASE_LIBRARIES, show)
+        self.assertNotIn("external shared libraries", show)
+
+    def test_every_library_is_vendored_torchs_or_the_systems_base(self):
+        unpacked = self.tmp / "unpacked"
+        shutil.unpack_archive(self.wheel, unpacked, "zip")
+        vendored = {p.name for p in (unpacked / "precdetect.libs").iterdir()}
+        programs = [unpacked / "precdetect" / "bin" / name for name in ("precdetect", "precdetect-hdf5")]
+        for elf in programs + [unpacked / "precdetect.libs" / name for name in vendored]:
+            self.assertLessEqual(needed_libraries(elf), vendored | BASE_LIBRARIES | TORCH_LIBRARIES, elf)
+            for entry in run_paths(elf):
+                self.assertTrue(all(p.startswith("$ORIGIN") for p in entry.split(":") if p), f"{elf}: {entry}")
+        self.assertIn("libtorch_cpu.so", needed_libraries(programs[0]))
+        self.assertIn("$ORIGIN/../../torch/lib", run_paths(programs[0])[0].split(":"))
+
+    def test_wheel_installs_beside_torch_and_runs_the_same_program(self):
+        venv = self.copy_of_torch_only("wheel")
+        checked(venv / "bin" / "python", "-m", "pip", "install", "-q", self.wheel)
+        elsewhere = self.tmp / "elsewhere"
+        elsewhere.mkdir(exist_ok=True)
+        for program in ([venv / "bin" / "precdetect"], [venv / "bin" / "python", "-m", "precdetect"]):
+            self.assert_same_as_build(program, elsewhere)
+            self.assert_reads_hdf5(program, elsewhere)
+
+    def test_another_torch_gets_one_line_naming_both_versions(self):
+        venv = self.copy_of_torch_only("mismatch")
+        checked(venv / "bin" / "python", "-m", "pip", "install", "-q", self.wheel)
+        # A torch 2.10.0 distribution's metadata, found before the installed one (the launcher reads metadata only:
+        # installing a second real torch would cost 4 GB for the same check).
+        fake = self.tmp / "fake-torch"
+        (fake / "torch-2.10.0.dist-info").mkdir(parents=True)
+        (fake / "torch-2.10.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.10.0\n")
+        result = command(venv / "bin" / "precdetect", *EXAMPLES, env=dict(os.environ, PYTHONPATH=str(fake)))
+        self.assertEqual(result.returncode, 2)
+        self.assertEqual(result.stdout, "")
+        [line] = result.stderr.splitlines()
+        self.assertRegex(line, r"^precdetect: built against torch 2\.11\.\d+, runs with torch 2\.11\.\*; "
+                               r"this environment has torch 2\.10\.0: pip install 'torch==2\.11\.\*'")
+
+    def test_no_torch_gets_one_line(self):
+        venv = make_venv(self.tmp / "no-torch")
+        checked(venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", self.wheel)
+        result = command(venv / "bin" / "precdetect", *EXAMPLES)
+        self.assertEqual(result.returncode, 2)
+        [line] = result.stderr.splitlines()
+        self.assertIn("this environment has no torch: pip install 'torch==2.11.*'", line)
+
+
+class Unpicklable:
+    """A pickle that would run `true` through os.system when loaded: precdetect must name the global."""
+
+    def __reduce__(self):
+        return os.system, ("true",)
+
+
+class PreCommit(InstalledProgramTestCase):
+    """The hook of .pre-commit-hooks.yaml through the real pre-commit, in a scratch git repository.
+
+    pre-commit makes the hook's environment as it does for a user: a fresh virtualenv, then `pip install .` of its
+    clone of this repository with pip's defaults (an isolated build environment with torch and scikit-build-core,
+    the whole compile, torch installed as the dependency). That environment is also README's from-source install,
+    checked here against the build's program. try-repo makes a second one in a store of its own.
+    """
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = Path(tempfile.mkdtemp(prefix="precdetect-pre-commit-", dir=BUILD_DIR))
+        cls.scratch = cls.tmp / "scratch"
+        cls.scratch.mkdir()
+        checked("git", "init", "-q", cwd=cls.scratch)
+        with open(cls.scratch / "unsafe.pkl", "wb") as f:
+            pickle.dump({"weights": Unpicklable()}, f)
+        save_file({"w": torch.full((64, 64), 300.0, dtype=torch.bfloat16)}, cls.scratch / "bf16_range.safetensors")
+        save_file({"w": torch.linspace(-1, 1, 4096, dtype=torch.float16).reshape(64, 64)},
+                  cls.scratch / "fp16_range.safetensors")
+        (cls.scratch / "notes.txt").write_text("not a checkpoint: the hook never sees it\n")
+        checked("git", "add", ".", cwd=cls.scratch)
+        cls.env = dict(os.environ, PRE_COMMIT_HOME=str(cls.tmp / "home"), PRE_COMMIT_COLOR="never")
+        cls.pre_commit = REPO / ".venv" / "bin" / "pre-commit"
+        head = checked("git", "rev-parse", "HEAD", cwd=REPO).stdout.strip()
+        (cls.scratch / ".pre-commit-config.yaml").write_text(json.dumps({"repos": [{"repo": str(REPO), "rev": head, "hooks": [
+            {"id": "precdetect", "alias": "defaults"},
+            {"id": "precdetect", "alias": "fp16-gate", "args": ["--fail-if-fp16-risk"]}]}]}))
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def pre_commit_run(self, *args):
+        return command(self.pre_commit, *args, env=self.env, cwd=self.scratch)
+
+    def test_try_repo_fails_an_unsafe_pickle_naming_its_global(self):
+        """try-repo runs the hook as a user first tries it, in an environment of its own (a second build)."""
+        result = self.pre_commit_run("try-repo", REPO, "precdetect", "--files", "unsafe.pkl", "fp16_range.safetensors")
+        self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+        self.assertRegex(result.stdout, r"precdetect\.+Failed")
+        self.assertIn("unsafe_pickle", result.stdout)
+        self.assertIn("posix.system", result.stdout)  # os.system, as pickle records it on Linux
+        self.assertRegex(result.stdout, r"fp16_range\.safetensors +\|.*\| fp16\|fp32")  # scanned, and no gate failed
+
+    def test_config_gates_on_fp16_risk_through_args(self):
+        risky = self.pre_commit_run("run", "fp16-gate", "--files", "bf16_range.safetensors")
+        self.assertEqual(risky.returncode, 1, risky.stdout + risky.stderr)
+        self.assertRegex(risky.stdout, r"precdetect\.+Failed")
+        self.assertIn("fp16-risk", risky.stdout)
+        safe = self.pre_commit_run("run", "fp16-gate", "--files", "fp16_range.safetensors")
+        self.assertEqual(safe.returncode, 0, safe.stdout + safe.stderr)
+        self.assertRegex(safe.stdout, r"precdetect\.+Passed")
+        # Without the gate's args, the default hook lets the bf16-range file through: the gate is the args'.
+        default = self.pre_commit_run("run", "defaults", "--files", "bf16_range.safetensors")
+        self.assertEqual(default.returncode, 0, default.stdout + default.stderr)
+
+    def test_hook_environment_is_a_source_install_of_the_same_program(self):
+        self.pre_commit_run("run", "defaults", "--files", "fp16_range.safetensors")  # makes the environment
+        [venv] = (self.tmp / "home").glob("repo*/py_env-*")
+        elsewhere = self.tmp / "elsewhere"
+        elsewhere.mkdir(exist_ok=True)
+        for program in ([venv / "bin" / "precdetect"], [venv / "bin" / "python", "-m", "precdetect"]):
+            self.assert_same_as_build(program, elsewhere)
+
+    def test_only_checkpoint_files_reach_the_hook(self):
+        result = self.pre_commit_run("run", "defaults", "--files", "notes.txt")
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertRegex(result.stdout, r"precdetect\.+\(no files to check\)Skipped")
+
+
+if __name__ == "__main__":
+    unittest.main()
