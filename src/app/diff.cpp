@@ -37,7 +37,7 @@ PairDiff diff_pair(const Checkpoint& base, const std::string& other_input, const
 
 }  // namespace
 
-ExitCode run_diff(const DiffCommand& command) {
+std::vector<PairDiff> diff_all(const DiffCommand& command) {
   ComputeDevice device = resolve_device(command.device);
   std::optional<Checkpoint> base;
   std::optional<ModelError> base_error;  // a base that cannot be read fails every pair, opened once all the same
@@ -47,15 +47,22 @@ ExitCode run_diff(const DiffCommand& command) {
     base_error = error_of(e, command.base);
   }
   std::vector<PairDiff> pairs;
-  bool failed = false, changed = false;
   for (const std::string& other : command.others) {
     PairDiff pair = base ? diff_pair(*base, other, command, device) : PairDiff{.error = base_error};
     pair.base = command.base;
     pair.other = other;
+    pairs.push_back(std::move(pair));
+  }
+  return pairs;
+}
+
+ExitCode run_diff(const DiffCommand& command) {
+  std::vector<PairDiff> pairs = diff_all(command);
+  bool failed = false, changed = false;
+  for (const PairDiff& pair : pairs) {
     if (pair.error) fmt::print(stderr, "precdetect: {}\n", pair.error->message);
     failed = failed || pair.error.has_value();
     changed = changed || (!pair.error && pair.outcome() == DiffOutcome::kChanged);
-    pairs.push_back(std::move(pair));
   }
   publish(diff_to_json(pairs, command.tolerances), command.output, command.json,
           command.json ? std::string() : render_diff_table(pairs, command.top));

@@ -156,7 +156,7 @@ void print_warnings(const ScanReport& report) {
 
 }  // namespace
 
-ExitCode run_scan(const ScanOptions& options) {
+ScanReport scan_all(const ScanOptions& options, const ScanEvents& events) {
   RuleSet rules = options.rules ? load_rules(*options.rules) : default_rules();
   Registry registry = options.registry ? load_registry(*options.registry) : default_registry();
   ComputeDevice device = resolve_device(options.device);
@@ -165,23 +165,23 @@ ExitCode run_scan(const ScanOptions& options) {
     throw Error(ErrorCode::kNotFound, "no models to scan (empty --from lists or HF cache, or an empty --shard)");
   ScanReport report{.models = std::vector<ModelReport>(inputs.size())};
   std::unique_ptr<StatsCache> cache = options.cache ? StatsCache::open(*options.cache) : nullptr;
-  std::mutex announcing;
-  Progress progress(inputs.size(), Progress::wanted(options.quiet));
+  std::mutex reporting;
   // One analyzer per worker, made here: a device that cannot give them fails the run, not a worker thread.
   size_t jobs = std::min(options.jobs ? options.jobs : default_jobs(device), inputs.size());
   std::vector<Analyzer> analyzers;
   while (analyzers.size() < jobs) analyzers.emplace_back(device);
+  if (events.planned) events.planned(inputs.size());
   std::atomic<size_t> next = 0;
   auto worker = [&](Analyzer& analyzer) {
     for (size_t i = next++; i < inputs.size(); i = next++) {
-      {
-        std::lock_guard lock(announcing);
-        progress.started(inputs[i]);
+      if (events.started) {
+        std::lock_guard lock(reporting);
+        events.started(inputs[i]);
       }
       ModelReport model = scan_model(inputs[i], options, {rules, registry}, analyzer, cache.get());
       model.gate_failures = gate_failures(model, options.gates);
-      std::lock_guard lock(announcing);
-      announce(model, options.format == OutputFormat::kJsonl, progress);
+      std::lock_guard lock(reporting);
+      if (events.finished) events.finished(model);
       report.models[i] = std::move(model);
     }
   };
@@ -190,6 +190,17 @@ ExitCode run_scan(const ScanOptions& options) {
     for (size_t k = 1; k < analyzers.size(); ++k) workers.emplace_back(worker, std::ref(analyzers[k]));
     worker(analyzers.front());
   }  // joined
+  return report;
+}
+
+ExitCode run_scan(const ScanOptions& options) {
+  std::optional<Progress> progress;
+  ScanReport report = scan_all(
+      options,
+      {.planned = [&](size_t models) { progress.emplace(models, Progress::wanted(options.quiet)); },
+       .started = [&](const std::string& input) { progress->started(input); },
+       .finished =
+           [&](const ModelReport& model) { announce(model, options.format == OutputFormat::kJsonl, *progress); }});
   nlohmann::ordered_json document = to_json(report);
   if (options.report) write_file_atomically(*options.report, render_html(document));
   publish(document, options.output, options.format == OutputFormat::kJson, rendered(report, options));

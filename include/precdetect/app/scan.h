@@ -1,6 +1,8 @@
 #pragma once
 /// The scan command: discover -> load -> analyze -> classify for each input, then report.
 
+#include <functional>
+
 #include "precdetect/analyze/analyzer.h"
 #include "precdetect/analyze/stats_cache.h"
 #include "precdetect/app/options.h"
@@ -21,8 +23,21 @@ struct Judgement {
 ModelReport scan_model(const std::string& input, const ScanOptions& options, const Judgement& judgement,
                        Analyzer& analyzer, StatsCache* cache);
 
-/// Runs the whole command: scans every input, prints the table or JSON, writes --output, and returns the exit
-/// code. Throws Error for problems that concern the whole run (bad --rules or --registry, unavailable --device).
+/// What scan_all tells as it goes, each call made under one lock (any may be empty): how many models it will
+/// scan, then each model as a worker starts it and once it is finished (its gates judged).
+struct ScanEvents {
+  std::function<void(size_t models)> planned;
+  std::function<void(const std::string& input)> started;
+  std::function<void(const ModelReport& model)> finished;
+};
+
+/// Scans every input of the run (PATHs, --from lists, the HF cache, --recursive, --shard) on --jobs workers and
+/// judges the gates; prints nothing. Throws Error for problems that concern the whole run (bad --rules or
+/// --registry, unavailable --device, nothing to scan).
+ScanReport scan_all(const ScanOptions& options, const ScanEvents& events = {});
+
+/// The scan command: scan_all with the progress line, then the table or JSON, --output, --report and the
+/// warnings; returns the exit code.
 ExitCode run_scan(const ScanOptions& options);
 
 }  // namespace precdetect
