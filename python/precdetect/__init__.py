@@ -1,9 +1,22 @@
 """precdetect: was this checkpoint pretrained in fp16, bf16 or fp32, and will it overflow in fp16?
 
-The scanner is a C++ program inside this package (precdetect/bin), linked against the libtorch of the installed
-torch package; the `precdetect` command and `python -m precdetect` run it (precdetect._launcher).
+    >>> import precdetect
+    >>> [result] = precdetect.scan("t5-base")   # a folder, a file, or a hub id in the local cache
+    >>> result.label, result.candidates, result.fp16_risk
+
+The scanner is C++ (precdetect._core, and the program in precdetect/bin that the `precdetect` command runs),
+linked against the libtorch of the installed torch package. Nothing here imports torch until a scan is made.
 """
 
-from importlib.metadata import version as _version
+from importlib.metadata import PackageNotFoundError, version
 
-__version__ = _version("precdetect")
+from precdetect.api import diff, scan
+from precdetect.errors import Error
+from precdetect.result import DiffResult, ScanResult
+
+try:
+    __version__ = version("precdetect")
+except PackageNotFoundError:  # imported from a source tree
+    __version__ = None
+
+__all__ = ["scan", "diff", "Error", "ScanResult", "DiffResult"]

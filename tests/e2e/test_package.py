@@ -125,7 +125,7 @@ class Wheel(InstalledProgramTestCase):
         cls.tmp = Path(tempfile.mkdtemp(prefix="precdetect-wheel-", dir=BUILD_DIR))
         cls.torch_only = make_venv(cls.tmp / "torch-only", *TORCH_REQUIREMENT)
         checked(REPO / "scripts" / "build_wheel.sh", cwd=REPO)
-        [cls.wheel] = (REPO / "dist").glob("precdetect-*-py3-none-manylinux_*_x86_64.whl")
+        [cls.wheel] = (REPO / "dist").glob("precdetect-*-manylinux_*_x86_64.whl")
 
     @classmethod
     def tearDownClass(cls):
@@ -148,12 +148,15 @@ class Wheel(InstalledProgramTestCase):
         shutil.unpack_archive(self.wheel, unpacked, "zip")
         vendored = {p.name for p in (unpacked / "precdetect.libs").iterdir()}
         programs = [unpacked / "precdetect" / "bin" / name for name in ("precdetect", "precdetect-hdf5")]
-        for elf in programs + [unpacked / "precdetect.libs" / name for name in vendored]:
+        [extension] = (unpacked / "precdetect").glob("_core.*.so")
+        for elf in programs + [extension] + [unpacked / "precdetect.libs" / name for name in vendored]:
             self.assertLessEqual(needed_libraries(elf), vendored | BASE_LIBRARIES | TORCH_LIBRARIES, elf)
             for entry in run_paths(elf):
                 self.assertTrue(all(p.startswith("$ORIGIN") for p in entry.split(":") if p), f"{elf}: {entry}")
         self.assertIn("libtorch_cpu.so", needed_libraries(programs[0]))
         self.assertIn("$ORIGIN/../../torch/lib", run_paths(programs[0])[0].split(":"))
+        self.assertIn("libtorch_cpu.so", needed_libraries(extension))
+        self.assertIn("$ORIGIN/../torch/lib", run_paths(extension)[0].split(":"))
 
     def test_wheel_installs_beside_torch_and_runs_the_same_program(self):
         venv = self.copy_of_torch_only("wheel")
@@ -163,6 +166,10 @@ class Wheel(InstalledProgramTestCase):
         for program in ([venv / "bin" / "precdetect"], [venv / "bin" / "python", "-m", "precdetect"]):
             self.assert_same_as_build(program, elsewhere)
             self.assert_reads_hdf5(program, elsewhere)
+        api = checked(venv / "bin" / "python", "-c", "import json, sys, precdetect; "
+                      "print(json.dumps([r.to_dict() for r in precdetect.scan(*sys.argv[1:])]))", *EXAMPLES,
+                      cwd=elsewhere)
+        self.assertEqual(json.loads(api.stdout), scan_json([BINARY], *EXAMPLES, cwd=elsewhere)[1]["models"])
 
     def test_another_torch_gets_one_line_naming_both_versions(self):
         venv = self.copy_of_torch_only("mismatch")

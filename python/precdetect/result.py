@@ -1,0 +1,90 @@
+"""What precdetect.scan and precdetect.diff return: the --json document's items, with attributes for what people
+read first. `to_dict()` is the item itself (docs/json-schema.md, docs/diff.md)."""
+
+import copy
+import json
+
+
+class ScanResult:
+    """One model of a scan: `to_dict()` is its object in the --json document's "models"."""
+
+    def __init__(self, model: dict, document: dict):
+        self._model = model
+        self._document = document
+
+    def to_dict(self) -> dict:
+        return copy.deepcopy(self._model)
+
+    @property
+    def path(self) -> str:
+        return self._model["path"]
+
+    @property
+    def error(self):
+        """{"code", "message"} when the model could not be scanned, else None."""
+        return self._model.get("error")
+
+    @property
+    def verdict(self) -> dict:
+        return self._model.get("verdict") or {}
+
+    @property
+    def label(self):
+        """fp16, bf16, fp32 or unknown (a model that could not be scanned is unknown, with `error`)."""
+        return self.verdict.get("label")
+
+    @property
+    def candidates(self) -> list:
+        """The labels the evidence does not rule out (["bf16", "fp32"]: the ranges cannot tell those two apart)."""
+        return self.verdict.get("candidates", [])
+
+    @property
+    def confidence(self):
+        return self.verdict.get("confidence")
+
+    @property
+    def fp16_risk(self) -> bool:
+        """Whether fp16 is unsafe for this model: its range, or a tensor a cast to fp16 breaks."""
+        return bool(self.verdict.get("fp16_risk"))
+
+    @property
+    def summary(self) -> dict:
+        return self._model.get("summary") or {}
+
+    @property
+    def safety(self) -> dict:
+        return self._model.get("safety") or {}
+
+    def _repr_html_(self) -> str:
+        """The page `precdetect --report` writes for this model alone (self-contained, offline)."""
+        from precdetect import _core
+
+        return _core.html(json.dumps(dict(self._document, models=[self._model])))
+
+    def __repr__(self) -> str:
+        if self.error:
+            return f"<ScanResult {self.path}: error {self.error['code']}>"
+        return f"<ScanResult {self.path}: {'|'.join(self.candidates) or self.label} ({self.confidence})" + (
+            " fp16-risk>" if self.fp16_risk else ">")
+
+
+class DiffResult:
+    """One pair of a diff: `to_dict()` is its object in the diff --json document's "pairs"."""
+
+    def __init__(self, pair: dict):
+        self._pair = pair
+
+    def to_dict(self) -> dict:
+        return copy.deepcopy(self._pair)
+
+    @property
+    def error(self):
+        return self._pair.get("error")
+
+    @property
+    def outcome(self):
+        """identical, lossless or changed; None for a pair that could not be compared."""
+        return self._pair.get("outcome")
+
+    def __repr__(self) -> str:
+        return f"<DiffResult {self._pair.get('base')} -> {self._pair.get('other')}: {self.outcome or self.error}>"
