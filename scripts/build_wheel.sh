@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the wheel a colleague installs without a compiler or Debian's -dev packages:
-# dist/precdetect-VERSION-py3-none-manylinux_2_N_x86_64.whl (N: the newest glibc the build machine's libraries ask).
+# dist/precdetect-VERSION-cpXY-cpXY-manylinux_2_N_x86_64.whl (cpXY: .venv's CPython, for the Python API's
+# extension; N: the newest glibc the build machine's libraries ask).
 # pip builds it from this tree with .venv's torch and scikit-build-core (scripts/setup.sh --tests), without build
 # isolation, in build-wheel/ (a second run only rebuilds what changed). auditwheel then copies into the wheel every
 # shared library it needs but torch's own (libtorch*, libc10*): those come from the torch package installed beside

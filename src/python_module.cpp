@@ -28,8 +28,7 @@ struct PythonError {
 };
 
 precdetect::CommandLine parse(const char* command, const std::vector<std::string>& args) {
-  std::vector<const char*> argv{"precdetect"};
-  if (*command) argv.push_back(command);
+  std::vector<const char*> argv{"precdetect", command};
   for (const std::string& arg : args) argv.push_back(arg.c_str());
   precdetect::CommandLine line = precdetect::parse_command_line(static_cast<int>(argv.size()), argv.data());
   if (line.exit_code != 0 || (!line.scan && !line.diff)) {

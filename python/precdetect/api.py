@@ -13,8 +13,9 @@ SCAN_OPTIONS = {"device", "include", "exclude", "rules", "registry", "cache", "n
 DIFF_OPTIONS = {"device", "include", "exclude", "rtol", "atol", "eta", "bitwise", "io"}
 
 
-def _core():
-    import torch  # noqa: F401  (libtorch loaded from the torch package itself, which _core then shares)
+def _extension():
+    """precdetect._core, after torch: libtorch loaded from the torch package itself, which _core then shares."""
+    import torch  # noqa: F401
 
     from precdetect import _core
 
@@ -39,11 +40,11 @@ def _arguments(options: dict, allowed: set, function: str) -> list:
 def scan(*inputs, **options) -> list:
     """Scans model folders, checkpoint files, index files or cached hub ids; one ScanResult per model, in order.
     A model that cannot be read is a result with `error`; a run that cannot be made raises precdetect.Error."""
-    document = json.loads(_core().scan([*_arguments(options, SCAN_OPTIONS, "scan"), "--", *map(str, inputs)]))
+    document = json.loads(_extension().scan([*_arguments(options, SCAN_OPTIONS, "scan"), "--", *map(str, inputs)]))
     return [ScanResult(model, document) for model in document["models"]]
 
 
 def diff(base, *others, **options) -> list:
     """Compares BASE with each OTHER checkpoint, tensor by tensor; one DiffResult per pair, in order."""
     arguments = [*_arguments(options, DIFF_OPTIONS, "diff"), "--", str(base), *map(str, others)]
-    return [DiffResult(pair) for pair in json.loads(_core().diff(arguments))["pairs"]]
+    return [DiffResult(pair) for pair in json.loads(_extension().diff(arguments))["pairs"]]

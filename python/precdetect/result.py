@@ -57,9 +57,9 @@ class ScanResult:
 
     def _repr_html_(self) -> str:
         """The page `precdetect --report` writes for this model alone (self-contained, offline)."""
-        from precdetect import _core
+        from precdetect.api import _extension
 
-        return _core.html(json.dumps(dict(self._document, models=[self._model])))
+        return _extension().html(json.dumps(dict(self._document, models=[self._model])))
 
     def __repr__(self) -> str:
         if self.error:
