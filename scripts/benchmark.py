@@ -17,9 +17,12 @@ GB/s of both files read. With --formats it also writes each checkpoint as GGUF, 
 an uncompressed Flax msgpack and a contiguous and a chunked (gzip) HDF5 file, with each format's own writer, and
 times precdetect on each against the same tensors in safetensors (issue 24: within 10% for GGUF, stored .npz and
 Flax; peak RSS within 256 MiB + 2 x the largest tensor for all, compressed ones included; precdetect's and its
-HDF5 helper's together). Timing lives here, never in tests.
+HDF5 helper's together). With --check it also times precdetect.check(model) on a live transformers Llama of
+--size-gb in each dtype against seed 000's analyze([model]), in this process, at the same thread count (issue 38:
+at least 5x faster). Timing lives here, never in tests.
 
   .venv/bin/python scripts/benchmark.py --size-gb 1 --threads 2 [--device cuda] [--cold] [--diff] [--formats]
+  .venv/bin/python scripts/benchmark.py --size-gb 1.3 --dtypes bf16,f32 --check-only
 """
 
 import argparse
@@ -36,6 +39,8 @@ from safetensors.torch import load_file, save_file
 REPO = Path(__file__).resolve().parents[1]
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
 HIDDEN, FFN, VOCAB = 4096, 11008, 32000
+# The live model of --check: a Llama as transformers builds it, 2048 wide, with as many layers as fit --size-gb.
+LIVE_HIDDEN, LIVE_FFN = 2048, 5632
 
 
 def llama_shapes(budget_elements):
@@ -189,6 +194,8 @@ def main():
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/precdetect-bench"))
     parser.add_argument("--diff", action="store_true", help="also time precdetect diff")
     parser.add_argument("--formats", action="store_true", help="also time GGUF, .npz, Flax and HDF5 copies")
+    parser.add_argument("--check", action="store_true", help="also time precdetect.check on a live model")
+    parser.add_argument("--check-only", action="store_true", help="only time precdetect.check on a live model")
     parser.add_argument("--batch", type=int, default=5, help="files in the batch run (at least 2); more files "
                         "make its per-file figure, a difference of two timings, less noisy")
     args = parser.parse_args()
@@ -207,6 +214,8 @@ def main():
     # either, so both end-to-end and start-up-excluded figures are shown.
     startup = ("--version",) if device == "cpu" else ("--device", args.device, "--json", "/nonexistent")
     startup_s = timed(lambda: run_precdetect(*startup, check=False), args.repeat)
+    if args.check_only:
+        return time_check(args, device)
     print(f"precdetect start-up ({' '.join(startup)}): {startup_s:.2f} s, "
           f"peak RSS {run_precdetect(*startup, check=False):.0f} MiB\n")
     print("| dtype | file GB | read GB/s | seed loop GB/s | io | precdetect GB/s | excl. start-up GB/s | vs read "
@@ -238,6 +247,8 @@ def main():
         time_diffs(args, startup_s)
     if args.formats:
         time_formats(args)
+    if args.check:
+        time_check(args, device)
 
 
 def time_diffs(args, startup_s):
@@ -333,6 +344,74 @@ def time_formats(args):
             print(f"| {name} | {kind} | {copy.stat().st_size / 1e9:.2f} | {ours_s:.2f} | {base_s:.2f} | "
                   f"{ours_s / base_s:.2f}x | {rss_mib:.0f} | {256 + 2 * largest_tensor_mib(DTYPES[name]):.0f} |",
                   flush=True)
+
+
+def seed_analyze(modules):
+    """seed 000's analyze(modules, verbose=False), as its notebook defines it."""
+    abs_min, abs_max = 1e10, 0
+    norm_min, norm_max = 1e10, 0
+    for m in modules:
+        for p in m.parameters(recurse=True):
+            p_abs = p.abs()
+            p_abs_max = p_abs.max().item()
+            p_abs_min = p_abs.min().item()
+            if p_abs_min < abs_min:
+                abs_min = p_abs_min
+            if p_abs_max > abs_max:
+                abs_max = p_abs_max
+            p_norm = torch.linalg.norm(p.data)
+            if p_norm > 0:
+                if p_norm < norm_min:
+                    norm_min = p_norm
+                if p_norm > norm_max:
+                    norm_max = p_norm
+    return abs_min, abs_max, norm_min, norm_max
+
+
+def live_llama(dtype, size_gb, device):
+    """A transformers LlamaForCausalLM of about `size_gb` in `dtype` on `device`, as from_pretrained leaves it."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    per_layer = 4 * LIVE_HIDDEN * LIVE_HIDDEN + 3 * LIVE_HIDDEN * LIVE_FFN
+    budget = size_gb * 1e9 / torch.tensor([], dtype=dtype).element_size() - 2 * VOCAB * LIVE_HIDDEN
+    config = LlamaConfig(hidden_size=LIVE_HIDDEN, intermediate_size=LIVE_FFN, vocab_size=VOCAB,
+                         num_hidden_layers=max(1, round(budget / per_layer)), num_attention_heads=16,
+                         num_key_value_heads=16, tie_word_embeddings=False)
+    with torch.device(device):
+        return LlamaForCausalLM(config).to(dtype).eval()
+
+
+def staged_precdetect():
+    """precdetect from this build: python/precdetect with build/src's extension, staged in a scratch folder."""
+    import shutil
+    import sys
+
+    stage = Path(tempfile.mkdtemp(prefix="precdetect-benchmark-"))
+    shutil.copytree(REPO / "python" / "precdetect", stage / "precdetect")
+    [extension] = (REPO / "build" / "src").glob("_core.*.so")
+    shutil.copy(extension, stage / "precdetect")
+    sys.path.insert(0, str(stage))
+    import precdetect
+
+    return precdetect
+
+
+def time_check(args, device):
+    precdetect = staged_precdetect()
+    print(f"\nprecdetect.check(model) against seed 000's analyze([model]) on a live LlamaForCausalLM, on {device}, "
+          f"{torch.get_num_threads()} torch threads, precdetect's kernel on {os.cpu_count()} cores\n")
+    print("| dtype | model GB | parameters | analyze s | check s | check vs analyze | same abs max |")
+    print("|---|---|---|---|---|---|---|")
+    for name in args.dtypes.split(","):
+        model = live_llama(DTYPES[name], args.size_gb, device)
+        gb = sum(p.numel() * p.element_size() for p in model.parameters()) / 1e9
+        synchronize = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+        seed_s = timed(lambda: (seed_analyze([model]), synchronize()), args.repeat)
+        check_s = timed(lambda: precdetect.check(model), args.repeat)
+        same = precdetect.check(model).summary["abs_max"] == seed_analyze([model])[1]
+        print(f"| {name} | {gb:.2f} | {sum(p.numel() for p in model.parameters()) / 1e6:.0f} M | {seed_s:.2f} | "
+              f"{check_s:.3f} | {seed_s / check_s:.1f}x | {same} |", flush=True)
+        del model
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ linked against the libtorch of the installed torch package. Nothing here imports
 
 from importlib.metadata import PackageNotFoundError, version
 
-from precdetect.api import diff, scan
+from precdetect.api import check, diff, scan
 from precdetect.errors import Error
 from precdetect.result import DiffResult, ScanResult
 
@@ -19,4 +19,4 @@ try:
 except PackageNotFoundError:  # imported from a source tree
     __version__ = None
 
-__all__ = ["scan", "diff", "Error", "ScanResult", "DiffResult"]
+__all__ = ["scan", "diff", "check", "Error", "ScanResult", "DiffResult"]

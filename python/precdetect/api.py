@@ -1,8 +1,9 @@
-"""precdetect.scan and precdetect.diff: the scanner in-process (the C++ library through precdetect._core), with
-the command line's options as keyword arguments: `device="cuda"`, `include=r"layers\\.0\\."`, `jobs=2`,
-`all_formats=True`, `fail_if_fp16_risk=True` (a gate fills each result's "gate_failures")."""
+"""precdetect.scan, precdetect.diff and precdetect.check: the scanner in-process (the C++ library through
+precdetect._core), with the command line's options as keyword arguments: `device="cuda"`, `include=r"layers\\.0\\."`,
+`jobs=2`, `all_formats=True`, `fail_if_fp16_risk=True` (a gate fills each result's "gate_failures")."""
 
 import json
+from collections.abc import Mapping
 
 from precdetect.result import DiffResult, ScanResult
 
@@ -11,6 +12,9 @@ SCAN_OPTIONS = {"device", "include", "exclude", "rules", "registry", "cache", "n
                 "all_formats", "hf_cache", "all_revisions", "shard", "io", "expect", "fail_on", "fail_if_fp16_risk",
                 "max_abs", "max_norm", "fail_if_unsafe", "strict_safety"}
 DIFF_OPTIONS = {"device", "include", "exclude", "rtol", "atol", "eta", "bitwise", "io"}
+# check() reads tensors where they are: no device, files, cache or reading options.
+CHECK_OPTIONS = {"include", "exclude", "rules", "registry", "expect", "fail_on", "fail_if_fp16_risk", "max_abs",
+                 "max_norm"}
 
 
 def _extension():
@@ -48,3 +52,43 @@ def diff(base, *others, **options) -> list:
     """Compares BASE with each OTHER checkpoint, tensor by tensor; one DiffResult per pair, in order."""
     arguments = [*_arguments(options, DIFF_OPTIONS, "diff"), "--", str(base), *map(str, others)]
     return [DiffResult(pair) for pair in json.loads(_extension().diff(arguments))["pairs"]]
+
+
+def check(model, **options) -> ScanResult:
+    """Checks a model in memory: an nn.Module (its parameters and buffers, as the module tells them apart) or a state
+    dict (a mapping of names to tensors, placed by the rules' buffer names as a file's are). Tensors are read where
+    they live, with no copy of a contiguous one: on the CPU by precdetect's kernel, on their GPU by libtorch. An HF
+    model's config (its `_name_or_path`, architecture and sizes) identifies it to the registry of documented
+    precisions. Returns one ScanResult, which holds no reference to the model's tensors."""
+    import torch
+
+    if isinstance(model, torch.nn.Module):
+        tensors = [(name, tensor.detach(), "model") for name, tensor in model.named_parameters()]
+        tensors += [(name, tensor.detach(), "buffer") for name, tensor in model.named_buffers()]
+        not_tensors, kind = [], "module"
+    elif isinstance(model, Mapping):
+        tensors = [(str(name), value.detach(), "") for name, value in model.items() if isinstance(value, torch.Tensor)]
+        not_tensors = [f"{name} (not a tensor: {type(value).__name__})" for name, value in model.items()
+                       if not isinstance(value, torch.Tensor)]
+        kind = "state_dict"
+    else:
+        raise TypeError(f"check() takes an nn.Module or a state dict, not {type(model).__name__}")
+    name, config = _identity(model)
+    arguments = _arguments(options, CHECK_OPTIONS, "check")
+    document = json.loads(_extension().check(arguments, name, kind, tensors, not_tensors, config))
+    return ScanResult(document["models"][0], document)
+
+
+def _identity(model) -> tuple:
+    """How reports name the model, and its config as JSON text ("null" without one): an HF model's config.to_dict()
+    with the `_name_or_path` it was loaded from."""
+    config = getattr(model, "config", None)
+    name_or_path = getattr(config, "_name_or_path", None) or getattr(model, "name_or_path", None)
+    try:
+        fields = config.to_dict() if hasattr(config, "to_dict") else None
+    except Exception:  # a config that cannot describe itself identifies nothing; the weights are still checked
+        fields = None
+    if isinstance(fields, dict) and name_or_path:
+        fields["_name_or_path"] = str(name_or_path)
+    name = str(name_or_path) if name_or_path else ("state dict" if isinstance(model, Mapping) else type(model).__name__)
+    return name, json.dumps(fields if isinstance(fields, dict) else None, default=str)

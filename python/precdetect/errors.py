@@ -9,3 +9,17 @@ class Error(Exception):
     def __init__(self, code: str, message: str):
         super().__init__(message)
         self.code = code
+
+
+class Fp16RiskError(RuntimeError):
+    """Raised by a precision guard (precdetect.integrations) before a run trains in fp16 a model fp16 is unsafe
+    for: the message names the evidence and what to train in instead; `result` is the check's ScanResult."""
+
+    def __init__(self, message: str, result):
+        super().__init__(message)
+        self.result = result
+
+
+class PrecisionGuardWarning(UserWarning):
+    """A precision guard's warning: fp16 is unsafe for the model (with on_risk="warn"), or the model could not be
+    checked (in part or at all) and the run goes on unchecked."""

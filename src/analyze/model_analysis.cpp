@@ -4,6 +4,8 @@
 
 #include <map>
 
+#include "precdetect/analyze/cpu_kernel.h"
+#include "precdetect/analyze/torch_stats.h"
 #include "precdetect/core/error.h"
 
 namespace precdetect {
@@ -126,6 +128,31 @@ void add_warnings(ModelAnalysis& analysis, const TensorFilter& filter) {
     warnings.push_back({.code = WarningCode::kNonFinite, .count = totals.nans, .other = totals.infs});
 }
 
+/// The analysis of `selected` (`stats` holding the floating ones' statistics, in order): roles given, model-parallel
+/// parts joined, parameters and buffers summed, warnings added.
+ModelAnalysis assemble(const std::vector<const TensorRecord*>& selected, const std::vector<TensorStats>& stats,
+                       bool model_parallel, const TensorFilter& filter, const BufferNames& buffers) {
+  ModelAnalysis analysis;
+  size_t next_float = 0;
+  for (const TensorRecord* record : selected) {
+    analysis.tensors.push_back(analyzed(*record, buffers));
+    if (dtype_kind(record->dtype) == DTypeKind::kFloat) analysis.tensors.back().stats = stats[next_float++];
+  }
+  if (model_parallel) analysis.tensors = join_parts(std::move(analysis.tensors));
+  count_roles(analysis);
+  add_warnings(analysis, filter);
+  return analysis;
+}
+
+/// A live tensor's statistics where it lives: our kernel over a CPU tensor's own memory (a strided view made
+/// contiguous first), libtorch on a CUDA tensor's device.
+TensorStats live_stats(const at::Tensor& values, DType dtype) {
+  if (values.numel() == 0) return {};
+  if (values.is_cuda()) return torch_tensor_stats(values, dtype);
+  at::Tensor contiguous = values.contiguous();  // the tensor itself when it is contiguous: no copy
+  return cpu_tensor_stats(contiguous.const_data_ptr(), dtype, static_cast<uint64_t>(contiguous.numel()));
+}
+
 }  // namespace
 
 ModelAnalysis analyze_model(const Checkpoint& checkpoint, const TensorFilter& filter, const BufferNames& buffers,
@@ -141,17 +168,29 @@ ModelAnalysis analyze_model(const Checkpoint& checkpoint, const TensorFilter& fi
     selected.push_back(&record);
     if (dtype_kind(record.dtype) == DTypeKind::kFloat) floats.push_back(&record);
   }
-  std::vector<TensorStats> stats = float_stats(checkpoint, floats, analyzer, cache);
-  ModelAnalysis analysis;
-  size_t next_float = 0;
-  for (const TensorRecord* record : selected) {
-    analysis.tensors.push_back(analyzed(*record, buffers));
-    if (dtype_kind(record->dtype) == DTypeKind::kFloat) analysis.tensors.back().stats = stats[next_float++];
+  return assemble(selected, float_stats(checkpoint, floats, analyzer, cache), checkpoint.model_parallel, filter,
+                  buffers);
+}
+
+ModelAnalysis analyze_live_model(const LiveModel& model, const std::string& name, const TensorFilter& filter,
+                                 const BufferNames& buffers) {
+  if (model.records.empty())
+    fail(ErrorCode::kNoTensors, name,
+         model.warnings.empty() ? "no tensors found: nothing to check"
+                                : "no tensors found: nothing to check (" + model.warnings.front().message() + ")");
+  std::vector<const TensorRecord*> selected;
+  std::vector<TensorStats> stats;
+  try {
+    for (size_t i = 0; i < model.records.size(); ++i) {
+      const TensorRecord& record = model.records[i];
+      if (!filter.selects(record.name)) continue;
+      selected.push_back(&record);
+      if (dtype_kind(record.dtype) == DTypeKind::kFloat) stats.push_back(live_stats(model.values[i], record.dtype));
+    }
+  } catch (const c10::Error& e) {
+    fail(ErrorCode::kDevice, name, fmt::format("tensor `{}`: {}", selected.back()->name, e.what_without_backtrace()));
   }
-  if (checkpoint.model_parallel) analysis.tensors = join_parts(std::move(analysis.tensors));
-  count_roles(analysis);
-  add_warnings(analysis, filter);
-  return analysis;
+  return assemble(selected, stats, /*model_parallel=*/false, filter, buffers);
 }
 
 }  // namespace precdetect

@@ -55,6 +55,25 @@ Hints storage_hints(const ModelSummary& summary, const ModelIdentity& identity) 
 
 }  // namespace
 
+void judge_model(ModelReport& report, ModelAnalysis analysis, const ModelIdentity& identity,
+                 std::span<const TrainingRecord> records, const Judgement& judgement) {
+  report.warnings.insert(report.warnings.end(), analysis.warnings.begin(), analysis.warnings.end());
+  report.summary = std::move(analysis.summary);
+  report.buffers = std::move(analysis.buffers);
+  report.tensors = std::move(analysis.tensors);
+  report.verdict = classify(report.summary, report.tensors, judgement.rules, storage_hints(report.summary, identity),
+                            {.records = records, .documented = find_documented(judgement.registry, identity)});
+}
+
+void fail_model(ModelReport& report, ModelError error) {
+  report.error = std::move(error);
+  report.summary = {};  // a failed model reports no partial statistics
+  report.metadata = nullptr;
+  report.buffers = {};
+  report.tensors.clear();
+  report.verdict = {};
+}
+
 ModelReport scan_model(const std::string& input, const ScanOptions& options, const Judgement& judgement,
                        Analyzer& analyzer, StatsCache* cache) {
   ModelReport report;
@@ -69,26 +88,13 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     if (!checkpoint.metadata.empty()) report.metadata = nlohmann::ordered_json::parse(checkpoint.metadata);
     ModelAnalysis analysis = analyze_model(checkpoint, options.filter, judgement.rules.buffers, analyzer, cache);
     report.warnings = checkpoint.warnings;
-    report.warnings.insert(report.warnings.end(), analysis.warnings.begin(), analysis.warnings.end());
-    report.summary = std::move(analysis.summary);
-    report.buffers = std::move(analysis.buffers);
-    report.tensors = std::move(analysis.tensors);
-    ModelIdentity identity = identify_model(input, source->path, source->config);
-    report.verdict =
-        classify(report.summary, report.tensors, judgement.rules, storage_hints(report.summary, identity),
-                 {.records = checkpoint.records, .documented = find_documented(judgement.registry, identity)});
+    judge_model(report, std::move(analysis), identify_model(input, source->path, source->config), checkpoint.records,
+                judgement);
   } catch (const Error& e) {
-    report.error = ModelError{std::string(to_string(e.code())), e.what()};
+    fail_model(report, {std::string(to_string(e.code())), e.what()});
   } catch (const std::exception& e) {
     // Not ours (libtorch, the standard library): still one model's failure, never the batch's.
-    report.error = ModelError{std::string(to_string(ErrorCode::kInternal)), fmt::format("{}: {}", input, e.what())};
-  }
-  if (report.error) {  // a failed model reports no partial statistics
-    report.summary = {};
-    report.metadata = nullptr;
-    report.buffers = {};
-    report.tensors.clear();
-    report.verdict = {};
+    fail_model(report, {std::string(to_string(ErrorCode::kInternal)), fmt::format("{}: {}", input, e.what())});
   }
   // After the scan, whatever became of it: the examination stands apart from loading (an unsafe pickle is often
   // why a model failed), and the scan's reads of the weights come first.

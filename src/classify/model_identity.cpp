@@ -65,4 +65,10 @@ ModelIdentity identify_model(const std::string& input, const std::filesystem::pa
   return identity;
 }
 
+ModelIdentity identify_live_model(nlohmann::json config) {
+  if (!config.is_object()) config = nullptr;
+  ModelIdentity identity{.name_or_path = named_model(config), .config = std::move(config)};
+  return identity;
+}
+
 }  // namespace precdetect

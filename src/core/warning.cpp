@@ -14,6 +14,8 @@ std::string_view warning_code_name(WarningCode code) {
   switch (code) {
     case WarningCode::kDtypesNotRead:
       return "dtypes_not_read";
+    case WarningCode::kLiveTensorsSkipped:
+      return "live_tensors_skipped";
     case WarningCode::kNotExecuted:
       return "not_executed";
     case WarningCode::kUnreachedTensors:
@@ -52,6 +54,12 @@ std::string Warning::message() const {
           "{}{} tensor(s) of dtypes precdetect cannot read were skipped: {}. Their values are in "
           "neither the verdict nor the counts; check them with the tool that wrote them",
           in_file(*this), count, names_text);
+    case WarningCode::kLiveTensorsSkipped:
+      return fmt::format(
+          "{} tensor(s) of the model in memory cannot be read where they are and were skipped: {}. Their values "
+          "are in neither the verdict nor the counts: check the model once they are materialized, or the "
+          "checkpoint they come from",
+          count, names_text);
     case WarningCode::kNotExecuted:
       return fmt::format(
           "{}the pickle asks to call {} function(s) or class(es) outside precdetect's allowlist; none "

@@ -32,7 +32,7 @@ TORCH_REQUIREMENT = ("-r", str(REPO / "requirements.txt"))  # torch, as README's
 # installed torch package provides.
 BASE_LIBRARIES = {"libc.so.6", "libm.so.6", "libgcc_s.so.1", "libstdc++.so.6", "libpthread.so.0", "libdl.so.2",
                   "librt.so.1", "libresolv.so.2", "libz.so.1", "ld-linux-x86-64.so.2"}
-TORCH_LIBRARIES = {"libtorch_cpu.so", "libc10.so"}
+TORCH_LIBRARIES = {"libtorch_cpu.so", "libc10.so", "libtorch_python.so"}  # the last: the extension's tensors
 
 
 def command(*args, env=None, cwd=None, timeout=1200):
@@ -158,7 +158,7 @@ class Wheel(InstalledProgramTestCase):
                 self.assertTrue(all(p.startswith("$ORIGIN") for p in entry.split(":") if p), f"{elf}: {entry}")
         self.assertIn("libtorch_cpu.so", needed_libraries(programs[0]))
         self.assertIn("$ORIGIN/../../torch/lib", run_paths(programs[0])[0].split(":"))
-        self.assertIn("libtorch_cpu.so", needed_libraries(extension))
+        self.assertLessEqual({"libtorch_cpu.so", "libtorch_python.so"}, needed_libraries(extension))
         self.assertIn("$ORIGIN/../torch/lib", run_paths(extension)[0].split(":"))
 
     def test_wheel_installs_beside_torch_and_runs_the_same_program(self):
@@ -173,6 +173,9 @@ class Wheel(InstalledProgramTestCase):
                       "print(json.dumps([r.to_dict() for r in precdetect.scan(*sys.argv[1:])]))", *EXAMPLES,
                       cwd=elsewhere)
         self.assertEqual(json.loads(api.stdout), scan_json([BINARY], *EXAMPLES, cwd=elsewhere)[1]["models"])
+        live = checked(venv / "bin" / "python", "-c", "import torch, precdetect; "
+                       "print(precdetect.check({'w': torch.full((4, 4), 300.0)}).fp16_risk)", cwd=elsewhere)
+        self.assertEqual(live.stdout, "True\n")  # torch's tensors reach the extension through libtorch_python
 
     def test_another_torch_gets_one_line_naming_both_versions(self):
         venv = self.copy_of_torch_only("mismatch")

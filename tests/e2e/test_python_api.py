@@ -1,33 +1,23 @@
-"""precdetect.scan and precdetect.diff (issue 38): the scanner in-process through the precdetect._core extension
-answers exactly what the program's --json does, its HTML is the --report page, errors carry their codes, and the
-GIL is free while models are read. The package is staged from python/ and PRECDETECT_CORE (the built extension)."""
+"""precdetect.scan, precdetect.diff and precdetect.check (issue 38): the scanner in-process through the
+precdetect._core extension answers exactly what the program's --json does, its HTML is the --report page, errors
+carry their codes, and the GIL is free while files are read; check() on a model in memory gives the statistics and
+verdict that scanning its saved checkpoint gives. The package is staged from python/ with the built extension."""
 
-import json
-import os
-import shutil
-import sys
-import tempfile
+import gc
 import threading
 import time
 import unittest
-from pathlib import Path
+import weakref
 
 import torch
 from safetensors.torch import save_file
 
-from helpers import REPO, run
-
-STAGE = Path(tempfile.mkdtemp(prefix="precdetect-python-"))
-shutil.copytree(REPO / "python" / "precdetect", STAGE / "precdetect")
-shutil.copy(os.environ["PRECDETECT_CORE"], STAGE / "precdetect")
-sys.path.insert(0, str(STAGE))
-import precdetect  # noqa: E402
+from helpers import REPO, reference_tensor_stats, run, tensors_by_name
+from live_models import DOCUMENTED_BF16, tiny_bert, tiny_t5
+from staged_package import STAGE
+import precdetect  # noqa: E402 (staged_package puts it first on sys.path)
 
 EXAMPLES = [str(REPO / "examples" / "fp16-like"), str(REPO / "examples" / "bf16-like")]
-
-
-def tearDownModule():
-    shutil.rmtree(STAGE)
 
 
 class Scan(unittest.TestCase):
@@ -107,6 +97,156 @@ class Gil(unittest.TestCase):
         gaps = max(b - a for a, b in zip(samples, samples[1:]))
         self.assertGreater(took, 0.1)  # long enough for a held GIL to show
         self.assertLess(gaps, took / 2, f"the main thread stood still {gaps:.3f} s of the scan's {took:.3f} s")
+
+
+STATS = ("numel", "abs_min", "abs_max", "norm", "zeros", "nans", "infs")
+SUMMARY = ("abs_min", "abs_max", "norm_min", "norm_max", "abs_max_tensor", "norm_max_tensor", "tensors",
+           "parameters", "bytes", "dtypes", "nans", "infs")
+
+
+class Check(unittest.TestCase):
+    def assert_close(self, ours, theirs, what):
+        if isinstance(theirs, float):
+            self.assertAlmostEqual(ours, theirs, delta=1e-12 * max(1.0, abs(theirs)), msg=what)
+        else:
+            self.assertEqual(ours, theirs, what)
+
+    def assert_same_model(self, checked, scanned):
+        """Every tensor the scan reports has the same statistics in the check; the parameters' summary and the
+        verdict are the same."""
+        checked_tensors = tensors_by_name(checked)
+        for name, tensor in tensors_by_name(scanned).items():
+            for key in (*STATS, "role", "precision"):
+                self.assert_close(checked_tensors[name].get(key), tensor.get(key), f"{name}: {key}")
+        for key in SUMMARY:
+            self.assert_close(checked["summary"][key], scanned["summary"][key], f"summary: {key}")
+        for key in ("label", "candidates", "confidence", "fp16_risk", "decided_by"):
+            self.assertEqual(checked["verdict"][key], scanned["verdict"][key], key)
+        for ours, theirs in zip(checked["verdict"]["fp16_risk_reasons"], scanned["verdict"]["fp16_risk_reasons"],
+                                strict=True):
+            for key in theirs:
+                self.assert_close(ours[key], theirs[key], f"fp16 risk reason: {key}")
+
+    def test_a_module_checks_as_its_saved_safetensors_scan(self):
+        for label, model in (("bf16", tiny_t5(scale=300)), ("fp16", tiny_bert())):
+            with self.subTest(model=type(model).__name__):
+                folder = STAGE / type(model).__name__
+                model.save_pretrained(folder)  # transformers' own writer: model.safetensors and config.json
+                [scanned] = precdetect.scan(folder)
+                checked = precdetect.check(model)
+                self.assertEqual((checked.label, checked.path), (label, type(model).__name__))
+                self.assertEqual(checked.to_dict()["format"], "module")
+                self.assert_same_model(checked.to_dict(), scanned.to_dict())
+                reported = tensors_by_name(checked.to_dict())
+                for name, parameter in model.named_parameters():  # and torch's float64 numbers, independently
+                    for key, value in reference_tensor_stats(parameter).items():
+                        self.assert_close(reported[name][key], value, f"{name}: {key}")
+
+    def test_the_config_names_the_model_to_the_registry(self):
+        result = precdetect.check(tiny_t5(name_or_path=DOCUMENTED_BF16))
+        documented = result.verdict["documented"]
+        self.assertEqual((documented["matched_by"], documented["matched"]), ("name_or_path", DOCUMENTED_BF16))
+        self.assertEqual((result.path, result.label, result.fp16_risk), (DOCUMENTED_BF16, "bf16", True))
+        self.assertIn("documented", [r["kind"] for r in result.verdict["fp16_risk_reasons"]])
+        self.assertIsNone(precdetect.check(tiny_t5()).verdict["documented"])  # no name: no entry
+
+    def test_buffers_are_what_the_module_says_and_a_state_dicts_are_placed_by_name(self):
+        module = torch.nn.Sequential(torch.nn.Conv2d(2, 4, 3), torch.nn.BatchNorm2d(4))
+        module.register_buffer("scale_table", torch.full((8,), 3000.0))  # a buffer no rule's name matches
+        module.train()
+        for _ in range(3):  # running statistics of inputs in the thousands: a variance fp16 cannot hold
+            module(torch.randn(8, 2, 6, 6) * 5000)
+        checked = precdetect.check(module).to_dict()
+        roles = {t["name"]: t["role"] for t in checked["tensors"]}
+        self.assertEqual(roles, {"0.weight": "model", "0.bias": "model", "1.weight": "model", "1.bias": "model",
+                                 "1.running_mean": "buffer", "1.running_var": "buffer",
+                                 "1.num_batches_tracked": "buffer", "scale_table": "buffer"})
+        parameters = dict(module.named_parameters())
+        self.assertEqual(checked["summary"]["tensors"], 4)
+        self.assertEqual(checked["summary"]["abs_max"],
+                         max(reference_tensor_stats(p)["abs_max"] for p in parameters.values()))
+        self.assertEqual(checked["buffers"]["tensors"], 4)
+        overflow = [r for r in checked["verdict"]["fp16_risk_reasons"] if r["kind"] == "overflow"]
+        self.assertEqual([(r["tensor"], r["role"]) for r in overflow], [("1.running_var", "buffer")])
+        self.assertEqual(overflow[0]["value"], reference_tensor_stats(module[1].running_var)["abs_max"])
+        state_dict = precdetect.check(module.state_dict()).to_dict()  # names only: the rules' buffer list
+        self.assertEqual(state_dict["format"], "state_dict")
+        self.assertEqual({t["name"]: t["role"] for t in state_dict["tensors"]}, dict(roles, scale_table="model"))
+
+    def test_a_strided_view_and_a_tied_weight(self):
+        weight = torch.randn(64, 32, dtype=torch.float64)
+        result = precdetect.check({"transposed": weight.t(), "tied": weight, "tied_again": weight}).to_dict()
+        tensors = tensors_by_name(result)
+        for key, value in reference_tensor_stats(weight).items():
+            self.assert_close(tensors["transposed"][key], value, key)
+        self.assertEqual((tensors["tied_again"]["shares_storage_with"], result["summary"]["tensors"]),
+                         ("transposed", 2))  # the second name of one view is reported, counted once
+
+    def test_what_cannot_be_read_in_place_is_skipped_by_name(self):
+        freed = torch.randn(100, 100)
+        freed.untyped_storage().resize_(0)  # as FSDP frees a sharded parameter's storage
+        result = precdetect.check({
+            "weight": torch.randn(4, 4), "meta": torch.empty(3, device="meta"), "sparse": torch.eye(3).to_sparse(),
+            "quantized": torch.quantize_per_tensor(torch.randn(3), 0.1, 0, torch.qint8),
+            "complex": torch.zeros(2, dtype=torch.complex64), "freed": freed, "step": 5})
+        [warning] = [w for w in result.to_dict()["warnings"] if w["code"] == "live_tensors_skipped"]
+        for text in ("step (not a tensor: int)", "meta (on meta)", "sparse (layout Sparse)",
+                     "quantized (quantized QInt8)", "complex (dtype ComplexFloat)",
+                     "freed (storage freed or smaller than the tensor: 0 of 40000 bytes)"):
+            self.assertIn(text, warning["message"])
+        self.assertEqual((result.error, result.summary["tensors"]), (None, 1))
+
+    def test_a_model_with_nothing_readable_is_a_result_with_an_error(self):
+        with torch.device("meta"):
+            model = torch.nn.Linear(4, 4)
+        result = precdetect.check(model)
+        self.assertEqual((result.error["code"], result.label), ("no_tensors", "unknown"))
+        self.assertIn("weight (on meta)", result.error["message"])
+        self.assertEqual(precdetect.check({"step": 5}).error["code"], "no_tensors")
+        with self.assertRaisesRegex(TypeError, "nn.Module or a state dict, not int"):
+            precdetect.check(5)
+
+    def test_options_and_gates(self):
+        result = precdetect.check(tiny_t5(scale=300), fail_if_fp16_risk=True, include=r"^shared\.")
+        self.assertEqual([t["name"] for t in result.to_dict()["tensors"]], ["shared.weight"])
+        self.assertEqual(len(result.to_dict()["gate_failures"]), 1)
+        with self.assertRaisesRegex(TypeError, "unexpected keyword argument 'device'"):
+            precdetect.check(tiny_bert(), device="cuda")  # tensors are read where they are
+
+    def test_the_result_holds_no_reference_to_the_tensors(self):
+        model = tiny_bert()
+        watched = weakref.ref(model.bert.embeddings.word_embeddings.weight)
+        result = precdetect.check(model)
+        del model
+        gc.collect()
+        self.assertIsNone(watched())
+        self.assertIn("BertForMaskedLM", result._repr_html_())
+
+    def test_a_tensor_resized_by_another_thread_waits_for_the_check(self):
+        tensors = {f"w{i}": torch.randn(2048, 2048) for i in range(16)}  # 256 MiB: a check of some length
+        expected = max(float(t.abs().max()) for t in tensors.values())
+        started = threading.Event()
+
+        def free_all():  # as FSDP frees a parameter's storage; with the GIL held by the check, it runs after it
+            started.wait()
+            time.sleep(0.01)
+            for tensor in tensors.values():
+                tensor.untyped_storage().resize_(0)
+
+        thread = threading.Thread(target=free_all)
+        thread.start()
+        started.set()
+        result = precdetect.check(tensors)
+        thread.join()
+        self.assertEqual(tensors["w0"].untyped_storage().nbytes(), 0)
+        self.assertEqual((result.summary["abs_max"], result.summary["tensors"]), (expected, 16))
+
+    @unittest.skipUnless(torch.cuda.is_available(), "no CUDA device")
+    def test_cuda_tensors_are_read_on_their_gpu(self):
+        model = tiny_t5(scale=300)
+        on_cpu = precdetect.check(model).to_dict()
+        on_gpu = precdetect.check(model.cuda()).to_dict()
+        self.assert_same_model(on_gpu, on_cpu)
 
 
 if __name__ == "__main__":

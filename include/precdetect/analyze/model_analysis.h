@@ -13,6 +13,7 @@
 #include "precdetect/analyze/tensor_filter.h"
 #include "precdetect/core/warning.h"
 #include "precdetect/load/checkpoint.h"
+#include "precdetect/load/live_tensors.h"
 
 namespace precdetect {
 
@@ -31,5 +32,11 @@ struct ModelAnalysis {
 /// checkpoint holds no tensor at all: a file is never read as an empty model.
 ModelAnalysis analyze_model(const Checkpoint& checkpoint, const TensorFilter& filter, const BufferNames& buffers,
                             Analyzer& analyzer, StatsCache* cache);
+
+/// The same for a model in memory (`name` names it in errors): each tensor's statistics computed where it lives,
+/// with the same definitions (our kernel over a CPU tensor's own memory, libtorch on a CUDA tensor's device).
+/// Throws Error(kNoTensors) when the model holds no readable tensor, Error(kDevice) when its GPU fails.
+ModelAnalysis analyze_live_model(const LiveModel& model, const std::string& name, const TensorFilter& filter,
+                                 const BufferNames& buffers);
 
 }  // namespace precdetect

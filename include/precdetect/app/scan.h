@@ -2,10 +2,13 @@
 /// The scan command: discover -> load -> analyze -> classify for each input, then report.
 
 #include <functional>
+#include <span>
 
 #include "precdetect/analyze/analyzer.h"
+#include "precdetect/analyze/model_analysis.h"
 #include "precdetect/analyze/stats_cache.h"
 #include "precdetect/app/options.h"
+#include "precdetect/classify/model_identity.h"
 #include "precdetect/classify/registry.h"
 #include "precdetect/classify/rules.h"
 #include "precdetect/report/report.h"
@@ -17,6 +20,14 @@ struct Judgement {
   const RuleSet& rules;
   const Registry& registry;
 };
+
+/// Fills `report` with `analysis` (its warnings after the report's own) and the verdict on it: its statistics,
+/// the training `records` and the registry's entry for `identity`.
+void judge_model(ModelReport& report, ModelAnalysis analysis, const ModelIdentity& identity,
+                 std::span<const TrainingRecord> records, const Judgement& judgement);
+
+/// Marks `report` failed with `error`: no partial statistics or verdict stay.
+void fail_model(ModelReport& report, ModelError error);
 
 /// Scans one input with `analyzer`, taking tensor statistics from `cache` where it has them (nullptr: no cache).
 /// Never throws precdetect::Error: a model that cannot be scanned comes back with `error` set.

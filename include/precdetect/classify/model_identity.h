@@ -34,6 +34,10 @@ struct ModelIdentity {
 ModelIdentity identify_model(const std::string& input, const std::filesystem::path& path,
                              const std::optional<std::filesystem::path>& config_json);
 
+/// What names a model in memory: its config's object (an HF model's config.to_dict() with `_name_or_path`); null
+/// or any other value names nothing.
+ModelIdentity identify_live_model(nlohmann::json config);
+
 }  // namespace precdetect
 
 template <>

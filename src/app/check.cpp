@@ -1,0 +1,25 @@
+#include "precdetect/app/check.h"
+
+#include <fmt/format.h>
+
+#include "precdetect/app/gates.h"
+#include "precdetect/core/error.h"
+
+namespace precdetect {
+
+ModelReport check_live_model(const LiveModel& model, const LiveModelInfo& info, const ScanOptions& options,
+                             const Judgement& judgement) {
+  ModelReport report{.input = info.name, .path = info.name, .format = info.format, .warnings = model.warnings};
+  try {
+    judge_model(report, analyze_live_model(model, info.name, options.filter, judgement.rules.buffers),
+                identify_live_model(info.config), {}, judgement);
+  } catch (const Error& e) {
+    fail_model(report, {std::string(to_string(e.code())), e.what()});
+  } catch (const std::exception& e) {
+    fail_model(report, {std::string(to_string(ErrorCode::kInternal)), fmt::format("{}: {}", info.name, e.what())});
+  }
+  report.gate_failures = gate_failures(report, options.gates);
+  return report;
+}
+
+}  // namespace precdetect
