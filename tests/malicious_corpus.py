@@ -8,9 +8,10 @@ Every payload, if it ever ran, would create DEST/PWNED (a shell `touch`, a file 
 check that nothing did. Payloads cover each dangerous family of docs/security.md and each evasion the scanners'
 published bypasses use (../shared/notes/pickle-safety.md, section 5): memo-resolved STACK_GLOBAL, STRING
 operands, INST and OBJ, py2 aliases, dotted and dunder names, getattr/importlib/pydoc/inspect chains, BUILD on a
-function, appended pickles, a payload before a broken stream, a lying FRAME, zip flag bits, a CRC mismatch, a
-duplicate entry, wrong extensions, an extra pickle member, a legacy file whose magic number is the payload, NumPy
-object arrays, and a Trainer folder whose optimizer.pt carries the payload. Benign files of every format follow,
+function, appended pickles, a payload before a broken stream, a lying FRAME, an encrypted flag on bytes in the clear, a CRC
+mismatch, a duplicate entry, wrong extensions, an extra pickle member, a legacy file whose magic number is the payload, NumPy
+object arrays, and a Trainer folder whose optimizer.pt carries the payload; then tampering that names no dangerous
+global (a straddled or nested FRAME, BUILD on an allowed function, a STACK_GLOBAL of computed operands). Benign files of every format follow,
 written by their real producers (torch.save, safetensors, numpy).
 """
 
@@ -94,14 +95,20 @@ def torch_file(payload, **kwargs):
 
 
 def zip_with(members_list, flag_bits=0):
-    """A torch.save-like zip (stored entries) from (name, bytes); flag_bits set on every entry."""
+    """A torch.save-like zip (stored entries) from (name, bytes); flag_bits set on every entry's local and central
+    header afterwards (zipfile itself writes no flag it did not set: 0x1 says "encrypted", with the bytes in the
+    clear, as picklescan's malicious1_0x1.zip has them)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive_file:
         for name, data in members_list:
-            info = zipfile.ZipInfo(name)
-            info.flag_bits |= flag_bits
-            archive_file.writestr(info, data)
-    return buffer.getvalue()
+            archive_file.writestr(zipfile.ZipInfo(name), data)
+    data = bytearray(buffer.getvalue())
+    for signature, flags_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        at = data.find(signature)
+        while at >= 0:
+            struct.pack_into("<H", data, at + flags_at, struct.unpack_from("<H", data, at + flags_at)[0] | flag_bits)
+            at = data.find(signature, at + 4)
+    return bytes(data)
 
 
 def torch_members():
@@ -246,6 +253,31 @@ def malicious_cases():
     }
 
 
+# ---- tampering: structures no pickler writes, each unsafe by itself (no dangerous global is named) ----
+FRAME = b"\x95"
+
+
+def frame(length):
+    return FRAME + struct.pack("<Q", length)
+
+
+def tampering_cases():
+    return {
+        # A frame of 3 bytes that GLOBAL runs past: enforcing unpicklers refuse it, CPython's C unpickler before
+        # python/cpython#154848 read on (and called what an enforcing reader never sees; here an allowed class).
+        "frame-straddled": ("x.pkl", pickled(frame(3) + call(GLOBAL("collections", "OrderedDict")), proto=PROTO4),
+                            "frame_straddled"),
+        "frame-in-frame": ("x.pkl", pickled(frame(12) + NONE + POP + frame(1) + EMPTY_DICT, proto=PROTO4), "nested_frame"),
+        # picklescan's sys_module_override_sploit.pkl sets attributes of torch._utils' rebuild function this way.
+        "build-on-allowed-function": ("x.pkl", pickled(GLOBAL("torch._utils", "_rebuild_tensor_v2") + MARK + NONE
+                                                       + EMPTY_DICT + TEXT("__module__") + TEXT("os") + b"s" + TUPLE
+                                                       + BUILD + POP + EMPTY_DICT), "state_on_code"),
+        "stack-global-computed-module": ("x.pkl", pickled(call(GLOBAL("collections", "OrderedDict")) + TEXT("system")
+                                                          + STACK_GLOBAL + MARK + TEXT(shell()) + TUPLE + REDUCE,
+                                                          proto=PROTO4), "dynamic_import"),
+    }
+
+
 def crc_broken(data):
     """Flips every stored CRC-32 of the archive's central directory: Python's zipfile then refuses the entries."""
     data = bytearray(data)
@@ -313,11 +345,16 @@ def benign_cases():
         "benign-npy": ("arr.npy", lambda: npy_bytes(np.ones((2, 3), np.float32))),
         "benign-npz-deflated": ("arrs.npz", lambda: npz_bytes(compressed=True, a=np.ones(3), b=np.zeros((2, 2)))),
         "benign-plain-pickle": ("meta.pkl", lambda: pickle.dumps({"lr": 0.1, "steps": [1, 2]})),
+        # Protocol 5: many frames, and large bytes written between them (the pickler ends a frame before them).
+        "benign-framed-pickle": ("meta.pkl", lambda: pickle.dumps({"steps": list(range(30000)), "blob": b"x" * 200000,
+                                                                   "names": ["n" * 70000, "m"]}, protocol=5)),
+        "benign-torch-zip-protocol-4": ("model.pt", lambda: saved(pickle_protocol=4)),
     }
 
 
 def build(dest):
-    """Writes every case under `dest`; returns {case: {"path", "verdict", "global", "family"}}."""
+    """Writes every case under `dest`; returns {case: {"path", "verdict", "global", "family"}} ("tampering": its
+    kind, for a tampering case, in place of the global and family)."""
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     Dest.marker = str(dest / "PWNED")
@@ -325,6 +362,8 @@ def build(dest):
     for case, (name, content, global_name, family) in malicious_cases().items():
         expected[case] = {"path": str(write(dest / case, name, content)), "verdict": "unsafe", "global": global_name,
                           "family": family}
+    for case, (name, content, kind) in tampering_cases().items():
+        expected[case] = {"path": str(write(dest / case, name, content)), "verdict": "unsafe", "tampering": kind}
     for case, (name, content) in benign_cases().items():
         expected[case] = {"path": str(write(dest / case, name, content)), "verdict": "safe"}
     (dest / "expected.json").write_text(json.dumps(expected, indent=1))

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "precdetect/core/byte_cursor.h"
+#include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
 
 namespace precdetect::pickle {
@@ -67,15 +68,17 @@ std::optional<DType> lookup(std::span<const TorchDtypeName> table, std::string_v
 class Machine {
  public:
   Machine(std::span<const std::byte> bytes, const std::filesystem::path& path, uint64_t base,
-          const PersistentResolver& resolve, ImportLog* imports)
-      : cursor_(bytes, path, ErrorCode::kInvalidPickle, "pickle", base), resolve_(resolve), imports_(imports) {}
+          const PersistentResolver& resolve, PickleLog* log)
+      : cursor_(bytes, path, ErrorCode::kInvalidPickle, "pickle", base), resolve_(resolve), log_(log) {}
 
   Result run() {
     while (true) {
       cursor_.mark();  // errors name the opcode being read
+      uint64_t at = cursor_.offset();
       uint8_t op = byte();
-      if (op == '.') break;  // STOP
-      step(op);
+      if (op != '.') step(op);  // STOP
+      leave_frame(at);
+      if (op == '.') break;
     }
     if (stack_.size() != 1 || !marks_.empty()) bad("STOP with an unbalanced stack");
     return {stack_.back(),
@@ -97,6 +100,30 @@ class Machine {
   }
 
   [[noreturn]] void bad(std::string_view what) const { cursor_.fail(what); }
+
+  void tampered(TamperingKind kind, uint64_t at, std::string detail) {
+    if (log_) log_->tampering.push_back({kind, at, std::move(detail)});
+  }
+
+  /// FRAME: the frame's bytes follow inline, and are read inline (as CPython's C unpickler read them before it
+  /// enforced frames); a frame opened inside another is tampering.
+  void enter_frame() {
+    uint64_t at = cursor_.offset() - 1;
+    uint64_t length = le(8);
+    if (frame_end_ && at < *frame_end_)
+      tampered(TamperingKind::kNestedFrame, at,
+               fmt::format("a FRAME opened {} bytes before the previous one ends", *frame_end_ - at));
+    frame_end_ = checked_add(cursor_.offset(), length).value_or(UINT64_MAX);  // past any end: never closes
+  }
+
+  /// After the opcode that began at `at`: one that began inside the frame and ended past it straddles it.
+  void leave_frame(uint64_t at) {
+    if (!frame_end_ || cursor_.offset() < *frame_end_) return;
+    if (at < *frame_end_ && cursor_.offset() > *frame_end_)
+      tampered(TamperingKind::kFrameStraddled, at,
+               fmt::format("an opcode runs {} bytes past the end of its FRAME", cursor_.offset() - *frame_end_));
+    frame_end_.reset();
+  }
 
   uint8_t byte() { return cursor_.le<uint8_t>(); }
   std::string_view take(uint64_t n) { return cursor_.text(n); }
@@ -205,10 +232,12 @@ class Machine {
   std::optional<Storage> storage_id(const Ref& id);
   Ref import_global(std::string module, std::string name, uint64_t at);
   void mark_called(const Ref& value);
+  Ref stack_global(const Ref& module, const Ref& name, uint64_t at);
 
   ByteCursor cursor_;
   const PersistentResolver& resolve_;
-  ImportLog* imports_;
+  PickleLog* log_;
+  std::optional<uint64_t> frame_end_;  ///< the offset the current FRAME ends at, while one is open
   std::unordered_map<std::string, size_t> import_index_;
   std::vector<Ref> stack_;
   std::vector<size_t> marks_;
@@ -427,10 +456,9 @@ bool Machine::step_object(uint8_t op) {
       push(import_global(std::move(module), line(), at));
       return true;
     }
-    case 0x93: {  // STACK_GLOBAL: the two strings on the stack, however they got there (memo, DUP, ...)
+    case 0x93: {  // STACK_GLOBAL
       Ref name = pop(), module = pop();
-      push(import_global(as<std::string>(module, "STACK_GLOBAL module"), as<std::string>(name, "STACK_GLOBAL name"),
-                         cursor_.offset() - 1));
+      push(stack_global(module, name, cursor_.offset() - 1));
       return true;
     }
     case 'R': {
@@ -484,8 +512,8 @@ void Machine::step(uint8_t op) {
       byte();
       return;  // PROTO
     case 0x95:
-      le(8);
-      return;  // FRAME: a size hint; the framed opcodes follow inline
+      enter_frame();
+      return;  // FRAME
     case '(':  // MARK
       if (marks_.size() >= kMaxMarks) bad("MARK nesting limit exceeded");
       marks_.push_back(stack_.size());
@@ -508,10 +536,10 @@ void Machine::step(uint8_t op) {
 
 Ref Machine::import_global(std::string module, std::string name, uint64_t at) {
   Global global{std::move(module), std::move(name)};
-  if (imports_) {  // each global once, at its first import: a pickle may import one a million times
-    auto [entry, fresh] = import_index_.try_emplace(global.module + "\n" + global.name, imports_->size());
+  if (log_) {  // each global once, at its first import: a pickle may import one a million times
+    auto [entry, fresh] = import_index_.try_emplace(global.module + "\n" + global.name, log_->imports.size());
     if (fresh && import_index_.size() > kMaxImports) bad("more distinct globals than any checkpoint imports");
-    if (fresh) imports_->push_back({global.module, global.name, at});
+    if (fresh) log_->imports.push_back({global.module, global.name, at});
     global.import = entry->second;
   }
   return make(std::move(global));
@@ -519,8 +547,20 @@ Ref Machine::import_global(std::string module, std::string name, uint64_t at) {
 
 /// The import behind `value` is used as an unpickler would use it: called, or given state.
 void Machine::mark_called(const Ref& value) {
-  if (const auto* global = std::get_if<Global>(&value->v); global && global->import && imports_)
-    (*imports_)[*global->import].called = true;
+  if (const auto* global = std::get_if<Global>(&value->v); global && global->import && log_)
+    log_->imports[*global->import].called = true;
+}
+
+/// The import a STACK_GLOBAL makes from the two strings on the stack, however they got there (memo, DUP, ...).
+/// Operands that are no strings were computed while unpickling: with a log that is tampering, and the import an
+/// unknown one; without, the pickle is not one torch.save writes.
+Ref Machine::stack_global(const Ref& module, const Ref& name, uint64_t at) {
+  const auto* module_text = std::get_if<std::string>(&module->v);
+  const auto* name_text = std::get_if<std::string>(&name->v);
+  if (module_text && name_text) return import_global(*module_text, *name_text, at);
+  if (!log_) bad(fmt::format("STACK_GLOBAL {} has the wrong type", module_text ? "name" : "module"));
+  tampered(TamperingKind::kDynamicImport, at, "STACK_GLOBAL of operands that are no strings");
+  return make(Global{"?", "?"});
 }
 
 /// NEWOBJ/OBJ/INST: an instance of a class we never construct.
@@ -535,7 +575,9 @@ Ref Machine::construct(const Ref& type, const Ref& args) {
 /// BUILD sets an object's state. Opaque objects keep it (it holds a module's parameters); dicts and tensors
 /// ignore it (torch puts state_dict._metadata there).
 void Machine::build(Ref& target, const Ref& state) {
-  mark_called(target);  // BUILD on a function or class sets attributes on it: a known way to smuggle names in
+  mark_called(target);
+  if (const auto* global = std::get_if<Global>(&target->v))  // a known way to smuggle names in (docs/security.md)
+    tampered(TamperingKind::kStateOnCode, cursor_.offset() - 1, fmt::format("BUILD on {}", global->qualified()));
   if (auto* object = std::get_if<Opaque>(&target->v)) object->state = state;
 }
 
@@ -616,11 +658,25 @@ Ref Machine::persistent(const Ref& pid) {
 std::optional<DType> storage_dtype(std::string_view storage_type) { return lookup(kStorageTypes, storage_type); }
 
 Result run(std::span<const std::byte> bytes, const std::filesystem::path& path, uint64_t base,
-           const PersistentResolver& resolve, ImportLog* imports) {
-  return Machine(bytes, path, base, resolve, imports).run();
+           const PersistentResolver& resolve, PickleLog* log) {
+  return Machine(bytes, path, base, resolve, log).run();
 }
 
 Ref make_value(Value value) { return std::make_shared<Value>(std::move(value)); }
+
+std::string_view tampering_kind_name(TamperingKind kind) {
+  switch (kind) {
+    case TamperingKind::kFrameStraddled:
+      return "frame_straddled";
+    case TamperingKind::kNestedFrame:
+      return "nested_frame";
+    case TamperingKind::kStateOnCode:
+      return "state_on_code";
+    case TamperingKind::kDynamicImport:
+      return "dynamic_import";
+  }
+  return "frame_straddled";
+}
 
 std::string key_text(const Ref& key) {
   if (const auto* text = std::get_if<std::string>(&key->v)) return *text;

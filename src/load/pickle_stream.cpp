@@ -17,7 +17,7 @@ PickleStream read_pickle_stream(std::span<const std::byte> bytes, const std::fil
   uint64_t at = 0;
   while (at < bytes.size() && stream.pickles < max_pickles) {
     try {
-      at = pickle::run(bytes.subspan(at), path, base + at, nullptr, &stream.imports).end - base;
+      at = pickle::run(bytes.subspan(at), path, base + at, nullptr, &stream.log).end - base;
     } catch (const Error& e) {
       stream.stopped = e.what();
       return stream;
@@ -41,8 +41,14 @@ bool looks_like_pickle(const ByteSource& source) {
 
 void refuse_pickle(const ByteSource& source, std::span<const std::byte> bytes, uint64_t base) {
   PickleStream stream = read_pickle_stream(bytes, source.path(), base);
+  if (!stream.log.tampering.empty()) {
+    const pickle::Tampering& first = stream.log.tampering.front();
+    fail(ErrorCode::kUnsafePickle, source.path(),
+         fmt::format("a tampered pickle ({}: {}) at offset {}; not a checkpoint, and never to be unpickled",
+                     pickle::tampering_kind_name(first.kind), first.detail, first.offset));
+  }
   std::set<std::string> globals;
-  for (const pickle::Import& item : stream.imports) {
+  for (const pickle::Import& item : stream.log.imports) {
     GlobalJudgement judged = judge_global(item.module, item.name);
     if (judged.kind == GlobalClass::kDangerous)
       fail(ErrorCode::kUnsafePickle, source.path(),

@@ -60,12 +60,12 @@ Span member(const std::map<std::string, Span>& members, const std::string& name,
 /// Pickles laid end to end inside one member, with raw data in between.
 class MemberReader {
  public:
-  MemberReader(const ByteSource& source, Span span, pickle::ImportLog* imports)
+  MemberReader(const ByteSource& source, Span span, pickle::PickleLog* log)
       : cursor_(tar_cursor(source.view(span.offset, span.size), source, span.offset)),
         path_(source.path()),
-        imports_(imports) {}
+        log_(log) {}
   pickle::Result next() {
-    auto result = pickle::run(cursor_.rest(), path_, cursor_.offset(), nullptr, imports_);
+    auto result = pickle::run(cursor_.rest(), path_, cursor_.offset(), nullptr, log_);
     cursor_.skip(result.end - cursor_.offset());
     return result;
   }
@@ -84,7 +84,7 @@ class MemberReader {
  private:
   ByteCursor cursor_;
   const std::filesystem::path& path_;
-  pickle::ImportLog* imports_;
+  pickle::PickleLog* log_;
 };
 
 template <typename T>
@@ -100,8 +100,8 @@ struct StoredStorage {
 };
 
 /// "storages": a count, then per storage a pickled (key, location, type) and an int64 count with the raw bytes.
-std::map<std::string, StoredStorage> read_storages(const ByteSource& source, Span span, pickle::ImportLog* imports) {
-  MemberReader reader(source, span, imports);
+std::map<std::string, StoredStorage> read_storages(const ByteSource& source, Span span, pickle::PickleLog* log) {
+  MemberReader reader(source, span, log);
   auto count = expect<int64_t>(reader.next().root, source, span.offset, "storage count");
   std::map<std::string, StoredStorage> storages;
   for (int64_t i = 0; i < count; ++i) {
@@ -126,8 +126,8 @@ std::map<std::string, StoredStorage> read_storages(const ByteSource& source, Spa
 /// 4 padding bytes, rank int64 sizes, rank int64 strides and an int64 storage offset.
 std::map<std::string, pickle::Ref> read_tensor_table(const ByteSource& source, Span span,
                                                      const std::map<std::string, StoredStorage>& storages,
-                                                     pickle::ImportLog* imports) {
-  MemberReader reader(source, span, imports);
+                                                     pickle::PickleLog* log) {
+  MemberReader reader(source, span, log);
   auto count = expect<int64_t>(reader.next().root, source, span.offset, "tensor count");
   std::map<std::string, pickle::Ref> tensors;
   for (int64_t i = 0; i < count; ++i) {
@@ -160,10 +160,10 @@ bool looks_like_tar(const ByteSource& source) {
 std::string read_torch_tar(Checkpoint& checkpoint, size_t file) {
   const ByteSource& source = *checkpoint.files[file];
   auto members = read_tar_members(source);
-  auto storages = read_storages(source, member(members, "storages", source), checkpoint.imports);
+  auto storages = read_storages(source, member(members, "storages", source), checkpoint.pickle_log);
   std::map<std::string, pickle::Ref> tensors;
   if (members.count("tensors"))
-    tensors = read_tensor_table(source, members.at("tensors"), storages, checkpoint.imports);
+    tensors = read_tensor_table(source, members.at("tensors"), storages, checkpoint.pickle_log);
   // Real pre-0.4 pickles name tensors by key; later ones carry ('storage', ...) ids, read as usual.
   auto resolve = [&](const pickle::Ref& id) -> pickle::Ref {
     auto found = tensors.find(pickle::key_text(id));
@@ -171,7 +171,7 @@ std::string read_torch_tar(Checkpoint& checkpoint, size_t file) {
   };
   Span objects = member(members, "pickle", source);
   auto result = pickle::run(source.view(objects.offset, objects.size), source.path(), objects.offset, resolve,
-                            checkpoint.imports);
+                            checkpoint.pickle_log);
   auto locate = [&](const pickle::Storage& storage) {
     auto found = storages.find(storage.key);
     if (found == storages.end())

@@ -237,9 +237,16 @@ ordered_json safety_json(const std::optional<Safety>& safety) {
                        {"file", item.file},
                        {"offset", item.offset},
                        {"called", item.called}});
+  ordered_json tampering = ordered_json::array();
+  for (const SafetyTampering& item : safety->tampering)
+    tampering.push_back({{"kind", pickle::tampering_kind_name(item.kind)},
+                         {"detail", item.detail},
+                         {"file", item.file},
+                         {"offset", item.offset}});
   return {{"verdict", safety_verdict_name(safety->verdict())},
           {"says", safety_text(*safety)},
           {"imports", imports},
+          {"tampering", tampering},
           {"unverified", safety->unverified},
           {"files", safety->files}};
 }

@@ -79,6 +79,9 @@ void append_safety(std::string& out, const ModelReport& model) {
       out += fmt::format("  import ({}{}): {} in {} at offset {}{}\n", item.judgement.kind,
                          item.judgement.why.empty() ? "" : ", " + item.judgement.why, item.qualified(), item.file,
                          item.offset, item.called ? ", called" : "");
+  for (const SafetyTampering& item : model.safety->tampering)
+    out += fmt::format("  tampering ({}): {} in {} at offset {}\n", pickle::tampering_kind_name(item.kind), item.detail,
+                       item.file, item.offset);
   for (const std::string& reason : model.safety->unverified) out += fmt::format("  unverified: {}\n", reason);
 }
 

@@ -75,12 +75,14 @@ class Examiner {
   void stream(std::span<const std::byte> bytes, const std::string& where, uint64_t base,
               size_t max_pickles = std::numeric_limits<size_t>::max()) {
     PickleStream read = read_pickle_stream(bytes, where, base, max_pickles);
-    add_imports(read.imports, where);
+    add_log(read.log, where);
     if (read.stopped) unverified(where, fmt::format("the pickle machine could not follow it: {}", *read.stopped));
   }
 
-  void add_imports(const pickle::ImportLog& imports, const std::string& where) {
-    for (const pickle::Import& item : imports)
+  void add_log(const pickle::PickleLog& log, const std::string& where) {
+    for (const pickle::Tampering& item : log.tampering)
+      safety_.tampering.push_back({.kind = item.kind, .detail = item.detail, .file = where, .offset = item.offset});
+    for (const pickle::Import& item : log.imports)
       safety_.imports.push_back({.module = item.module,
                                  .name = item.name,
                                  .judgement = judge_global(item.module, item.name),
@@ -170,7 +172,8 @@ class Examiner {
   /// ones inflated into `inflated` (whole ones up to kMaxInflated).
   std::span<const std::byte> member_bytes(const ByteSource& archive, const ZipEntry& entry, std::string& inflated,
                                           uint64_t limit) {
-    if (entry.flags & 1) fail(ErrorCode::kInvalidZip, archive.path(), "an encrypted entry: its bytes cannot be read");
+    // An entry flagged encrypted is read as it is stored: a reader that ignores the flag loads those bytes (and
+    // bytes truly encrypted are no pickle the machine can follow: unverified).
     std::span<const std::byte> raw = archive.view(entry.data_offset, entry.size);
     if (entry.method == 0) return raw.first(std::min<uint64_t>(raw.size(), limit));
     if (entry.method != 8)
@@ -204,15 +207,15 @@ class Examiner {
     }
     if (auto sys_info = members.find("sys_info"); sys_info != members.end())
       stream(source.view(sys_info->second.offset, sys_info->second.size), where, sys_info->second.offset, 1);
-    pickle::ImportLog imports;
-    Checkpoint scratch{.imports = &imports};
+    pickle::PickleLog log;
+    Checkpoint scratch{.pickle_log = &log};
     scratch.files.push_back(span_source(source.view(0, source.size()), source.path()));
     try {
       read_torch_tar(scratch, 0);
     } catch (const Error& e) {
       unverified(where, e.what());
     }
-    add_imports(imports, where);
+    add_log(log, where);
   }
 
   Safety& safety_;

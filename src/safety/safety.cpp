@@ -27,7 +27,7 @@ const SafetyImport* Safety::first_dangerous() const {
 }
 
 SafetyVerdict Safety::verdict() const {
-  if (first_dangerous()) return SafetyVerdict::kUnsafe;
+  if (first_dangerous() || !tampering.empty()) return SafetyVerdict::kUnsafe;
   bool unknown = std::any_of(imports.begin(), imports.end(),
                              [](const SafetyImport& item) { return item.judgement.kind == GlobalClass::kUnknown; });
   return unknown || !unverified.empty() ? SafetyVerdict::kUnverified : SafetyVerdict::kSafe;
@@ -36,6 +36,10 @@ SafetyVerdict Safety::verdict() const {
 std::string safety_text(const Safety& safety) {
   if (const SafetyImport* danger = safety.first_dangerous())
     return fmt::format("unsafe: {} ({}) in {}", danger->qualified(), danger->judgement.family, danger->file);
+  if (!safety.tampering.empty()) {
+    const SafetyTampering& first = safety.tampering.front();
+    return fmt::format("unsafe: {} ({}) in {}", pickle::tampering_kind_name(first.kind), first.detail, first.file);
+  }
   std::set<std::string> unknown;
   for (const SafetyImport& item : safety.imports)
     if (item.judgement.kind == GlobalClass::kUnknown) unknown.insert(item.qualified());

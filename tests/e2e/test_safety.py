@@ -33,7 +33,7 @@ class MaliciousCorpus(unittest.TestCase):
         cls.temp.cleanup()
 
     def test_corpus_is_large_enough(self):
-        malicious = [c for c in self.expected.values() if c["verdict"] == "unsafe"]
+        malicious = [c for c in self.expected.values() if c["verdict"] == "unsafe" and "global" in c]
         self.assertGreaterEqual(len(malicious), 40)
         families = {c["family"] for c in malicious}
         self.assertEqual(families, {"code_execution", "process", "filesystem", "network", "import_machinery",
@@ -45,7 +45,12 @@ class MaliciousCorpus(unittest.TestCase):
                 safety = self.models[expected["path"]]["safety"]
                 self.assertEqual(safety["verdict"], expected["verdict"], safety)
                 if expected["verdict"] == "safe":
-                    self.assertEqual(safety["unverified"], [])
+                    self.assertEqual((safety["unverified"], safety["tampering"]), ([], []))
+                    continue
+                if "tampering" in expected:  # unsafe by the tampering alone: no dangerous global is imported
+                    self.assertEqual([t["kind"] for t in safety["tampering"]], [expected["tampering"]], safety)
+                    self.assertFalse([i for i in safety["imports"] if i["class"] == "dangerous"], safety)
+                    self.assertTrue(safety["says"].startswith(f"unsafe: {expected['tampering']} ("), safety["says"])
                     continue
                 dangerous = {f"{i['module']}.{i['name']}": i for i in safety["imports"] if i["class"] == "dangerous"}
                 self.assertIn(expected["global"], dangerous)
@@ -65,6 +70,21 @@ class MaliciousCorpus(unittest.TestCase):
         self.assertEqual(legacy_payload["error"]["code"], "unsafe_pickle")
         npy = self.models[self.expected["npy-object-array"]["path"]]
         self.assertEqual(npy["error"]["code"], "unsafe_pickle")
+
+    def test_tampering_is_named_where_it_is(self):
+        straddled = self.models[self.expected["frame-straddled"]["path"]]
+        self.assertEqual(straddled["error"]["code"], "unsafe_pickle")
+        [tampering] = straddled["safety"]["tampering"]
+        past = len(b"ccollections\nOrderedDict\n") - 3  # the GLOBAL, less the frame's 3 bytes
+        self.assertEqual((tampering["offset"], tampering["detail"]),
+                         (11, f"an opcode runs {past} bytes past the end of its FRAME"))
+        data = Path(self.expected["frame-straddled"]["path"]).read_bytes()
+        self.assertEqual(data[11:12], b"c")  # the GLOBAL that straddles the frame
+        built = self.models[self.expected["build-on-allowed-function"]["path"]]["safety"]["tampering"]
+        self.assertEqual(built[0]["detail"], "BUILD on torch._utils._rebuild_tensor_v2")
+        # The encrypted flag hides nothing: the clear bytes behind it are judged.
+        flagged = self.models[self.expected["zip-flag-bits"]["path"]]["safety"]
+        self.assertEqual(flagged["unverified"], [])
 
     def test_where_and_how_a_global_is_used(self):
         safety = self.models[self.expected["torch-save-reduce"]["path"]]["safety"]

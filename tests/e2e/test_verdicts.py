@@ -453,7 +453,7 @@ class Candidates(ScanTestCase):
         self.assertEqual(run("--expect", "bf16", self.tmp / "wide.safetensors").returncode, 0)
         self.assertEqual(run("--fail-on", "fp32", self.tmp / "wide.safetensors").returncode, 0)
         _, document, _ = scan(self.tmp / "wide.safetensors")
-        self.assertEqual(document["schema_version"], 7)
+        self.assertEqual(document["schema_version"], 8)
 
 
 if __name__ == "__main__":

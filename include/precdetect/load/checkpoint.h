@@ -26,9 +26,9 @@ struct Checkpoint {
   std::string metadata;
   /// The files are model-parallel shards (ModelSource::model_parallel): a name may recur across files.
   bool model_parallel = false;
-  /// When set, the pre-0.4 tar reader logs every pickle's imports here (its pickles lie between raw data, where
-  /// only the reader finds them): how safety/examine reads that format.
-  pickle::ImportLog* imports = nullptr;
+  /// When set, the pre-0.4 tar reader logs what every pickle imports and tampers here (its pickles lie between
+  /// raw data, where only the reader finds them): how safety/examine reads that format.
+  pickle::PickleLog* pickle_log = nullptr;
 };
 
 /// Maps every file and reads its header; with a shard index, checks that each indexed tensor is in its shard.

@@ -12,6 +12,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -37,7 +38,7 @@ struct Dict {
 };
 struct Global {
   std::string module, name;
-  std::optional<size_t> import;  ///< its entry in the run's ImportLog, when one is kept
+  std::optional<size_t> import;  ///< its entry in the run's PickleLog, when one is kept
   std::string qualified() const { return module + "." + name; }
 };
 /// A persistent id ('storage', type, key, location, numel): one storage record of the checkpoint.
@@ -95,8 +96,31 @@ struct Import {
   uint64_t offset = 0;  ///< of the importing opcode, in the file
   bool called = false;
 };
-/// Appended to while a pickle runs, so a pickle that fails midway still shows what it imported before.
-using ImportLog = std::vector<Import>;
+/// What no pickler writes and only an attack needs (docs/security.md): each makes a pickle unsafe on its own.
+enum class TamperingKind {
+  /// An opcode that begins inside a FRAME and ends past it. Unpicklers that enforce frames refuse it, those that
+  /// do not (CPython's C unpickler before python/cpython#154848) read on: the two see different opcodes.
+  kFrameStraddled,
+  kNestedFrame,    ///< a FRAME opened before the previous one ended, the same divergence
+  kStateOnCode,    ///< BUILD on an imported module, class or function: it rewrites attributes of live code
+  kDynamicImport,  ///< STACK_GLOBAL whose operands are no strings: a name computed while unpickling
+};
+
+/// "frame_straddled", "nested_frame", "state_on_code", "dynamic_import" (JSON `safety.tampering[].kind`).
+std::string_view tampering_kind_name(TamperingKind kind);
+
+struct Tampering {
+  TamperingKind kind = TamperingKind::kFrameStraddled;
+  uint64_t offset = 0;  ///< of the opcode, in the file
+  std::string detail;   ///< what it is, in words: "BUILD on collections.OrderedDict"
+};
+
+/// What a pickle would do that a safety judgement needs: its imports and its tampering. Appended to while a
+/// pickle runs, so a pickle that fails midway still shows what it did before.
+struct PickleLog {
+  std::vector<Import> imports;
+  std::vector<Tampering> tampering;
+};
 
 /// Turns a persistent id into the object it stands for; returns nullptr for an id it does not know.
 using PersistentResolver = std::function<Ref(const Ref& id)>;
@@ -104,9 +128,10 @@ using PersistentResolver = std::function<Ref(const Ref& id)>;
 /// Runs the pickle that starts at `bytes[0]`; `base` is its offset in `path` (for messages). Persistent ids
 /// go to `resolve` first; the default reading is torch's ('storage', type, key, location, numel). Throws
 /// Error(kInvalidPickle) with path and offset for unknown opcodes, stack underflow, memo misuse, truncation or
-/// limits exceeded (stack, memo, nesting). With `imports`, every import is logged there as it is read.
+/// limits exceeded (stack, memo, nesting). With a `log`, every import and tampering is logged there as it is read,
+/// and a STACK_GLOBAL of operands that are no strings is logged and read on (without one it is an error).
 Result run(std::span<const std::byte> bytes, const std::filesystem::path& path, uint64_t base = 0,
-           const PersistentResolver& resolve = nullptr, ImportLog* imports = nullptr);
+           const PersistentResolver& resolve = nullptr, PickleLog* log = nullptr);
 
 /// Wraps a value, for resolvers.
 Ref make_value(Value value);

@@ -16,9 +16,9 @@
 namespace precdetect {
 
 struct PickleStream {
-  pickle::ImportLog imports;           ///< every global imported, including those of a pickle that failed midway
-  size_t pickles = 0;                  ///< pickles read through to their STOP
-  uint64_t end = 0;                    ///< offset (in the file) just past the last STOP
+  pickle::PickleLog log;  ///< every global imported and every tampering, including a failed pickle's before it failed
+  size_t pickles = 0;     ///< pickles read through to their STOP
+  uint64_t end = 0;       ///< offset (in the file) just past the last STOP
   std::optional<std::string> stopped;  ///< why the machine could not follow the bytes to their end: its error
 };
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "precdetect/core/named_enum.h"
+#include "precdetect/load/pickle.h"
 #include "precdetect/load/pickle_globals.h"
 
 namespace precdetect {
@@ -31,19 +32,30 @@ struct SafetyImport {
   std::string qualified() const { return module + "." + name; }
 };
 
-struct Safety {
-  std::vector<std::string> files;       ///< every file examined, weights and the pickles beside them
-  std::vector<SafetyImport> imports;    ///< each global once per pickle, at its first import
-  std::vector<std::string> unverified;  ///< what could not be judged, and why ("x.pt: a TorchScript archive ...")
+/// A pickle's tampering (pickle::TamperingKind), where it is.
+struct SafetyTampering {
+  pickle::TamperingKind kind = pickle::TamperingKind::kFrameStraddled;
+  std::string detail;
+  std::string file;  ///< as SafetyImport::file
+  uint64_t offset = 0;
+};
 
-  /// kUnsafe with a dangerous import; else kUnverified with an unknown import or anything unverified; else kSafe.
+struct Safety {
+  std::vector<std::string> files;          ///< every file examined, weights and the pickles beside them
+  std::vector<SafetyImport> imports;       ///< each global once per pickle, at its first import
+  std::vector<SafetyTampering> tampering;  ///< what no pickler writes and only an attack needs
+  std::vector<std::string> unverified;     ///< what could not be judged, and why ("x.pt: a TorchScript archive ...")
+
+  /// kUnsafe with a dangerous import or any tampering; else kUnverified with an unknown import or anything
+  /// unverified; else kSafe.
   SafetyVerdict verdict() const;
   /// The first dangerous import, or nullptr.
   const SafetyImport* first_dangerous() const;
 };
 
-/// The verdict in words: "safe", "unsafe: posix.system (process) in evil.pt", "unverified: 2 unknown globals
-/// (transformers.training_args.TrainingArguments, ...)".
+/// The verdict in words: "safe", "unsafe: posix.system (process) in evil.pt", "unsafe: state_on_code (BUILD on
+/// collections.OrderedDict) in evil.pt", "unverified: 2 unknown globals (transformers.training_args.TrainingArguments,
+/// ...)".
 std::string safety_text(const Safety& safety);
 
 }  // namespace precdetect

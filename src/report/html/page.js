@@ -381,6 +381,8 @@ function safetyBlock(model) {
           element('p', {}, element('span', {class: `badge ${badge}`}, safety.verdict), ` ${safety.says}. `,
                   element('span', {class: 'sub'}, `${safety.files.length} file(s) examined; nothing was executed.`)),
           rows.length ? table(['global', 'class', 'why', 'where', 'use'], rows, 5) : null,
+          element('ul', {}, (safety.tampering ?? []).map((t) => element(
+              'li', {class: 'fired'}, `tampering (${t.kind}): ${t.detail} in ${t.file} @ ${t.offset}`))),
           element('ul', {}, safety.unverified.map((u) => element('li', {class: 'warn'}, u)))];
 }
 
