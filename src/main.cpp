@@ -25,7 +25,7 @@ int run(int argc, char** argv) {
     return static_cast<int>(precdetect::run_scan(*command.scan));
   } catch (const std::exception& e) {  // precdetect::Error, or a library failure outside any one model
     fmt::print(stderr, "precdetect: {}\n", e.what());
-    return static_cast<int>(precdetect::ExitCode::kError);
+    return static_cast<int>(precdetect::ExitCode::kNotRun);
   }
 }
 

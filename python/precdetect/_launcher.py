@@ -16,7 +16,7 @@ from precdetect._torch_build import TORCH_VERSION  # written by the build: the t
 
 PROGRAM = Path(__file__).resolve().parent / "bin" / "precdetect"
 # What ends the launcher before the program runs; the program's own code for "could not run" (docs/errors.md).
-EXIT_ENVIRONMENT = 2
+EXIT_ENVIRONMENT = 3
 
 
 def _series(version: str) -> str:

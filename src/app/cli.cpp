@@ -221,6 +221,8 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
       ->check(CLI::ExistingFile);
   merge->add_option("-o,--output", merge_command.output, "also write the document to FILE (atomically)");
   merge->add_option("--report", merge_command.report, "also write the HTML report of the merged document to FILE");
+  merge->add_flag("--partial", merge_command.partial,
+                  "merge the parts present when some are missing or cut short (the document lists them)");
 
   CommandLine result;
   std::ostringstream out, err;
@@ -250,8 +252,8 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     result.scan = std::move(options);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e, out, err);
-    // CLI11 returns 0 for --help/--version; every real parse error maps to our documented usage code 2.
-    result.exit_code = code == 0 ? 0 : static_cast<int>(ExitCode::kError);
+    // CLI11 returns 0 for --help/--version; every real parse error is a run that could not be made.
+    result.exit_code = code == 0 ? 0 : static_cast<int>(ExitCode::kNotRun);
   }
   result.out = out.str();
   result.err = err.str();

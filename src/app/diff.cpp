@@ -66,7 +66,7 @@ ExitCode run_diff(const DiffCommand& command) {
   }
   publish(diff_to_json(pairs, command.tolerances), command.output, command.json,
           command.json ? std::string() : render_diff_table(pairs, command.top));
-  if (failed) return ExitCode::kError;
+  if (failed) return ExitCode::kModelFailed;
   return command.fail_if_changed && changed ? ExitCode::kGateFailed : ExitCode::kSuccess;
 }
 

@@ -57,7 +57,7 @@ std::vector<std::string> gate_failures(const ModelReport& model, const Gates& ga
 
 ExitCode batch_exit_code(const BatchCounts& counts) {
   if (counts.gate_failed) return ExitCode::kGateFailed;
-  return counts.failed ? ExitCode::kError : ExitCode::kSuccess;
+  return counts.failed ? ExitCode::kModelFailed : ExitCode::kSuccess;
 }
 
 }  // namespace precdetect

@@ -108,7 +108,14 @@ namespace {
 /// stands for the model folders under it (an input that expands to nothing stays as typed, so its own error is
 /// reported for it); with --shard only this shard's part. Each is then one model, or the several a folder holds
 /// (models_in: one per independent checkpoint, one per pipeline component).
-std::vector<std::string> collect_inputs(const ScanOptions& options) {
+struct RunPlan {
+  std::vector<std::string> models;
+  std::optional<ShardPart> part;  ///< with --shard, the part these models are
+  /// With --shard, each model's place in the whole list: its input's index, its index among that input's models.
+  std::vector<ListPosition> positions;
+};
+
+RunPlan plan_run(const ScanOptions& options) {
   std::vector<std::string> inputs;
   auto add = [&](const std::string& input) {
     std::error_code ec;
@@ -126,11 +133,18 @@ std::vector<std::string> collect_inputs(const ScanOptions& options) {
     for (const std::string& input : read_input_list(list)) add(input);
   if (options.hf_cache)
     for (const std::string& id : cached_models(hf_hub_cache(), options.all_revisions)) inputs.push_back(id);
-  std::erase_if(inputs, [&](const std::string& input) { return !in_shard(input, options.shard); });
-  std::vector<std::string> models;
-  for (const std::string& input : inputs)
-    for (std::string& model : models_in(input, hf_hub_cache(), options.all_formats)) models.push_back(std::move(model));
-  return models;
+  RunPlan plan;
+  if (options.shard) plan.part = ShardPart{.shard = *options.shard, .inputs_digest = inputs_digest(inputs)};
+  for (uint64_t index = 0; index < inputs.size(); ++index) {
+    if (options.shard && !in_shard(inputs[index], *options.shard)) continue;
+    if (plan.part) ++plan.part->inputs;
+    uint64_t of_input = 0;
+    for (std::string& model : models_in(inputs[index], hf_hub_cache(), options.all_formats)) {
+      plan.models.push_back(std::move(model));
+      if (plan.part) plan.positions.push_back({index, of_input++});
+    }
+  }
+  return plan;
 }
 
 /// Models scanned at once by default: a few on the CPU (small models and file I/O overlap; a large tensor uses
@@ -166,10 +180,11 @@ ScanReport scan_all(const ScanOptions& options, const ScanEvents& events) {
   RuleSet rules = options.rules ? load_rules(*options.rules) : default_rules();
   Registry registry = options.registry ? load_registry(*options.registry) : default_registry();
   ComputeDevice device = resolve_device(options.device);
-  std::vector<std::string> inputs = collect_inputs(options);
-  if (inputs.empty())
-    throw Error(ErrorCode::kNotFound, "no models to scan (empty --from lists or HF cache, or an empty --shard)");
-  ScanReport report{.models = std::vector<ModelReport>(inputs.size())};
+  RunPlan plan = plan_run(options);
+  const std::vector<std::string>& inputs = plan.models;
+  if (inputs.empty() && !plan.part)
+    throw Error(ErrorCode::kNotFound, "no models to scan (empty --from lists or the HF cache)");
+  ScanReport report{.models = std::vector<ModelReport>(inputs.size()), .shard = plan.part};
   std::unique_ptr<StatsCache> cache = options.cache ? StatsCache::open(*options.cache) : nullptr;
   std::mutex reporting;
   // One analyzer per worker, made here: a device that cannot give them fails the run, not a worker thread.
@@ -177,6 +192,7 @@ ScanReport scan_all(const ScanOptions& options, const ScanEvents& events) {
   std::vector<Analyzer> analyzers;
   while (analyzers.size() < jobs) analyzers.emplace_back(device);
   if (events.planned) events.planned(inputs.size());
+  if (inputs.empty()) return report;  // a --shard part that no input fell in: complete, and empty
   std::atomic<size_t> next = 0;
   auto worker = [&](Analyzer& analyzer) {
     for (size_t i = next++; i < inputs.size(); i = next++) {
@@ -186,6 +202,7 @@ ScanReport scan_all(const ScanOptions& options, const ScanEvents& events) {
       }
       ModelReport model = scan_model(inputs[i], options, {rules, registry}, analyzer, cache.get());
       model.gate_failures = gate_failures(model, options.gates);
+      if (plan.part) model.list_position = plan.positions[i];
       std::lock_guard lock(reporting);
       if (events.finished) events.finished(model);
       report.models[i] = std::move(model);

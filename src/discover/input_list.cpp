@@ -1,5 +1,7 @@
 #include "precdetect/discover/input_list.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <iostream>
 #include <sstream>
@@ -60,5 +62,12 @@ std::vector<std::string> find_model_folders(const fs::path& root) {
 namespace precdetect {
 
 bool in_shard(const std::string& input, const Shard& shard) { return fnv1a(input) % shard.count == shard.index; }
+
+std::string inputs_digest(std::vector<std::string> inputs) {
+  std::sort(inputs.begin(), inputs.end());
+  uint64_t hash = fnv1a("");
+  for (const std::string& input : inputs) hash = fnv1a(fmt::format("{:016x}\n{}", hash, input));
+  return fmt::format("{:016x}", hash);
+}
 
 }  // namespace precdetect

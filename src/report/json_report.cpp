@@ -284,18 +284,25 @@ ordered_json model_json(const ModelReport& model) {
 ordered_json model_line_json(const ModelReport& model) {
   ordered_json line = {{"type", "model"}};
   line.update(model_json(model));
+  if (model.list_position) line["list_position"] = {model.list_position->input, model.list_position->model};
   return line;
 }
 
 ordered_json batch_summary_json(const ScanReport& report) {
   BatchCounts counts = count_batch(report);
-  return {{"type", "summary"},
-          {"summary",
-           {{"models", report.models.size()},
-            {"scanned", report.models.size() - counts.failed},
-            {"failed", counts.failed},
-            {"gate_failures", counts.gate_failed},
-            {"labels", labels_json(counts.labels)}}}};
+  ordered_json line = {{"type", "summary"},
+                       {"summary",
+                        {{"models", report.models.size()},
+                         {"scanned", report.models.size() - counts.failed},
+                         {"failed", counts.failed},
+                         {"gate_failures", counts.gate_failed},
+                         {"labels", labels_json(counts.labels)}}}};
+  if (report.shard)
+    line["summary"]["shard"] = {{"index", report.shard->shard.index},
+                                {"count", report.shard->shard.count},
+                                {"inputs_digest", report.shard->inputs_digest},
+                                {"inputs", report.shard->inputs}};
+  return line;
 }
 
 ordered_json scan_document(ordered_json models) {

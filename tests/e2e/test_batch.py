@@ -82,14 +82,14 @@ class FromLists(Zoo):
 
     def test_an_unreadable_list_is_a_named_error(self):
         result = run("--from", self.tmp / "absent.txt")
-        self.assertEqual(result.returncode, 2)
+        self.assertEqual(result.returncode, 3)
         self.assertIn("absent.txt", result.stderr)
         self.assertEqual(result.stdout, "")
 
     def test_an_empty_list_scans_nothing_and_says_so(self):
         (self.tmp / "empty.txt").write_text("# nothing\n")
         result = run("--from", self.tmp / "empty.txt")
-        self.assertEqual(result.returncode, 2)
+        self.assertEqual(result.returncode, 3)
         self.assertIn("no models to scan", result.stderr)
 
 
@@ -109,7 +109,7 @@ class JsonLines(Zoo):
 
     def test_jsonl_and_json_exclude_each_other(self):
         result = run("--jsonl", "--json", self.fp16)
-        self.assertEqual(result.returncode, 2)
+        self.assertEqual(result.returncode, 3)
         self.assertIn("--json", result.stderr)
 
     def test_output_file_still_gets_the_whole_document(self):
@@ -133,7 +133,7 @@ class Jobs(Zoo):
                 self.assertEqual(model["summary"]["abs_max"], reference["abs_max"])
 
     def test_zero_jobs_is_a_usage_error(self):
-        self.assertEqual(run("--jobs", "0", self.fp16).returncode, 2)
+        self.assertEqual(run("--jobs", "0", self.fp16).returncode, 3)
 
 
 class Gates(Zoo):
@@ -173,7 +173,7 @@ class Gates(Zoo):
     def test_bad_gate_values_are_usage_errors(self):
         for args in (["--expect", "fp8"], ["--fail-on", "bf16,int4"], ["--max-abs", "-1"]):
             result = run(*args, self.fp16)
-            self.assertEqual(result.returncode, 2, args)
+            self.assertEqual(result.returncode, 3, args)
             self.assertIn(args[0], result.stderr, args)
 
     def test_the_table_marks_gate_failures_and_counts_the_batch(self):
@@ -347,7 +347,7 @@ class HubCache(ScanTestCase):
 
     def test_an_empty_cache_has_nothing_to_scan(self):
         result = run("--hf-cache", env={"HF_HUB_CACHE": str(self.tmp / "absent")})
-        self.assertEqual(result.returncode, 2)
+        self.assertEqual(result.returncode, 3)
         self.assertIn("no models to scan", result.stderr)
 
 
@@ -376,26 +376,41 @@ class Shards(ScanTestCase):
             out.write_text(run("--from", self.listing, "--shard", f"{k}/3", "--jsonl").stdout)
             files.append(out)
             reordered = run("--shard", f"{k}/3", "--jsonl", *reversed(self.inputs)).stdout
-            self.assertEqual(sorted(reordered.splitlines()[:-1]), sorted(out.read_text().splitlines()[:-1]))
+            self.assertEqual(sorted(map(self.without_position, reordered.splitlines()[:-1])),
+                             sorted(map(self.without_position, out.read_text().splitlines()[:-1])))
         sizes = [len(f.read_text().splitlines()) - 1 for f in files]
         self.assertTrue(all(sizes), sizes)  # 40 inputs leave no shard of 3 empty
         self.assertCoversEachOnce(self.scanned_inputs(files))
 
+    @staticmethod
+    def without_position(line):
+        """A model line less its place in the list, which depends on the list's order (the part does not)."""
+        record = json.loads(line)
+        del record["list_position"]
+        return json.dumps(record)
+
     def test_bad_shards_are_usage_errors(self):
         for shard in ("3/3", "1/0", "-1/2", "a/b", "1"):
             result = run("--shard", shard, *self.inputs[:1])
-            self.assertEqual(result.returncode, 2, shard)
+            self.assertEqual(result.returncode, 3, shard)
             self.assertIn("--shard", result.stderr, shard)
 
     def test_slurm_array_script(self):
         script = REPO / "docs" / "cluster" / "precdetect-array.sbatch"
         out = self.tmp / "results"
-        for task in range(1, 5):  # --array=1-4: the script makes the index 0-based
-            env = dict(os.environ, SLURM_ARRAY_TASK_ID=str(task), SLURM_ARRAY_TASK_MIN="1",
-                       SLURM_ARRAY_TASK_COUNT="4", PRECDETECT=BINARY)
+        for task in range(1, 8, 2):  # --array=1-7:2, Slurm's variables set by hand (tests/e2e/test_slurm.py: a real one)
+            env = dict(os.environ, SLURM_ARRAY_TASK_ID=str(task), SLURM_ARRAY_TASK_MIN="1", SLURM_ARRAY_TASK_MAX="7",
+                       SLURM_ARRAY_TASK_STEP="2", SLURM_ARRAY_TASK_COUNT="4", PRECDETECT=BINARY)
             result = subprocess.run(["bash", script, self.listing, out], env=env, capture_output=True, timeout=300)
-            self.assertEqual(result.returncode, 2, result.stderr)  # the models do not exist
+            self.assertEqual(result.returncode, 0, result.stderr)  # complete, though no model exists (status 2)
         self.assertCoversEachOnce(self.scanned_inputs(sorted(out.glob("shard-*.jsonl"))))
+        irregular = dict(env, SLURM_ARRAY_TASK_ID="2", SLURM_ARRAY_TASK_MAX="7", SLURM_ARRAY_TASK_STEP="1",
+                         SLURM_ARRAY_TASK_COUNT="3")  # --array=1,2,7
+        result = subprocess.run(["bash", script, self.listing, self.tmp / "never"], env=irregular,
+                                capture_output=True, text=True, timeout=300)
+        self.assertEqual(result.returncode, 3)
+        self.assertIn("no regular range", result.stderr)
+        self.assertFalse((self.tmp / "never").exists())  # refused before anything was scanned
 
     def test_kubernetes_indexed_job_command(self):
         manifest = (REPO / "docs" / "cluster" / "precdetect-indexed-job.yaml").read_text()
@@ -413,9 +428,10 @@ class Shards(ScanTestCase):
 class Merge(ScanTestCase):
     def test_merge_reassembles_the_document_and_its_exit_code(self):
         shutil.copytree(EXAMPLES / "bf16-like", self.tmp / "bf16-like")
+        shutil.copytree(EXAMPLES / "bf16-like", self.tmp / "bf16-copy")
         first, second = self.tmp / "a.jsonl", self.tmp / "b.jsonl"
         first.write_text(run("--jsonl", self.tmp / "bf16-like").stdout)
-        second.write_text(run("--jsonl", "--expect", "fp16", self.tmp / "bf16-like").stdout)
+        second.write_text(run("--jsonl", "--expect", "fp16", self.tmp / "bf16-copy").stdout)
         merged = run("merge", first, second, "-o", self.tmp / "zoo.json", check_json=True)
         self.assertEqual(merged.returncode, 1)  # the second run's gate failure
         direct = run("--json", self.tmp / "bf16-like", check_json=True).document
@@ -424,18 +440,105 @@ class Merge(ScanTestCase):
         self.assertEqual(json.loads((self.tmp / "zoo.json").read_text()), merged.document)
         self.assertEqual(run("merge", first).returncode, 0)
 
+    def assert_refused(self, *files_and_texts):
+        """merge of the files refuses with status 4, nothing on stdout, each text named on stderr."""
+        files = [f for f in files_and_texts if isinstance(f, Path)]
+        result = run("merge", *files)
+        self.assertEqual((result.returncode, result.stdout), (4, ""), result.stderr)
+        self.assertIn("invalid_shard_set: nothing merged", result.stderr)
+        for text in files_and_texts:
+            if isinstance(text, str):
+                self.assertIn(text, result.stderr)
+        return result
+
     def test_a_line_that_is_no_record_is_named(self):
         cut = self.tmp / "cut.jsonl"
         cut.write_text('{"type": "summary", "summary": {}}\n{"type": "model", "input": "x", "path"\n')
-        result = run("merge", cut)
-        self.assertEqual(result.returncode, 2)
-        self.assertIn("cut.jsonl: line 2", result.stderr)
-        self.assertEqual(result.stdout, "")
+        self.assert_refused(cut, "cut.jsonl: line 2 follows the summary line")
         untyped = self.tmp / "untyped.jsonl"  # a line without a type: another tool's, or an older precdetect's
         untyped.write_text('{"input": "x", "error": null, "verdict": {"label": "fp16"}}\n')
-        result = run("merge", untyped)
-        self.assertEqual(result.returncode, 2)
-        self.assertIn("untyped.jsonl: line 1 is not a precdetect --jsonl record", result.stderr)
+        self.assert_refused(untyped, "untyped.jsonl: line 1 is not a precdetect --jsonl record")
+
+
+class ShardSet(ScanTestCase):
+    """merge holds the --jsonl outputs of a --shard batch to one whole set: every part once, complete, of one N and
+    one list, no input twice; a whole set merges to exactly the single run's document."""
+
+    def setUp(self):
+        super().setUp()
+        self.inputs = []
+        for i in range(12):  # real models, and a few that do not exist (they fail, and are still results)
+            folder = self.tmp / "zoo" / f"m{i:02d}"
+            if i % 5 != 4:
+                shutil.copytree(EXAMPLES / ("bf16-like" if i % 2 else "fp16-like"), folder)
+            self.inputs.append(str(folder))
+        self.listing = self.write_list("models.txt", self.inputs)
+
+    def write_list(self, name, inputs):
+        listing = self.tmp / name
+        listing.write_text("\n".join(inputs) + "\n")
+        return listing
+
+    def shards(self, n, listing=None, prefix="shard"):
+        files = []
+        for k in range(n):
+            out = self.tmp / f"{prefix}-{k}-of-{n}.jsonl"
+            out.write_text(run("--from", listing or self.listing, "--shard", f"{k}/{n}", "--jsonl", "--jobs", "2").stdout)
+            files.append(out)
+        return files
+
+    def test_a_whole_set_merges_to_the_single_run_document(self):
+        single = run("--json", "--from", self.listing, check_json=True)
+        merged = run("merge", *reversed(self.shards(3)), check_json=True)
+        self.assertEqual((merged.returncode, single.returncode), (2, 2))  # the missing models
+        self.assertEqual(merged.document, single.document)  # in input order, the places dropped
+        summary = json.loads(self.shards(1)[0].read_text().splitlines()[-1])["summary"]["shard"]
+        self.assertEqual((summary["index"], summary["count"], summary["inputs"]), (0, 1, 12))
+        self.assertRegex(summary["inputs_digest"], r"^[0-9a-f]{16}$")
+
+    def test_an_empty_part_is_whole(self):
+        files = self.shards(16)  # 12 inputs in 16 parts: some parts are empty, and complete
+        self.assertTrue(any(len(f.read_text().splitlines()) == 1 for f in files))
+        self.assertEqual(run("merge", *files).returncode, 2)
+
+    def test_a_truncated_part_is_refused(self):
+        files = self.shards(3)
+        lines = files[1].read_text().splitlines()
+        files[1].write_text("\n".join(lines[:-1]) + "\n")  # killed before its summary line
+        self.assert_refused(files, f"{files[1]} is cut short: no summary line after its {len(lines) - 1} model line(s)")
+        files[1].write_text("\n".join(lines[:-2]) + "\n" + lines[-2][:40])  # killed mid-line
+        self.assert_refused(files, f"{files[1]} is cut short: its last line (line {len(lines) - 1}) is cut short")
+
+    def test_a_missing_part_is_refused_and_partial_merges_the_others(self):
+        files = self.shards(3)
+        self.assert_refused(files[:1] + files[2:], "part 1 of 3 missing", "--partial merges the parts present")
+        partial = run("merge", "--partial", *files[:1], *files[2:], check_json=True)
+        self.assertEqual(partial.returncode, 2)
+        self.assertEqual(partial.document["missing"], ["part 1 of 3 missing"])
+        self.assertIn("--partial: merged the parts present; missing:", partial.stderr)
+        part_1 = {json.loads(line)["input"] for line in files[1].read_text().splitlines()[:-1]}
+        self.assertEqual(len(partial.document["models"]), 12 - len(part_1))
+
+    def test_parts_of_another_n_or_list_or_twice_are_refused(self):
+        three, four = self.shards(3), self.shards(4)
+        self.assert_refused([*three, four[3]], f"{four[3]} is part 3 of 4, {three[0]} part 0 of 3")
+        other = self.shards(3, self.write_list("other.txt", self.inputs[:-1]), prefix="other")
+        self.assert_refused([*three[:2], other[2]], f"{other[2]} splits another input list than {three[0]}")
+        copy = self.tmp / "copy.jsonl"
+        shutil.copy(three[0], copy)
+        self.assert_refused([*three, copy], f"part 0 of 3 twice: {three[0]}, {copy}")
+        plain = self.tmp / "plain.jsonl"
+        plain.write_text(run("--jsonl", self.inputs[0]).stdout)
+        self.assert_refused([*three, plain], f"{plain} is no --shard output, unlike {three[0]}",
+                            f"input `{self.inputs[0]}` is in")
+        self.assertEqual(run("merge", "--partial", *three, copy).returncode, 4)  # a mixed set, partial or not
+
+    def assert_refused(self, files, *texts):
+        result = run("merge", *files)
+        self.assertEqual((result.returncode, result.stdout), (4, ""), result.stderr)
+        self.assertIn("invalid_shard_set: nothing merged", result.stderr)
+        for text in texts:
+            self.assertIn(text, result.stderr)
 
 
 if __name__ == "__main__":

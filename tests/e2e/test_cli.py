@@ -20,13 +20,13 @@ class ExitCodes(ScanTestCase):
         self.assertEqual(version.returncode, 0)
         self.assertRegex(version.stdout, r"^precdetect \d+\.\d+\.\d+")
 
-    def test_usage_errors_exit_two_and_name_the_flag(self):
+    def test_usage_errors_exit_three_and_name_the_flag(self):
         save_file({"w": torch.ones(2)}, self.tmp / "m.safetensors")
         for args, flag in [(["--no-such-flag", self.tmp], "--no-such-flag"), ([], "PATH"),
                            (["--device", "tpu", self.tmp], "--device"), (["--include", "(", self.tmp], "--include"),
                            (["--rules", self.tmp / "absent.json", self.tmp], "--rules")]:
             result = run(*args)
-            self.assertEqual(result.returncode, 2, args)
+            self.assertEqual(result.returncode, 3, args)
             self.assertIn(flag, result.stderr, args)
             self.assertEqual(result.stdout, "", args)
 
@@ -52,7 +52,7 @@ class ExitCodes(ScanTestCase):
             self.skipTest("a GPU is present")
         save_file({"w": torch.ones(2)}, self.tmp / "m.safetensors")
         result = run("--device", "cuda", self.tmp)
-        self.assertEqual(result.returncode, 2)
+        self.assertEqual(result.returncode, 3)
         self.assertIn("no CUDA device", result.stderr)
         auto = run("--device", "auto", "--json", self.tmp, check_json=True)
         self.assertEqual(auto.returncode, 0)  # auto falls back to the CPU
@@ -116,7 +116,7 @@ class Output(ScanTestCase):
     def test_unwritable_output_is_an_error(self):
         save_file({"w": torch.ones(2)}, self.tmp / "m.safetensors")
         result = run(self.tmp, "-o", self.tmp / "no" / "such" / "dir" / "r.json")
-        self.assertEqual(result.returncode, 2)
+        self.assertEqual(result.returncode, 3)
         self.assertIn("r.json", result.stderr)
 
     def test_paths_that_are_not_utf8_still_give_valid_json(self):
@@ -170,7 +170,7 @@ class Rules(ScanTestCase):
         save_file({"w": torch.ones(3)}, self.tmp / "m.safetensors")
         (self.tmp / "rules.json").write_text('{"rules": [{"id": "x", "when": []}]}')
         result = run(self.tmp / "m.safetensors", "--rules", self.tmp / "rules.json")
-        self.assertEqual(result.returncode, 2)
+        self.assertEqual(result.returncode, 3)
         self.assertIn("rules.json", result.stderr)
         self.assertEqual(result.stdout, "")
 

@@ -183,7 +183,7 @@ class Diff(ScanTestCase):
         for args in (["diff"], ["diff", self.tmp / "a.safetensors"], ["diff", "--eta", "-1", self.tmp / "a.safetensors",
                                                                        self.tmp / "a.safetensors"]):
             result = run(*args)
-            self.assertEqual(result.returncode, 2, args)
+            self.assertEqual(result.returncode, 3, args)
             self.assertEqual(result.stdout, "", args)
 
     def test_the_table_ranks_the_most_changed_tensors_first(self):

@@ -197,7 +197,7 @@ class Registry(ScanTestCase):
                 path = self.tmp / "registry.json"
                 path.write_text(text)
                 result = run("--json", folder, "--registry", path)
-                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertEqual(result.returncode, 3, result.stderr)
                 self.assertIn(f"{path}: {line}:", result.stderr)
                 self.assertIn(needle, result.stderr)
                 self.assertEqual(result.stdout, "")

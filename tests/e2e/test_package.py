@@ -186,7 +186,7 @@ class Wheel(InstalledProgramTestCase):
         (fake / "torch-2.10.0.dist-info").mkdir(parents=True)
         (fake / "torch-2.10.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.10.0\n")
         result = command(venv / "bin" / "precdetect", *EXAMPLES, env=dict(os.environ, PYTHONPATH=str(fake)))
-        self.assertEqual(result.returncode, 2)
+        self.assertEqual(result.returncode, 3)
         self.assertEqual(result.stdout, "")
         [line] = result.stderr.splitlines()
         self.assertRegex(line, r"^precdetect: built against torch 2\.11\.\d+, runs with torch 2\.11\.\*; "
@@ -196,7 +196,7 @@ class Wheel(InstalledProgramTestCase):
         venv = make_venv(self.tmp / "no-torch")
         checked(venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", self.wheel)
         result = command(venv / "bin" / "precdetect", *EXAMPLES)
-        self.assertEqual(result.returncode, 2)
+        self.assertEqual(result.returncode, 3)
         [line] = result.stderr.splitlines()
         self.assertIn("this environment has no torch: pip install 'torch==2.11.*'", line)
 

@@ -167,8 +167,8 @@ class Formats(ScanTestCase):
     def test_format_and_its_short_forms(self):
         self.assertEqual(run("--format", "json", self.model, check_json=True).document["models"][0]["summary"],
                          self.document["models"][0]["summary"])
-        self.assertEqual(run("--format", "yaml", self.model).returncode, 2)
-        self.assertEqual(run("--json", "--format", "csv", self.model).returncode, 2)
+        self.assertEqual(run("--format", "yaml", self.model).returncode, 3)
+        self.assertEqual(run("--json", "--format", "csv", self.model).returncode, 3)
         lines = run("--format", "jsonl", self.model).stdout.splitlines()
         self.assertEqual(len(lines), 2)
 

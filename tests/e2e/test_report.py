@@ -114,7 +114,7 @@ class ReportTest(ReportCase):
     def test_unwritable_report_is_a_named_error(self):
         missing = self.tmp / "no-such-folder" / "report.html"
         result = run("--report", missing, self.write_model(t5_like_tensors()))
-        self.assertEqual(result.returncode, 2)
+        self.assertEqual(result.returncode, 3)
         self.assertIn(str(missing), result.stderr)
         self.assertFalse(missing.parent.exists())
 

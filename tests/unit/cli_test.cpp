@@ -24,8 +24,8 @@ TEST(CommandLine, ScanIsTheDefaultCommandWithEveryOptionTyped) {
   EXPECT_EQ(options.gates.fail_on, (std::vector<Label>{Label::kFp16, Label::kFp32}));
   EXPECT_EQ(options.gates.max_abs, 100.0);
   EXPECT_EQ(options.jobs, 3u);
-  EXPECT_EQ(options.shard.index, 1u);
-  EXPECT_EQ(options.shard.count, 4u);
+  EXPECT_EQ(options.shard->index, 1u);
+  EXPECT_EQ(options.shard->count, 4u);
   EXPECT_TRUE(options.filter.given());
   EXPECT_TRUE(options.filter.selects("h.0.attn.c_attn.weight"));
   EXPECT_FALSE(options.filter.selects("h.0.mlp.c_fc.weight"));

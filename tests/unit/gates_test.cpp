@@ -48,7 +48,7 @@ TEST(Gates, AGateFailureWinsOverAModelThatCouldNotBeScanned) {
   BatchCounts counts;
   EXPECT_EQ(batch_exit_code(counts), ExitCode::kSuccess);
   counts.add(true, Label::kUnknown, false);
-  EXPECT_EQ(batch_exit_code(counts), ExitCode::kError);
+  EXPECT_EQ(batch_exit_code(counts), ExitCode::kModelFailed);
   counts.add(false, Label::kBf16, true);
   EXPECT_EQ(batch_exit_code(counts), ExitCode::kGateFailed);
   EXPECT_EQ(counts.labels, (std::map<Label, size_t>{{Label::kBf16, 1}}));

@@ -5,10 +5,11 @@
 
 namespace precdetect {
 
-/// Reads every model line of every file (in file order, summary lines dropped), prints the JSON document of
-/// `precdetect --json` with those models, writes --output, and returns the batch's exit code: 1 if a model failed
-/// a gate, else 2 if a model could not be scanned, else 0. Throws Error(kInvalidJsonl) naming file and line for
-/// a line that is not a model record or a summary.
+/// Checks the files as one set (app/shard_set: every part once, whole, of one N and one list, no input twice) and
+/// refuses a set that is not one whole batch, naming each problem on stderr: exit status 4 (with --partial, parts
+/// missing or cut short are listed and the others merged). Then prints the JSON document of `precdetect --json`
+/// with their models (a --shard set's in the order of the single run), writes --output, and returns the batch's
+/// exit code: 1 if a model failed a gate, else 2 if a model could not be scanned (or a part is missing), else 0.
 ExitCode run_merge(const MergeCommand& command);
 
 }  // namespace precdetect

@@ -15,10 +15,14 @@
 namespace precdetect {
 
 /// Documented in docs/using.md and --help.
+/// docs/errors.md. 0-2 finish the run (its output is complete); 3 and 4 say no result was made, so that a scheduler
+/// can count a finished scan as done whatever it found.
 enum class ExitCode : int {
-  kSuccess = 0,     ///< every model scanned (and every gate passed)
-  kGateFailed = 1,  ///< a gate failed (scan's Gates, `diff --fail-if-changed`); wins over kError
-  kError = 2,       ///< a usage error, or a model that could not be scanned
+  kSuccess = 0,       ///< every model scanned (and every gate passed)
+  kGateFailed = 1,    ///< a gate failed (scan's Gates, `diff --fail-if-changed`); wins over kModelFailed
+  kModelFailed = 2,   ///< a model (or a pair, in diff) could not be scanned; the others were
+  kNotRun = 3,        ///< the run could not be made: a usage error, bad --rules, no device, nothing to scan, ...
+  kMergeRefused = 4,  ///< `merge` was given an incomplete or mixed set of shards
 };
 
 struct DiffCommand {
@@ -39,6 +43,7 @@ struct MergeCommand {
   std::vector<std::filesystem::path> files;
   std::optional<std::filesystem::path> output;
   std::optional<std::filesystem::path> report;  ///< also write the HTML report of the merged document here
+  bool partial = false;  ///< merge the parts present when some are missing or cut short (listed, never silent)
 };
 
 /// CI gates on each scanned model (docs/using.md): a violated one makes the exit status 1.
@@ -62,7 +67,7 @@ struct ScanOptions {
   bool all_formats = false;                    ///< a folder's weights in each format it holds: a model each
   bool hf_cache = false;                       ///< also scan every model in the local Hugging Face cache
   bool all_revisions = false;                  ///< with hf_cache: every snapshot, not only the one refs/main names
-  Shard shard;                                 ///< scan only this part of the inputs (--shard K/N)
+  std::optional<Shard> shard;                  ///< scan only this part of the inputs (--shard K/N)
   size_t jobs = 0;                             ///< models scanned at once; 0: the default for the device
   bool quiet = false;                          ///< no progress line and no warnings on stderr (errors still)
   std::optional<std::filesystem::path> cache;  ///< the SQLite results cache (--cache, $PRECDETECT_CACHE)

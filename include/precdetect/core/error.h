@@ -49,7 +49,6 @@ enum class ErrorCode {
   kHfCacheMiss,
   kInvalidRules,
   kInvalidRegistry,
-  kInvalidJsonl,
   kDevice,
   kInternal,
 };

@@ -12,6 +12,7 @@
 #include "precdetect/classify/classifier.h"
 #include "precdetect/core/error.h"
 #include "precdetect/core/warning.h"
+#include "precdetect/discover/input_list.h"
 #include "precdetect/safety/safety.h"
 
 namespace precdetect {
@@ -36,10 +37,13 @@ struct ModelReport {
   std::optional<Safety> safety;
   std::optional<ModelError> error;
   std::vector<std::string> gate_failures;  ///< one reason per violated --expect/--fail-on/... gate
+  /// In a --shard run, its place in the whole input list, which `merge` restores the single run's order by.
+  std::optional<ListPosition> list_position;
 };
 
 struct ScanReport {
   std::vector<ModelReport> models;
+  std::optional<ShardPart> shard;  ///< a --shard run's part, for its --jsonl summary
 };
 
 }  // namespace precdetect
