@@ -14,9 +14,11 @@ APT_PACKAGES=(cmake ninja-build g++ python3-venv python3-dev libcli11-dev nlohma
   zlib1g-dev libhdf5-dev esbuild node-vega)
 # python3-dev: the headers of the Python API's extension (for Debian's python3); esbuild and node-vega: the HTML
 # report's script, bundled at build time.
-TEST_APT_PACKAGES=(libgtest-dev libgmock-dev time clang libclang-rt-14-dev clang-format clang-tidy chromium git)
+TEST_APT_PACKAGES=(libgtest-dev libgmock-dev time clang libclang-rt-14-dev clang-format clang-tidy chromium git
+  slurmctld slurmd slurm-client munge)
 # time: peak RSS in scripts/benchmark.py; clang: libFuzzer and the sanitized build; clang-format, clang-tidy and git:
-# the format and lint checks (ctest `format`, `tidy`); chromium: the report's end-to-end test (headless).
+# the format and lint checks (ctest `format`, `tidy`); chromium: the report's end-to-end test (headless); Slurm and
+# munge: the one-node cluster tests/e2e/test_slurm.py starts with its own config (their system services go unused).
 [ -n "$tests" ] && APT_PACKAGES+=("${TEST_APT_PACKAGES[@]}")
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
