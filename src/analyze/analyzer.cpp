@@ -5,7 +5,10 @@
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
 #include <optional>
+#include <vector>
 
 #include "precdetect/analyze/cpu_kernel.h"
 #include "precdetect/analyze/torch_stats.h"
@@ -51,10 +54,15 @@ class PendingStats {
 };
 
 /// The kernel reads values in place where it can; else a tensor of them (read into memory, bytes swapped, a
-/// strided view made contiguous).
+/// strided view made contiguous), or for block-quantized values, which libtorch has no dtype for, their bytes.
 TensorStats cpu_stats(const Checkpoint& checkpoint, const TensorRecord& record) {
   if (auto bytes = values_in_place(checkpoint, record))
     return cpu_tensor_stats(bytes->data(), record.dtype, record.numel);
+  if (dtype_kind(record.dtype) == DTypeKind::kQuantized) {
+    std::vector<std::byte> bytes(record.nbytes);
+    checkpoint.files[record.file]->read(record.offset, bytes);
+    return cpu_tensor_stats(bytes.data(), record.dtype, record.numel);
+  }
   at::Tensor values = load_tensor(checkpoint, record).contiguous();
   return cpu_tensor_stats(values.data_ptr(), record.dtype, record.numel);
 }
@@ -71,9 +79,21 @@ Analyzer::Analyzer(const ComputeDevice& device) : device_(device) {
 }
 
 std::vector<TensorStats> Analyzer::analyze(const Checkpoint& checkpoint, std::span<const TensorRecord* const> records) {
-  if (uploader_) return analyze_on_cuda(checkpoint, records);
+  // On CUDA, block-quantized tensors are dequantized and analyzed on the host: libtorch has no dtype for them.
+  auto on_gpu = [&](const TensorRecord* record) {
+    return uploader_ && dtype_kind(record->dtype) != DTypeKind::kQuantized;
+  };
+  std::vector<const TensorRecord*> gpu_records;
+  std::copy_if(records.begin(), records.end(), std::back_inserter(gpu_records), on_gpu);
+  std::vector<TensorStats> gpu_stats =
+      gpu_records.empty() ? std::vector<TensorStats>() : analyze_on_cuda(checkpoint, gpu_records);
   std::vector<TensorStats> stats;
+  size_t next_gpu = 0;
   for (const TensorRecord* record : records) {
+    if (on_gpu(record)) {
+      stats.push_back(gpu_stats[next_gpu++]);
+      continue;
+    }
     stats.push_back(cpu_stats(checkpoint, *record));
     release(checkpoint, *record);
   }

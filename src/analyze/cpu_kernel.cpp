@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "precdetect/analyze/dequantize.h"
 #include "precdetect/analyze/float_vectors.h"
 #include "precdetect/analyze/scalar_stats.h"
 #include "precdetect/core/parallel.h"
@@ -229,10 +230,33 @@ TensorStats reduce_tensor(uint64_t numel, Reduce reduce) {
                             [=](uint64_t begin, uint64_t end) { return in_passes(begin, end, reduce); });
 }
 
+/// Blocks [begin, end) of a block-quantized tensor: dequantized a chunk at a time into a buffer small enough to
+/// stay in cache, which the F32 pass then reads.
+TensorStats reduce_quantized(DType dtype, const std::byte* data, uint64_t begin, uint64_t end) {
+  const uint64_t values = dtype_block_values(dtype), bytes = *dtype_bytes(dtype, values);
+  const uint64_t chunk = std::max<uint64_t>(1, (uint64_t{1} << 14) / values);  // blocks per chunk: 16K values
+  std::vector<float> buffer(chunk * values);
+  TensorStats total;
+  for (uint64_t block = begin; block < end; block += chunk) {
+    uint64_t blocks = std::min(chunk, end - block);
+    dequantize_blocks(dtype, data + block * bytes, blocks, buffer.data());
+    total.merge(reduce_floats(reinterpret_cast<const std::byte*>(buffer.data()), 0, blocks * values));
+  }
+  // Whether a dequantized value is exact in bf16 or fp16 says nothing of where the weights were stored
+  // (classify/storage_cast reads that of F32 and F64 values only).
+  total.exactness_checked = total.bf16_exact = total.fp16_exact = 0;
+  return total;
+}
+
 }  // namespace
 
 TensorStats cpu_tensor_stats(const void* values, DType dtype, uint64_t numel) {
   const auto* data = static_cast<const std::byte*>(values);
+  if (dtype_kind(dtype) == DTypeKind::kQuantized) {
+    uint64_t block = dtype_block_values(dtype);
+    return reduce_in_parallel(numel / block, std::max<uint64_t>(1, kMinElementsPerThread / block),
+                              [=](uint64_t begin, uint64_t end) { return reduce_quantized(dtype, data, begin, end); });
+  }
   switch (dtype) {
     case DType::F64:
       return reduce_tensor(numel, [=](size_t begin, size_t end) { return reduce_doubles(data, begin, end); });

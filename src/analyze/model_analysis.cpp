@@ -102,17 +102,20 @@ void count_roles(ModelAnalysis& analysis) {
 }
 
 void add_warnings(ModelAnalysis& analysis, const TensorFilter& filter) {
-  std::vector<std::string> skipped;
+  std::vector<std::string> skipped, dequantized;
   size_t optimizer = 0, parts = 0, replicated = 0;
   for (const AnalyzedTensor& tensor : analysis.tensors) {
     if (dtype_kind(tensor.dtype) == DTypeKind::kSkipped)
       skipped.push_back(fmt::format("{} ({})", tensor.name, dtype_name(tensor.dtype)));
+    if (dtype_kind(tensor.dtype) == DTypeKind::kQuantized)
+      dequantized.push_back(fmt::format("{} ({})", tensor.name, dtype_name(tensor.dtype)));
     optimizer += tensor.role == TensorRole::kOptimizer;
     parts += !tensor.parts.empty() && !tensor.replicated;
     replicated += tensor.replicated;
   }
   auto& warnings = analysis.warnings;
   warn_about(warnings, WarningCode::kDtypesNotAnalyzed, "", std::move(skipped));
+  warn_about(warnings, WarningCode::kDequantized, "", std::move(dequantized));
   if (optimizer > 0) warnings.push_back({.code = WarningCode::kOptimizerState, .count = optimizer});
   if (analysis.buffers.tensors > 0)
     warnings.push_back({.code = WarningCode::kBuffers, .count = analysis.buffers.tensors});
@@ -136,7 +139,7 @@ ModelAnalysis assemble(const std::vector<const TensorRecord*>& selected, const s
   size_t next_float = 0;
   for (const TensorRecord* record : selected) {
     analysis.tensors.push_back(analyzed(*record, buffers));
-    if (dtype_kind(record->dtype) == DTypeKind::kFloat) analysis.tensors.back().stats = stats[next_float++];
+    if (is_analyzed(record->dtype)) analysis.tensors.back().stats = stats[next_float++];
   }
   if (model_parallel) analysis.tensors = join_parts(std::move(analysis.tensors));
   count_roles(analysis);
@@ -166,7 +169,7 @@ ModelAnalysis analyze_model(const Checkpoint& checkpoint, const TensorFilter& fi
   for (const TensorRecord& record : checkpoint.tensors) {
     if (!filter.selects(record.name)) continue;
     selected.push_back(&record);
-    if (dtype_kind(record.dtype) == DTypeKind::kFloat) floats.push_back(&record);
+    if (is_analyzed(record.dtype)) floats.push_back(&record);
   }
   return assemble(selected, float_stats(checkpoint, floats, analyzer, cache), checkpoint.model_parallel, filter,
                   buffers);
@@ -185,7 +188,7 @@ ModelAnalysis analyze_live_model(const LiveModel& model, const std::string& name
       const TensorRecord& record = model.records[i];
       if (!filter.selects(record.name)) continue;
       selected.push_back(&record);
-      if (dtype_kind(record.dtype) == DTypeKind::kFloat) stats.push_back(live_stats(model.values[i], record.dtype));
+      if (is_analyzed(record.dtype)) stats.push_back(live_stats(model.values[i], record.dtype));
     }
   } catch (const c10::Error& e) {
     fail(ErrorCode::kDevice, name, fmt::format("tensor `{}`: {}", selected.back()->name, e.what_without_backtrace()));

@@ -39,17 +39,17 @@ constexpr std::array<DTypeInfo, 48> kDTypes = {{
     {DType::F8_E8M0, "F8_E8M0", 8, DTypeKind::kSkipped},
     {DType::F8_E4M3FNUZ, "F8_E4M3FNUZ", 8, DTypeKind::kSkipped},
     {DType::F8_E5M2FNUZ, "F8_E5M2FNUZ", 8, DTypeKind::kSkipped},
-    {DType::Q4_0, "Q4_0", 0, DTypeKind::kSkipped, 32, 18},
-    {DType::Q4_1, "Q4_1", 0, DTypeKind::kSkipped, 32, 20},
-    {DType::Q5_0, "Q5_0", 0, DTypeKind::kSkipped, 32, 22},
-    {DType::Q5_1, "Q5_1", 0, DTypeKind::kSkipped, 32, 24},
-    {DType::Q8_0, "Q8_0", 0, DTypeKind::kSkipped, 32, 34},
+    {DType::Q4_0, "Q4_0", 0, DTypeKind::kQuantized, 32, 18},
+    {DType::Q4_1, "Q4_1", 0, DTypeKind::kQuantized, 32, 20},
+    {DType::Q5_0, "Q5_0", 0, DTypeKind::kQuantized, 32, 22},
+    {DType::Q5_1, "Q5_1", 0, DTypeKind::kQuantized, 32, 24},
+    {DType::Q8_0, "Q8_0", 0, DTypeKind::kQuantized, 32, 34},
     {DType::Q8_1, "Q8_1", 0, DTypeKind::kSkipped, 32, 40},
-    {DType::Q2_K, "Q2_K", 0, DTypeKind::kSkipped, 256, 84},
-    {DType::Q3_K, "Q3_K", 0, DTypeKind::kSkipped, 256, 110},
-    {DType::Q4_K, "Q4_K", 0, DTypeKind::kSkipped, 256, 144},
-    {DType::Q5_K, "Q5_K", 0, DTypeKind::kSkipped, 256, 176},
-    {DType::Q6_K, "Q6_K", 0, DTypeKind::kSkipped, 256, 210},
+    {DType::Q2_K, "Q2_K", 0, DTypeKind::kQuantized, 256, 84},
+    {DType::Q3_K, "Q3_K", 0, DTypeKind::kQuantized, 256, 110},
+    {DType::Q4_K, "Q4_K", 0, DTypeKind::kQuantized, 256, 144},
+    {DType::Q5_K, "Q5_K", 0, DTypeKind::kQuantized, 256, 176},
+    {DType::Q6_K, "Q6_K", 0, DTypeKind::kQuantized, 256, 210},
     {DType::Q8_K, "Q8_K", 0, DTypeKind::kSkipped, 256, 292},
     {DType::IQ2_XXS, "IQ2_XXS", 0, DTypeKind::kSkipped, 256, 66},
     {DType::IQ2_XS, "IQ2_XS", 0, DTypeKind::kSkipped, 256, 74},
@@ -87,6 +87,10 @@ std::optional<DType> parse_dtype(std::string_view name) {
 std::string_view dtype_name(DType dtype) { return info(dtype).name; }
 int dtype_bits(DType dtype) { return info(dtype).bits; }
 DTypeKind dtype_kind(DType dtype) { return info(dtype).kind; }
+bool is_analyzed(DType dtype) {
+  return dtype_kind(dtype) == DTypeKind::kFloat || dtype_kind(dtype) == DTypeKind::kQuantized;
+}
+uint64_t dtype_block_values(DType dtype) { return info(dtype).block; }
 
 std::optional<uint64_t> dtype_bytes(DType dtype, uint64_t numel) {
   const DTypeInfo& type = info(dtype);

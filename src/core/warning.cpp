@@ -30,6 +30,8 @@ std::string_view warning_code_name(WarningCode code) {
       return "unindexed_tensors";
     case WarningCode::kDtypesNotAnalyzed:
       return "dtypes_not_analyzed";
+    case WarningCode::kDequantized:
+      return "dequantized";
     case WarningCode::kOptimizerState:
       return "optimizer_state";
     case WarningCode::kBuffers:
@@ -92,6 +94,12 @@ std::string Warning::message() const {
     case WarningCode::kDtypesNotAnalyzed:
       return fmt::format("{} tensor(s) of dtypes precdetect cannot analyze were counted but not analyzed: {}", count,
                          names_text);
+    case WarningCode::kDequantized:
+      return fmt::format(
+          "{} tensor(s) stored block-quantized were analyzed from their dequantized values, as llama.cpp computes "
+          "with them: {}. Their statistics are the quantized model's, an approximation of the trained weights (each "
+          "value within its block's rounding step); the range rules read them as they read any weights",
+          count, names_text);
     case WarningCode::kOptimizerState:
       return fmt::format(
           "{} optimizer-state tensor(s) are reported apart (role \"optimizer\") and kept out of the "

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from safetensors.numpy import save_file
 
-from helpers import ScanTestCase, run, scan, tensors_by_name, warning_codes
+from helpers import ScanTestCase, reference_precision, run, scan, tensors_by_name, warning_codes
 
 import gguf  # noqa: E402  (after helpers: the test venv's packages)
 import h5py
@@ -67,6 +67,24 @@ def write_gguf(path, arrays, arch="llama", file_type=0, endianess=gguf.GGUFEndia
     writer.close()
 
 
+# The block types precdetect dequantizes (analyze/dequantize); the IQ, TQ and FP4 types are counted, not analyzed.
+QUANTIZED = (GgmlType.Q4_0, GgmlType.Q4_1, GgmlType.Q5_0, GgmlType.Q5_1, GgmlType.Q8_0, GgmlType.Q2_K, GgmlType.Q3_K,
+             GgmlType.Q4_K, GgmlType.Q5_K, GgmlType.Q6_K)
+# Where each K-quant block keeps its fp16 scales (d, and dmin for the types with minimums), from ggml's block_qN_K.
+K_QUANT_SCALES = {GgmlType.Q2_K: (80, 82), GgmlType.Q3_K: (108,), GgmlType.Q4_K: (0, 2), GgmlType.Q5_K: (0, 2),
+                  GgmlType.Q6_K: (208,)}
+
+
+def random_blocks(qtype, rows, rng):
+    """`rows` rows of two blocks of `qtype`: random bytes, whose fp16 scales are set finite (0.001 to 0.02)."""
+    block_bytes = gguf.GGML_QUANT_SIZES[qtype][1]
+    blocks = rng.integers(0, 256, (rows * 2, block_bytes), dtype=np.uint8)
+    for offset in K_QUANT_SCALES[qtype]:
+        scales = rng.uniform(1e-3, 2e-2, rows * 2).astype(np.float16)
+        blocks[:, offset:offset + 2] = scales.view(np.uint8).reshape(-1, 2)
+    return blocks.reshape(rows, 2 * block_bytes)
+
+
 class ArraysTestCase(ScanTestCase):
     def assertArrays(self, model, arrays):
         """Every array is a tensor of its shape; the floating ones' statistics match float64 references."""
@@ -108,17 +126,17 @@ class Gguf(ScanTestCase):
             self.assertTensorStats(tensors[name], torch.from_numpy(np.ascontiguousarray(array)), name)
         self.assertEqual(tensors["bf16"]["dtype"], "BF16")
         self.assertEqual(tensors["f64"]["dtype"], "F64")
-        # Quantized: counted with the bytes the file really holds (the gguf reader's), not analyzed.
+        # Quantized: counted with the bytes the file really holds (the gguf reader's), analyzed dequantized.
         reader = gguf.GGUFReader(path)
         real = {t.name: t for t in reader.tensors}
         for name, dtype in (("q8", "Q8_0"), ("q4k", "Q4_K")):
             self.assertEqual(tensors[name]["dtype"], dtype)
-            self.assertFalse(tensors[name]["analyzed"])
+            self.assertTrue(tensors[name]["analyzed"])
             self.assertEqual(tensors[name]["numel"], int(real[name].n_elements))
             self.assertEqual(list(reversed(tensors[name]["shape"])), [int(d) for d in real[name].shape])
         self.assertEqual(tensors["q4k"]["numel"], 2 * 256 * 2)
         self.assertEqual(model["summary"]["bytes"], sum(int(t.n_bytes) for t in reader.tensors))
-        self.assertIn("dtypes_not_analyzed", warning_codes(model))
+        self.assertIn("dequantized", warning_codes(model))
         metadata = model["metadata"]
         self.assertEqual(metadata["version"], 3)
         self.assertEqual(metadata["file_type"], "MOSTLY_BF16")
@@ -127,6 +145,38 @@ class Gguf(ScanTestCase):
         self.assertEqual(model["safety"]["verdict"], "safe")
         verbose = run("-v", path).stdout
         self.assertIn("gguf: version 3, architecture llama, file type MOSTLY_BF16, quantization version 2", verbose)
+
+    def test_quantized_tensors_are_analyzed_as_gguf_py_dequantizes_them(self):
+        """Every block type precdetect dequantizes, written by gguf-py's GGUFWriter: quantized by gguf-py's own
+        quantizer where it has one (Q4_0 ... Q8_0), else blocks of random bytes with finite fp16 scales (gguf-py
+        writes no K-quant). Statistics and cast counts equal those of gguf-py's dequantization, in float64."""
+        rng = np.random.default_rng(7)
+        weights_f32 = (rng.standard_normal((8, 512)) * 0.05).astype(np.float32)
+        weights_f32[0, :4] = [300.0, 2e5, 7e-6, 0.0]  # past fp16's range, below its subnormals, zero
+        arrays = {}
+        for qtype in QUANTIZED:
+            try:
+                arrays[qtype.name] = (gguf.quants.quantize(weights_f32, qtype), qtype)
+            except NotImplementedError:
+                arrays[qtype.name] = (random_blocks(qtype, 8, rng), qtype)
+        path = self.tmp / "quantized.gguf"
+        write_gguf(path, arrays, file_type=15)
+        code, document, _ = scan(path)
+        self.assertEqual(code, 0)
+        model = document["models"][0]
+        tensors = tensors_by_name(model)
+        for name, (blocks, qtype) in arrays.items():
+            reference = torch.from_numpy(gguf.quants.dequantize(blocks, qtype).astype(np.float64))
+            self.assertTensorStats(tensors[name], reference, name)
+            expected = reference_precision(reference)
+            expected["bf16_exact"] = expected["fp16_exact"] = None  # says nothing of how a dequantized value is stored
+            self.assertEqual(tensors[name]["precision"], expected, name)
+        [warning] = [w for w in model["warnings"] if w["code"] == "dequantized"]
+        self.assertIn(f"{len(QUANTIZED)} tensor(s) stored block-quantized", warning["message"])
+        self.assertIsNone(model["storage_cast"])
+        # Read into memory rather than mapped (--io pread), the same numbers.
+        code, pread, _ = scan("--io", "pread", path)
+        self.assertEqual(pread["models"][0]["tensors"], model["tensors"])
 
     def test_long_metadata_arrays_are_summarized(self):
         writer = gguf.GGUFWriter(str(self.tmp / "tok.gguf"), "llama")

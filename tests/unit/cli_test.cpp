@@ -42,10 +42,10 @@ TEST(CommandLine, DiffTakesABaseAndOneOrMoreOthers) {
   EXPECT_EQ(line.diff->others, (std::vector<std::string>{"o1", "o2"}));
   EXPECT_TRUE(line.diff->fail_if_changed);
   EXPECT_EQ(line.diff->top, 5u);
-  EXPECT_EQ(parse({"diff", "only-one"}).exit_code, 2);
+  EXPECT_EQ(parse({"diff", "only-one"}).exit_code, 3);
 }
 
-TEST(CommandLine, UsageErrorsExitTwoAndNameTheFlag) {
+TEST(CommandLine, UsageErrorsExitThreeAndNameTheFlag) {
   struct Case {
     std::vector<const char*> args;
     const char* names;
@@ -58,7 +58,7 @@ TEST(CommandLine, UsageErrorsExitTwoAndNameTheFlag) {
   for (const Case& c : cases) {
     CommandLine line = parse(c.args);
     EXPECT_FALSE(line.scan) << c.names;
-    EXPECT_EQ(line.exit_code, 2) << c.names;
+    EXPECT_EQ(line.exit_code, 3) << c.names;
     EXPECT_NE(line.err.find(c.names), std::string::npos) << line.err;
   }
 }

@@ -8,9 +8,10 @@
 
 namespace precdetect {
 
-/// Statistics of `numel` values of floating dtype `dtype` stored at `values`, at any alignment.
-/// Throws std::invalid_argument for a non-floating dtype. Large tensors are split across threads. Squares are exact in
-/// float64 for every dtype narrower than F64 and summed per block, so the norm matches a float64 reference to ~1e-12
+/// Statistics of `numel` values of floating dtype `dtype` stored at `values`, at any alignment; of a block-quantized
+/// dtype (DTypeKind::kQuantized), of its dequantized values (`numel` a whole number of blocks).
+/// Throws std::invalid_argument for a dtype that is neither. Large tensors are split across threads. Squares are exact
+/// in float64 for every dtype narrower than F64 and summed per block, so the norm matches a float64 reference to ~1e-12
 /// relative.
 TensorStats cpu_tensor_stats(const void* values, DType dtype, uint64_t numel);
 

@@ -30,7 +30,8 @@ enum class DType {
   F8_E8M0,
   F8_E4M3FNUZ,
   F8_E5M2FNUZ,  // known, listed as skipped
-  // ggml's block-quantized types (GGUF): counted with their real bytes, listed as not analyzed
+  // ggml's block-quantized types (GGUF), counted with their real bytes: Q4_0 to Q6_K analyzed from their
+  // dequantized values (analyze/dequantize), the others listed as not analyzed
   Q4_0,
   Q4_1,
   Q5_0,
@@ -60,7 +61,12 @@ enum class DType {
 };
 
 /// What precdetect does with a dtype's values.
-enum class DTypeKind { kFloat, kInteger, kSkipped };
+enum class DTypeKind {
+  kFloat,      ///< analyzed as stored
+  kQuantized,  ///< ggml's block-quantized Q4_0 ... Q6_K: analyzed from their dequantized values
+  kInteger,    ///< counted, not analyzed
+  kSkipped,    ///< counted, not analyzed, listed in a warning
+};
 
 /// Parses a safetensors dtype string ("BF16"); nullopt when the name is not a safetensors dtype (ggml's block
 /// types are not).
@@ -72,5 +78,9 @@ int dtype_bits(DType dtype);
 /// that overflows or the elements are not whole bytes or whole blocks.
 std::optional<uint64_t> dtype_bytes(DType dtype, uint64_t numel);
 DTypeKind dtype_kind(DType dtype);
+/// Whether a tensor of `dtype` gets statistics: kFloat and kQuantized.
+bool is_analyzed(DType dtype);
+/// Values per block of a block-quantized type (32, 256); 0 for any other.
+uint64_t dtype_block_values(DType dtype);
 
 }  // namespace precdetect

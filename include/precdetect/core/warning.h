@@ -19,6 +19,7 @@ enum class WarningCode {
   kOtherFormats,         ///< discover: the folder also holds the weights in formats the scan did not pick
   kUnindexedTensors,     ///< load: tensors in the shards that the index does not list
   kDtypesNotAnalyzed,    ///< analyze: tensors counted in the census whose values were not analyzed
+  kDequantized,          ///< analyze: block-quantized tensors analyzed from their dequantized values
   kOptimizerState,       ///< analyze: optimizer state reported apart
   kBuffers,              ///< analyze: buffers reported apart, out of the verdict
   kModelParallelJoined,  ///< analyze: model-parallel parts joined into whole tensors
