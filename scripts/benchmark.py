@@ -17,7 +17,8 @@ GB/s of both files read. With --formats it also writes each checkpoint as GGUF, 
 an uncompressed Flax msgpack and a contiguous and a chunked (gzip) HDF5 file, with each format's own writer, and
 times precdetect on each against the same tensors in safetensors (issue 24: within 10% for GGUF, stored .npz and
 Flax; peak RSS within 256 MiB + 2 x the largest tensor for all, compressed ones included; precdetect's and its
-HDF5 helper's together). With --check it also times precdetect.check(model) on a live transformers Llama of
+HDF5 helper's together); from the f16 model also a Q8_0 GGUF (gguf-py's quantizer) and a Q4_K one (random blocks: gguf-py
+writes no K-quant), which precdetect dequantizes (issue 39: within 2x of the f16 GGUF). With --check it also times precdetect.check(model) on a live transformers Llama of
 --size-gb in each dtype against seed 000's analyze([model]), in this process, at the same thread count (issue 38:
 at least 5x faster). Timing lives here, never in tests.
 
@@ -282,14 +283,35 @@ def numpy_arrays(path):
     return arrays
 
 
+def quantized_gguf_tensor(kind, array):
+    """A matrix as a GGUF of `kind` holds it, with its raw dtype: Q8_0 by gguf-py's quantizer; Q4_K (which gguf-py
+    cannot write) as blocks of random bytes with finite scales, the same bytes to read; norm vectors stay as they
+    are, as llama.cpp keeps them unquantized."""
+    import gguf
+    import numpy as np
+    types = {"gguf-q8_0": gguf.GGMLQuantizationType.Q8_0, "gguf-q4_k": gguf.GGMLQuantizationType.Q4_K}
+    qtype = types[kind]
+    if array.ndim != 2 or array.shape[1] % 256 != 0:
+        return array, None
+    if qtype == gguf.GGMLQuantizationType.Q8_0:
+        return gguf.quants.quantize(array.astype(np.float32), qtype), qtype
+    rows, blocks = array.shape[0], array.shape[1] // 256
+    raw = np.random.default_rng(0).integers(0, 256, (rows * blocks, 144), dtype=np.uint8)
+    raw[:, 0:4] = np.full((rows * blocks, 2), 0.01, np.float16).view(np.uint8)  # d and dmin
+    return raw.reshape(rows, blocks * 144), qtype
+
+
 def write_format(kind, arrays, path):
     """`arrays` written to `path` by the format's own writer."""
     import numpy as np
-    if kind == "gguf":
+    if kind.startswith("gguf"):
         import gguf
         writer = gguf.GGUFWriter(str(path), "llama")
         for name, array in arrays.items():
-            if array.dtype.name == "bfloat16":
+            if kind != "gguf":
+                quantized, raw_dtype = quantized_gguf_tensor(kind, array)
+                writer.add_tensor(name, quantized, raw_dtype=raw_dtype)
+            elif array.dtype.name == "bfloat16":
                 writer.add_tensor(name, array.view(np.uint8), raw_dtype=gguf.GGMLQuantizationType.BF16)
             else:
                 writer.add_tensor(name, array)
@@ -317,8 +339,8 @@ def write_format(kind, arrays, path):
                 f.create_dataset(name.replace(".", "/"), data=array, **options)
 
 
-FORMAT_FILES = {"gguf": "gguf", "npz": "npz", "npz-deflated": "npz", "flax": "msgpack", "hdf5": "h5",
-                "hdf5-chunked": "h5"}
+FORMAT_FILES = {"gguf": "gguf", "gguf-q8_0": "gguf", "gguf-q4_k": "gguf", "npz": "npz", "npz-deflated": "npz",
+                "flax": "msgpack", "hdf5": "h5", "hdf5-chunked": "h5"}
 
 
 def time_formats(args):
@@ -333,6 +355,8 @@ def time_formats(args):
         for kind, extension in FORMAT_FILES.items():
             if name == "bf16" and kind in ("npz", "npz-deflated", "hdf5", "hdf5-chunked"):
                 continue  # NumPy's formats and h5py have no bfloat16
+            if name != "f16" and kind in ("gguf-q8_0", "gguf-q4_k"):
+                continue  # quantized from the f16 model, and read against its f16 GGUF
             copy = args.workdir / f"llama-{name}-{args.size_gb:g}gb-{kind}.{extension}"
             if not copy.exists():
                 arrays = arrays if arrays is not None else numpy_arrays(path)

@@ -76,7 +76,7 @@ class Slurm(unittest.TestCase):
         memory_mb = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1)) // 1024 * 9 // 10
         conf = tmp / "slurm.conf"
         conf.write_text("\n".join([
-            "ClusterName=precdetect", f"SlurmctldHost={HOST}", "SlurmUser=root", "SlurmdUser=root",
+            "ClusterName=precdetect", f"SlurmctldHost={HOST}(127.0.0.1)",  # no name lookup needed "SlurmUser=root", "SlurmdUser=root",
             "AuthType=auth/munge", f"AuthInfo=socket={tmp / 'munge.sock'}", "CredType=cred/munge",
             f"SlurmctldPort={free_port()}", f"SlurmdPort={free_port()}", f"StateSaveLocation={tmp / 'state'}",
             f"SlurmdSpoolDir={tmp / 'spool'}", f"SlurmctldPidFile={tmp / 'slurmctld.pid'}",
@@ -85,7 +85,7 @@ class Slurm(unittest.TestCase):
             "MpiDefault=none", "SelectType=select/cons_tres", "SelectTypeParameters=CR_CPU_Memory", "ReturnToService=2",
             "JobCompType=jobcomp/filetxt", f"JobCompLoc={tmp / 'jobcomp.txt'}", "AccountingStorageType=accounting_storage/none",
             "JobAcctGatherType=jobacct_gather/none",
-            f"NodeName={HOST} CPUs={os.cpu_count()} RealMemory={memory_mb} State=UNKNOWN",
+            f"NodeName={HOST} NodeAddr=127.0.0.1 CPUs={os.cpu_count()} RealMemory={memory_mb} State=UNKNOWN",
             f"PartitionName=test Nodes={HOST} Default=YES MaxTime=INFINITE State=UP", ""]))
         # The jobs see this environment (sbatch exports it): Slurm's config, and precdetect on PATH.
         cls.env = dict(os.environ, SLURM_CONF=str(conf), PATH=f"{Path(BINARY).parent}:{os.environ['PATH']}")
