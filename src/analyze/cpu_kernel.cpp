@@ -100,13 +100,19 @@ struct FloatVectorLanes {
 /// F32 counts against narrower formats (add_wide_magnitude's limits and exactness), and of zeros and Inf, kWidth
 /// lanes at a time. Only values above the lowest limit or with their low 13 mantissa bits zero can count (zero
 /// and Inf have them zero), and most vectors of trained fp32 weights hold neither: the loop tests each pair of
-/// vectors (a few instructions and a branch) and adds the pair only when a lane may count.
+/// vectors (a few instructions and a branch) and adds the pair only when a lane may count. Without `kExactness`
+/// (dequantized values, whose exactness says nothing: most are exact in bf16) only zeros, Inf and the counts above
+/// the limits are kept.
+template <bool kExactness>
 struct NarrowFormatLanes {
   Ints above_seed{}, above_e4m3{}, above_e5m2{}, above_fp16{};
   Ints bf16_exact{}, fp16_exact{}, zeros{}, infs{};
 
   static Ints may_count(Floats a) {
-    return (a > static_cast<float>(limits::kSeedThreshold)) | ((std::bit_cast<Words>(a) & 0x1FFF) == 0);
+    if constexpr (kExactness)
+      return (a > static_cast<float>(limits::kSeedThreshold)) | ((std::bit_cast<Words>(a) & 0x1FFF) == 0);
+    else
+      return (a > static_cast<float>(limits::kSeedThreshold)) | (a == 0);  // Inf is above the threshold
   }
 
   void add(Floats a) {
@@ -118,6 +124,7 @@ struct NarrowFormatLanes {
     above_e4m3 -= finite > static_cast<float>(limits::kE4m3Max);
     above_e5m2 -= finite > static_cast<float>(limits::kE5m2Max);
     above_fp16 -= finite > static_cast<float>(limits::kFp16Max);
+    if constexpr (!kExactness) return;
     Words bits = std::bit_cast<Words>(a);
     bf16_exact -= ((bits & 0xFFFF) == 0) & ~is_nan;  // bf16 is float32's upper half
     // fp16: normals keep 10 mantissa bits; below 2^-14 a value must be a multiple of 2^-24, which adding and
@@ -171,7 +178,9 @@ class ExponentCounter {
   std::array<std::array<uint32_t, ExponentHistogram::kBins>, kValues> tables_{};
 };
 
-/// One pass over F32 values [begin, end): two vectors at a time, then the scalar definitions for the tail.
+/// One pass over F32 values [begin, end): two vectors at a time, then the scalar definitions for the tail; without
+/// `kExactness`, no bf16/fp16 exactness (NarrowFormatLanes).
+template <bool kExactness = true>
 TensorStats reduce_floats(const std::byte* data, size_t begin, size_t end) {
   static_assert(ExponentCounter::kValues == 2 * kWidth);
   TensorStats total;
@@ -179,7 +188,7 @@ TensorStats reduce_floats(const std::byte* data, size_t begin, size_t end) {
   size_t i = begin;
   while (i + 2 * kWidth <= end) {
     FloatVectorLanes lanes_a, lanes_b;
-    NarrowFormatLanes narrow;
+    NarrowFormatLanes<kExactness> narrow;
     Ints nans{};
     for (size_t block_end = std::min(end, i + kBlock); i + 2 * kWidth <= block_end; i += 2 * kWidth) {
       Floats a = vectors::magnitudes(vectors::f32_values(data + 4 * i));
@@ -190,7 +199,7 @@ TensorStats reduce_floats(const std::byte* data, size_t begin, size_t end) {
       lanes_a.add(a, a_nan);
       lanes_b.add(b, b_nan);
       exponents.count(data + 4 * i);  // before the branch: after it, GCC's code was slower (docs/benchmarks.md)
-      if (vectors::any(NarrowFormatLanes::may_count(a) | NarrowFormatLanes::may_count(b))) {
+      if (vectors::any(NarrowFormatLanes<kExactness>::may_count(a) | NarrowFormatLanes<kExactness>::may_count(b))) {
         narrow.add(a);
         narrow.add(b);
       }
@@ -240,10 +249,11 @@ TensorStats reduce_quantized(DType dtype, const std::byte* data, uint64_t begin,
   for (uint64_t block = begin; block < end; block += chunk) {
     uint64_t blocks = std::min(chunk, end - block);
     dequantize_blocks(dtype, data + block * bytes, blocks, buffer.data());
-    total.merge(reduce_floats(reinterpret_cast<const std::byte*>(buffer.data()), 0, blocks * values));
+    total.merge(
+        reduce_floats</*kExactness=*/false>(reinterpret_cast<const std::byte*>(buffer.data()), 0, blocks * values));
   }
   // Whether a dequantized value is exact in bf16 or fp16 says nothing of where the weights were stored
-  // (classify/storage_cast reads that of F32 and F64 values only).
+  // (classify/storage_cast reads that of F32 and F64 values only): not counted, and the tail's counts dropped.
   total.exactness_checked = total.bf16_exact = total.fp16_exact = 0;
   return total;
 }

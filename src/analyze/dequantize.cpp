@@ -1,22 +1,28 @@
 #include "precdetect/analyze/dequantize.h"
 
 #include <array>
+#include <bit>
 #include <cstring>
 #include <stdexcept>
-
-#include "precdetect/analyze/scalar_stats.h"
 
 namespace precdetect {
 namespace {
 
 constexpr int kSuperBlock = 256;  // ggml's QK_K: the values of one K-quant block
 
-/// The fp16 value at `at`, as GGML_FP16_TO_FP32 gives it.
+/// The fp16 value at `at`, exactly as GGML_FP16_TO_FP32 gives it (one per block: cheap bit moves, not a library
+/// conversion).
 float half_at(const std::byte* at) {
-  uint16_t bits;
-  std::memcpy(&bits, at, 2);
-  auto magnitude = static_cast<float>(code_magnitude(DType::F16, bits & 0x7FFFu));
-  return bits & 0x8000u ? -magnitude : magnitude;
+  uint16_t half;
+  std::memcpy(&half, at, 2);
+  uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16, exponent = (half >> 10) & 0x1Fu,
+           mantissa = half & 0x3FFu;
+  if (exponent == 0) {  // zero or subnormal: mantissa x 2^-24, exact in float
+    float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+    return sign ? -magnitude : magnitude;
+  }
+  uint32_t bits = sign | (exponent == 0x1F ? 0x7F800000u : (exponent + 112) << 23) | (mantissa << 13);
+  return std::bit_cast<float>(bits);
 }
 
 uint8_t byte_at(const std::byte* at, size_t i) { return static_cast<uint8_t>(at[i]); }
@@ -147,6 +153,9 @@ void q45_k(const std::byte* block, float* y, bool fifth_bit) {
   }
 }
 
+void q4_k(const std::byte* block, float* y) { q45_k(block, y, false); }
+void q5_k(const std::byte* block, float* y) { q45_k(block, y, true); }
+
 void q6_k(const std::byte* block, float* y) {  // {ql[128]; qh[64]; int8 scales[16]; fp16 d}: d*sc * (q - 32)
   const std::byte* ql = block;
   const std::byte* qh = block + 128;
@@ -165,30 +174,31 @@ void q6_k(const std::byte* block, float* y) {  // {ql[128]; qh[64]; int8 scales[
 }  // namespace
 
 void dequantize_blocks(DType dtype, const std::byte* data, uint64_t blocks, float* out) {
-  auto each = [&](auto dequantize_block, uint64_t block_bytes, int values) {
+  // Each block function as a type of its own, so that the loop inlines it.
+  auto each = [&]<auto dequantize_block>(uint64_t block_bytes, int values) {
     for (uint64_t b = 0; b < blocks; ++b) dequantize_block(data + b * block_bytes, out + b * values);
   };
   switch (dtype) {
     case DType::Q4_0:
-      return each(q4_0, 18, 32);
+      return each.operator()<q4_0>(18, 32);
     case DType::Q4_1:
-      return each(q4_1, 20, 32);
+      return each.operator()<q4_1>(20, 32);
     case DType::Q5_0:
-      return each(q5_0, 22, 32);
+      return each.operator()<q5_0>(22, 32);
     case DType::Q5_1:
-      return each(q5_1, 24, 32);
+      return each.operator()<q5_1>(24, 32);
     case DType::Q8_0:
-      return each(q8_0, 34, 32);
+      return each.operator()<q8_0>(34, 32);
     case DType::Q2_K:
-      return each(q2_k, 84, kSuperBlock);
+      return each.operator()<q2_k>(84, kSuperBlock);
     case DType::Q3_K:
-      return each(q3_k, 110, kSuperBlock);
+      return each.operator()<q3_k>(110, kSuperBlock);
     case DType::Q4_K:
-      return each([](const std::byte* block, float* y) { q45_k(block, y, false); }, 144, kSuperBlock);
+      return each.operator()<q4_k>(144, kSuperBlock);
     case DType::Q5_K:
-      return each([](const std::byte* block, float* y) { q45_k(block, y, true); }, 176, kSuperBlock);
+      return each.operator()<q5_k>(176, kSuperBlock);
     case DType::Q6_K:
-      return each(q6_k, 210, kSuperBlock);
+      return each.operator()<q6_k>(210, kSuperBlock);
     default:
       throw std::invalid_argument("dequantize_blocks: not a dequantized type");
   }
