@@ -26,10 +26,21 @@ std::optional<ShardPart> shard_of(const ordered_json& summary) {
   }
 }
 
+bool is_list_position(const ordered_json& at) {
+  return at.is_array() && at.size() == 2 && at[0].is_number_unsigned() && at[1].is_number_unsigned();
+}
+
 bool is_model_record(const ordered_json& record) {
   return record.is_object() && record.value("type", "") == "model" && record.contains("input") &&
          record["input"].is_string() && record.contains("error") && record.contains("verdict") &&
-         record["verdict"].is_object();
+         record["verdict"].is_object() &&
+         (!record.contains("list_position") || is_list_position(record["list_position"]));
+}
+
+bool is_summary(const ordered_json& record) {
+  return record.is_object() && record.value("type", "") == "summary" && record.contains("summary") &&
+         record["summary"].is_object() && record["summary"].contains("models") &&
+         record["summary"]["models"].is_number_unsigned();
 }
 
 std::string name(const JsonlPart& part) { return part.file.string(); }
@@ -76,7 +87,8 @@ JsonlPart read_jsonl_part(const std::filesystem::path& file) {
     ordered_json record = ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (summary) {
       part.foreign = fmt::format("line {} follows the summary line", number);
-    } else if (record.is_object() && record.value("type", "") == "summary" && record["summary"].is_object()) {
+      break;  // the first foreign line names the file; nothing after it is read
+    } else if (is_summary(record)) {
       summary = record["summary"];
     } else if (is_model_record(record)) {
       record.erase("type");
@@ -85,14 +97,15 @@ JsonlPart read_jsonl_part(const std::filesystem::path& file) {
       part.truncated = fmt::format("its last line (line {}) is cut short", number);
     } else {
       part.foreign = fmt::format("line {} is not a precdetect --jsonl record (type \"model\" or \"summary\")", number);
+      break;
     }
   }
   if (!part.foreign.empty() || !part.truncated.empty()) return part;
   if (!summary) {
     part.truncated = fmt::format("no summary line after its {} model line(s)", part.models.size());
-  } else if (summary->value("models", uint64_t{0}) != part.models.size()) {
+  } else if ((*summary)["models"].get<uint64_t>() != part.models.size()) {
     part.truncated = fmt::format("its summary counts {} models, it holds {} model lines",
-                                 summary->value("models", uint64_t{0}), part.models.size());
+                                 (*summary)["models"].get<uint64_t>(), part.models.size());
   } else {
     part.shard = shard_of(*summary);
   }

@@ -453,11 +453,17 @@ class Merge(ScanTestCase):
 
     def test_a_line_that_is_no_record_is_named(self):
         cut = self.tmp / "cut.jsonl"
-        cut.write_text('{"type": "summary", "summary": {}}\n{"type": "model", "input": "x", "path"\n')
+        cut.write_text('{"type": "summary", "summary": {"models": 0}}\n{"type": "model", "input": "x", "path"\n')
         self.assert_refused(cut, "cut.jsonl: line 2 follows the summary line")
         untyped = self.tmp / "untyped.jsonl"  # a line without a type: another tool's, or an older precdetect's
         untyped.write_text('{"input": "x", "error": null, "verdict": {"label": "fp16"}}\n')
         self.assert_refused(untyped, "untyped.jsonl: line 1 is not a precdetect --jsonl record")
+        odd = self.tmp / "odd.jsonl"  # fields of the wrong type are no records either, never a crash or a library's words
+        odd.write_text('{"type": "model", "input": "x", "error": null, "verdict": {}, "list_position": "a"}\n'
+                       '{"type": "summary", "summary": {"models": "one"}}\n')
+        self.assert_refused(odd, "odd.jsonl: line 1 is not a precdetect --jsonl record")
+        odd.write_text('{"type": "summary", "summary": {"models": "one"}}\n')
+        self.assert_refused(odd, "odd.jsonl: line 1 is not a precdetect --jsonl record")
 
 
 class ShardSet(ScanTestCase):
