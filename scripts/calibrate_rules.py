@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """Computes each range rule's confidence from labelled models, and checks or writes it into the rules file.
 
-A rule's confidence is the fraction of the labelled models it fires on whose training precision is the rule's
-label, with the count: "9 of 12 labelled models". A rule that fires on none of them takes the count of a rule it
-implies (every model it fires on, that rule fires on too), and says so. The labelled models are
-docs/labelled-models.csv: seed 000's table (stas00's notebook), the 23 models whose statistics it prints.
+A verdict the ranges decide claims the rule's candidates (fp16|fp32, bf16|fp32), so a rule's confidence is how
+often that claim held: of the labelled models it fires on, how many were trained in one of its candidates,
+smoothed by Laplace's rule of succession, (k + 1) / (n + 2), so that 10 of 10 reads 0.92 and not certainty. The
+basis says the count and how the models split among the candidates ("10 of 10 ... (9 fp16, 1 fp32)"). A rule that
+fires on none of them takes the count of a rule it implies (every model it fires on, that rule fires on too), and
+says so. The labelled models are docs/labelled-models.csv: seed 000's table (stas00's notebook, 23 language
+models of 2020-2022) and fp32-trained vision and audio models shipped in PyPI wheels (its source column says
+which).
 
   scripts/calibrate_rules.py            prints the calibration table (docs/method.md quotes it)
   scripts/calibrate_rules.py --check    exits 1 when the rules file's confidences or bases differ (ctest)
@@ -51,9 +55,19 @@ def implies(narrow, wide):
 def count(rule, models):
     fired = [m for m in models if fires(rule, m)]
     return {"fired": len(fired),
-            "label": sum(m["label"] == rule["label"] for m in fired),
             "within": sum(m["label"] in rule["candidates"] for m in fired),
+            "split": {label: sum(m["label"] == label for m in fired) for label in rule["candidates"]},
             "calibratable": all(fires(rule, m) is not None for m in models)}
+
+
+def succession(within, fired):
+    """Laplace's rule of succession: the chance the next model the rule fires on is within its candidates."""
+    return round((within + 1) / (fired + 2), 2)
+
+
+def population(models):
+    seed = sum(m["source"].startswith("stas00/ml-ways") for m in models)
+    return f"docs/labelled-models.csv ({seed} language models of seed 000, {len(models) - seed} PyPI-shipped models)"
 
 
 def calibrate(rules, models):
@@ -63,18 +77,18 @@ def calibrate(rules, models):
     for rule in rules:
         c, via = counts[rule["id"]], None
         if c["calibratable"] and c["fired"] == 0:
-            via = next((w for w in rules if w is not rule and w["label"] == rule["label"] and counts[w["id"]]["fired"]
-                        and implies(rule, w)), None)
+            via = next((w for w in rules if w is not rule and w["candidates"] == rule["candidates"]
+                        and counts[w["id"]]["fired"] and implies(rule, w)), None)
             c = counts[via["id"]] if via else c
         if not c["calibratable"] or c["fired"] == 0:
             continue
-        basis = (f"{c['label']} of {c['fired']} labelled models it fires on were pretrained in {rule['label']} "
-                 f"({c['within']} of {c['fired']} in {'|'.join(rule['candidates'])}): seed 000's table, "
-                 f"docs/labelled-models.csv")
+        split = ", ".join(f"{n} {label}" for label, n in c["split"].items())
+        basis = (f"{c['within']} of {c['fired']} labelled models it fires on were pretrained in "
+                 f"{'|'.join(rule['candidates'])} ({split}); (k+1)/(n+2): {population(models)}")
         if via:
             basis = (f"no labelled model reaches it; each model it fires on, {via['id']} fires on too, whose count "
                      f"it takes: " + basis.replace(" it fires on", f" {via['id']} fires on"))
-        result[rule["id"]] = (round(c["label"] / c["fired"], 2), basis)
+        result[rule["id"]] = (succession(c["within"], c["fired"]), basis)
     return result
 
 
@@ -121,12 +135,13 @@ def main():
                   f"the labelled models {calibration[rule_id][0]}: run scripts/calibrate_rules.py --write", file=sys.stderr)
         return 1 if stale else 0
     print(f"{len(models)} labelled models ({', '.join(sorted({m['label'] for m in models}))}) from {LABELLED.name}\n")
-    print("| rule | label | fires on | of them that label | within candidates | confidence |")
+    print("| rule | claims | fires on | within the claim | split | confidence |")
     print("|---|---|---|---|---|---|")
     for rule in rules:
         c = count(rule, models)
         confidence = calibration.get(rule["id"], (None,))[0]
-        print(f"| {rule['id']} | {rule['label']} | {c['fired']} | {c['label']} | {c['within']} | "
+        split = ", ".join(f"{n} {label}" for label, n in c["split"].items())
+        print(f"| {rule['id']} | {'|'.join(rule['candidates'])} | {c['fired']} | {c['within']} | {split} | "
               f"{confidence if confidence is not None else 'n/a'} |")
     return 0
 

@@ -1,6 +1,7 @@
 #include "precdetect/app/cli.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <map>
@@ -96,10 +97,16 @@ std::map<std::string, Label> label_names() {
 }
 
 void add_gate_options(CLI::App& app, Gates& gates) {
-  app.add_option("--expect", gates.expect, "exit 1 unless every model is classified LABEL")
+  std::vector<std::string_view> names;
+  for (Label label : kLabels) names.push_back(label_name(label));
+  app.add_option("--expect", gates.expect,
+                 fmt::format("exit 1 unless every model is classified LABEL or a label within it ('bf16|fp32' "
+                             "accepts bf16, fp32 and bf16|fp32); LABEL: {}",
+                             fmt::join(names, ", ")))
       ->transform(CLI::CheckedTransformer(label_names()))
-      ->option_text("fp16|bf16|fp32|unknown");
-  app.add_option("--fail-on", gates.fail_on, "exit 1 if a model is classified LABEL[,LABEL...]")
+      ->option_text("LABEL");
+  app.add_option("--fail-on", gates.fail_on,
+                 "exit 1 if a model's label is LABEL or leaves it open (fp16 fails fp16 and fp16|fp32)")
       ->delimiter(',')
       ->allow_extra_args(false)
       ->transform(CLI::CheckedTransformer(label_names()))

@@ -37,15 +37,19 @@ std::optional<std::string> safety_failure(const ModelReport& model, const Gates&
 
 }  // namespace
 
+bool meets_expectation(Label label, Label expected) { return label == expected || is_within(label, expected); }
+
+bool may_be(Label label, Label bad) { return label == bad || shares_precision(label, bad); }
+
 std::vector<std::string> gate_failures(const ModelReport& model, const Gates& gates) {
   std::vector<std::string> failures;
   if (auto failure = safety_failure(model, gates)) failures.push_back(std::move(*failure));
   if (model.error) return failures;
   Label label = model.verdict.label;
   const ModelSummary& summary = model.summary;
-  if (gates.expect && label != *gates.expect)
+  if (gates.expect && !meets_expectation(label, *gates.expect))
     failures.push_back(fmt::format("classified {}, expected {} (--expect)", label, *gates.expect));
-  if (std::find(gates.fail_on.begin(), gates.fail_on.end(), label) != gates.fail_on.end())
+  if (std::any_of(gates.fail_on.begin(), gates.fail_on.end(), [&](Label bad) { return may_be(label, bad); }))
     failures.push_back(fmt::format("classified {} (--fail-on {})", label, fmt::join(gates.fail_on, ",")));
   if (gates.fail_if_fp16_risk && model.verdict.fp16_risk())
     failures.push_back(fmt::format("at risk in fp16: {} (--fail-if-fp16-risk)", risk_reasons_text(model.verdict)));

@@ -15,6 +15,7 @@
 #include "precdetect/app/gates.h"
 #include "precdetect/app/output.h"
 #include "precdetect/app/progress.h"
+#include "precdetect/classify/adapter.h"
 #include "precdetect/classify/documented.h"
 #include "precdetect/core/error.h"
 #include "precdetect/discover/discover.h"
@@ -53,6 +54,13 @@ Hints storage_hints(const ModelSummary& summary, const ModelIdentity& identity) 
   return hints;
 }
 
+/// The registry's entry for the base an adapter names, matched as such.
+std::optional<Documented> base_documented(const Adapter& adapter, const Registry& registry) {
+  std::optional<std::string> id = adapter.base_model ? adapter_base_id(*adapter.base_model) : std::nullopt;
+  if (!id) return std::nullopt;
+  return find_documented(registry, {.hub_id = id, .hub_id_source = MatchKind::kAdapterBase});
+}
+
 }  // namespace
 
 void judge_model(ModelReport& report, ModelAnalysis analysis, const ModelIdentity& identity,
@@ -61,8 +69,10 @@ void judge_model(ModelReport& report, ModelAnalysis analysis, const ModelIdentit
   report.summary = std::move(analysis.summary);
   report.buffers = std::move(analysis.buffers);
   report.tensors = std::move(analysis.tensors);
+  std::optional<Documented> documented = report.adapter ? base_documented(*report.adapter, judgement.registry)
+                                                        : find_documented(judgement.registry, identity);
   report.verdict = classify(report.summary, report.tensors, judgement.rules, storage_hints(report.summary, identity),
-                            {.records = records, .documented = find_documented(judgement.registry, identity)});
+                            {.records = records, .documented = documented, .adapter = report.adapter.has_value()});
 }
 
 void fail_model(ModelReport& report, ModelError error) {
@@ -74,8 +84,38 @@ void fail_model(ModelReport& report, ModelError error) {
   report.verdict = {};
 }
 
+namespace {
+
+std::vector<std::string> tensor_names(const ModelAnalysis& analysis) {
+  std::vector<std::string> names;
+  for (const AnalyzedTensor& tensor : analysis.tensors) names.push_back(tensor.name);
+  return names;
+}
+
+/// An adapter's pretraining answer is its base's: the base is scanned where it lies on this machine (the HF cache,
+/// a path) and its verdict taken; elsewhere the registry's entry for it stands (judge_model), or nothing does,
+/// which a warning says.
+void weigh_adapter_base(ModelReport& report, const ScanOptions& options, const Judgement& judgement,
+                        Analyzer& analyzer, StatsCache* cache) {
+  const Adapter& adapter = *report.adapter;
+  if (!adapter.base_model) {
+    report.warnings.push_back({.code = WarningCode::kAdapterWithoutBase, .names = {adapter.found_by}});
+    return;
+  }
+  ModelReport base = scan_model(*adapter.base_model, options, judgement, analyzer, cache, BaseFollowing::kNo);
+  bool absent = base.error && (base.error->code == to_string(ErrorCode::kNotFound) ||
+                               base.error->code == to_string(ErrorCode::kHfCacheMiss));
+  if (!absent) report.base_scan = BaseScan{.path = base.path, .verdict = base.verdict, .error = base.error};
+  if (!base.error) return adopt_base_verdict(report.verdict, base.verdict);
+  if (!report.verdict.documented)
+    report.warnings.push_back({.code = WarningCode::kAdapterBaseUnknown,
+                               .names = {*adapter.base_model, base.error->message}});
+}
+
+}  // namespace
+
 ModelReport scan_model(const std::string& input, const ScanOptions& options, const Judgement& judgement,
-                       Analyzer& analyzer, StatsCache* cache) {
+                       Analyzer& analyzer, StatsCache* cache, BaseFollowing base_following) {
   ModelReport report;
   report.input = report.path = input;
   std::optional<ModelSource> source;
@@ -88,8 +128,11 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     if (!checkpoint.metadata.empty()) report.metadata = nlohmann::ordered_json::parse(checkpoint.metadata);
     ModelAnalysis analysis = analyze_model(checkpoint, options.filter, judgement.rules.buffers, analyzer, cache);
     report.warnings = checkpoint.warnings;
+    report.adapter = identify_adapter(source->path, tensor_names(analysis));
     judge_model(report, std::move(analysis), identify_model(input, source->path, source->config), checkpoint.records,
                 judgement);
+    if (report.adapter && base_following == BaseFollowing::kYes)
+      weigh_adapter_base(report, options, judgement, analyzer, cache);
   } catch (const Error& e) {
     fail_model(report, {std::string(to_string(e.code())), e.what()});
   } catch (const std::exception& e) {

@@ -45,6 +45,11 @@ Fp16RiskReason range_reason(const Evidence& evidence, const ModelSummary& summar
   return reason;
 }
 
+void add_cast_risks(Verdict& verdict, std::span<const AnalyzedTensor> tensors) {
+  for (const AnalyzedTensor& tensor : tensors)
+    for (Fp16RiskReason& reason : cast_risks(tensor)) verdict.fp16_risk_reasons.push_back(std::move(reason));
+}
+
 }  // namespace
 
 std::string_view verdict_basis_name(VerdictBasis basis) {
@@ -78,21 +83,26 @@ Verdict classify(const ModelSummary& summary, std::span<const AnalyzedTensor> te
   Verdict verdict{.hints = std::move(hints)};
   const Evidence* winner = nullptr;
   for (const Rule& rule : rules.rules) verdict.evidence.push_back(evaluate(rule, summary));
+  if (model_evidence.adapter) {
+    verdict.records.assign(model_evidence.records.begin(), model_evidence.records.end());
+    weigh_documented(verdict, model_evidence.documented, nullptr);
+    add_cast_risks(verdict, tensors);
+    return verdict;
+  }
   for (const Evidence& evidence : verdict.evidence) {
     if (!evidence.fired) continue;
     if (evidence.fp16_risk) verdict.fp16_risk_reasons.push_back(range_reason(evidence, summary));
     if (winner == nullptr || evidence.confidence > winner->confidence) winner = &evidence;
   }
   if (winner != nullptr) {
-    verdict.label = winner->label;
+    verdict.label = joined_label(winner->candidates);
     verdict.candidates = winner->candidates;
     verdict.confidence = winner->confidence;
     verdict.decided_by = VerdictBasis::kRanges;
   }
   weigh_records(verdict, model_evidence.records, summary, winner);
   weigh_documented(verdict, model_evidence.documented, winner);
-  for (const AnalyzedTensor& tensor : tensors)
-    for (Fp16RiskReason& reason : cast_risks(tensor)) verdict.fp16_risk_reasons.push_back(std::move(reason));
+  add_cast_risks(verdict, tensors);
   return verdict;
 }
 

@@ -75,16 +75,24 @@ Documented documented(const RegistryEntry& entry, std::string id, MatchKind kind
           .quote = entry.quote};
 }
 
+/// The entry whose id or variant names `id` best; a variant matches as its base: the entry's first id, or the
+/// variant itself when the authors released no base (Phi-3).
 std::optional<Documented> by_id(const Registry& registry, const std::string& id, MatchKind kind) {
   const RegistryEntry* best = nullptr;
   const std::string* best_pattern = nullptr;
+  bool best_is_variant = false;
   size_t best_rank = 0;
   for (const RegistryEntry& entry : registry.entries)
-    for (const std::string& pattern : entry.ids)
-      if (size_t rank = id_match(pattern, id); rank > best_rank)
-        best = &entry, best_pattern = &pattern, best_rank = rank;
+    for (bool variant : {false, true})
+      for (const std::string& pattern : variant ? entry.variants : entry.ids)
+        if (size_t rank = id_match(pattern, id); rank > best_rank)
+          best = &entry, best_pattern = &pattern, best_is_variant = variant, best_rank = rank;
   if (best == nullptr) return std::nullopt;
-  return documented(*best, best_pattern->ends_with('*') ? id : *best_pattern, kind, id);
+  std::string named = best_pattern->ends_with('*') ? id : *best_pattern;
+  if (!best_is_variant || best->ids.empty()) return documented(*best, std::move(named), kind, id);
+  Documented found = documented(*best, best->ids.front(), kind, id);
+  found.base_model = true;
+  return found;
 }
 
 std::optional<Documented> by_config(const Registry& registry, const json& config) {
@@ -104,10 +112,14 @@ std::optional<Documented> by_config(const Registry& registry, const json& config
 
 std::optional<Documented> find_documented(const Registry& registry, const ModelIdentity& identity) {
   if (identity.hub_id)
-    if (auto found = by_id(registry, *identity.hub_id, identity.hub_id_source)) return found;
+    if (auto found = by_id(registry, *identity.hub_id, identity.hub_id_source)) {
+      found->base_model = found->base_model || identity.hub_id_source == MatchKind::kAdapterBase;
+      return found;
+    }
   if (identity.name_or_path)
     if (auto found = by_id(registry, *identity.name_or_path, MatchKind::kNameOrPath)) {
-      found->base_model = identity.hub_id && !same_id(*identity.hub_id, *identity.name_or_path);
+      found->base_model =
+          found->base_model || (identity.hub_id && !same_id(*identity.hub_id, *identity.name_or_path));
       return found;
     }
   return by_config(registry, identity.config);

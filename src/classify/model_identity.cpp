@@ -46,6 +46,8 @@ std::string_view match_kind_name(MatchKind kind) {
       return "name_or_path";
     case MatchKind::kConfig:
       return "config";
+    case MatchKind::kAdapterBase:
+      return "adapter_base";
   }
   return "hub_id";
 }
@@ -63,6 +65,11 @@ ModelIdentity identify_model(const std::string& input, const std::filesystem::pa
   }
   identity.name_or_path = named_model(identity.config);
   return identity;
+}
+
+std::optional<std::string> adapter_base_id(const std::string& base_model) {
+  if (std::optional<std::string> id = repo_of(base_model)) return id;
+  return cached_repo_id(base_model);
 }
 
 ModelIdentity identify_live_model(nlohmann::json config) {

@@ -18,7 +18,8 @@ using nlohmann::json;
 constexpr std::array kPrecisions = {Precision::kFp16,      Precision::kFp16Mixed, Precision::kBf16,
                                     Precision::kBf16Mixed, Precision::kFp32,      Precision::kFp8Mixed};
 constexpr std::array kGrades = {Grade::kHigh, Grade::kMedium, Grade::kLow};
-constexpr std::array<std::string_view, 6> kEntryKeys = {"ids", "precision", "grade", "source", "quote", "config"};
+constexpr std::array<std::string_view, 7> kEntryKeys = {"ids",    "variants", "precision", "grade",
+                                                        "source", "quote",    "config"};
 
 /// The line each entry (a value directly inside the top-level list) starts on. nlohmann keeps no positions, and
 /// a registry error must name the line a user edits: text that parsed is walked once more, strings skipped.
@@ -58,12 +59,15 @@ class EntryParser {
       if (std::find(kEntryKeys.begin(), kEntryKeys.end(), key) == kEntryKeys.end())
         invalid(fmt::format("unknown field `{}` (fields: {})", key, fmt::join(kEntryKeys, ", ")));
     RegistryEntry entry{.line = line_};
-    entry.ids = ids(item);
+    entry.ids = ids(item, "ids");
+    entry.variants = ids(item, "variants");
+    if (entry.ids.empty() && entry.variants.empty()) invalid("`ids` or `variants` must list at least one hub id");
     entry.precision = named(item, "precision", parse_precision, kPrecisions, precision_name);
     entry.grade = named(item, "grade", parse_grade, kGrades, grade_name);
     entry.source = text(item, "source", true);
     entry.quote = text(item, "quote", false);
     if (item.contains("config")) entry.config = config(item["config"]);
+    if (item.contains("config") && entry.ids.empty()) invalid("`config` needs `ids`: the model a match names");
     return entry;
   }
 
@@ -72,11 +76,11 @@ class EntryParser {
     fail(ErrorCode::kInvalidRegistry, origin_, fmt::format("line {}: {}", line_, what));
   }
 
-  std::vector<std::string> ids(const json& item) const {
-    if (!item.contains("ids") || !item["ids"].is_array() || item["ids"].empty())
-      invalid("`ids` must be a non-empty list of hub ids");
+  std::vector<std::string> ids(const json& item, const char* key) const {
+    if (!item.contains(key)) return {};
+    if (!item[key].is_array()) invalid(fmt::format("`{}` must be a list of hub ids", key));
     std::vector<std::string> ids;
-    for (const json& id : item["ids"]) {
+    for (const json& id : item[key]) {
       if (!id.is_string() || id.get<std::string>().empty()) invalid("every id must be a non-empty string");
       const std::string& text = id.get_ref<const std::string&>();
       if (text.find('*') != std::string::npos && text.find('*') != text.size() - 1)
@@ -131,10 +135,11 @@ std::string lowercase(std::string text) {
 void check_unique_ids(const Registry& registry) {
   std::map<std::string, size_t> first_line;
   for (const RegistryEntry& entry : registry.entries)
-    for (const std::string& id : entry.ids)
-      if (auto [it, fresh] = first_line.emplace(lowercase(id), entry.line); !fresh)
-        fail(ErrorCode::kInvalidRegistry, registry.origin,
-             fmt::format("line {}: id `{}` is listed twice (first on line {})", entry.line, id, it->second));
+    for (const auto* list : {&entry.ids, &entry.variants})
+      for (const std::string& id : *list)
+        if (auto [it, fresh] = first_line.emplace(lowercase(id), entry.line); !fresh)
+          fail(ErrorCode::kInvalidRegistry, registry.origin,
+               fmt::format("line {}: id `{}` is listed twice (first on line {})", entry.line, id, it->second));
 }
 
 }  // namespace

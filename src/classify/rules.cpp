@@ -24,7 +24,7 @@ Condition parse_condition(const json& item, const std::string& rule_id, const st
 
 Label parse_rule_label(const std::string& name, const std::string& rule_id, const std::filesystem::path& origin) {
   std::optional<Label> label = parse_label(name);
-  if (!label)
+  if (!label || !(is_precision(*label) || *label == Label::kUnknown))
     fail(ErrorCode::kInvalidRules, origin,
          fmt::format("rule `{}`: label `{}` must be fp16, bf16, fp32 or unknown", rule_id, name));
   return *label;

@@ -44,6 +44,10 @@ std::string_view warning_code_name(WarningCode code) {
       return "no_float_parameters";
     case WarningCode::kNonFinite:
       return "non_finite";
+    case WarningCode::kAdapterWithoutBase:
+      return "adapter_without_base";
+    case WarningCode::kAdapterBaseUnknown:
+      return "adapter_base_unknown";
   }
   return "unknown";
 }
@@ -126,6 +130,16 @@ std::string Warning::message() const {
           "the weights hold {} NaN and {} Inf values: the checkpoint is damaged or overflowed during "
           "training; fine-tuning or serving it spreads them",
           count, other);
+    case WarningCode::kAdapterWithoutBase:
+      return fmt::format(
+          "an adapter ({}) that names no base model: its own weights say nothing about how the base was "
+          "pretrained, so the verdict is unknown; scan the base model it is applied to",
+          names_text);
+    case WarningCode::kAdapterBaseUnknown:
+      return fmt::format(
+          "the adapter's base model {} is not in the registry of documented precisions and could not be scanned "
+          "here ({}): the verdict is unknown; scan the base itself, or download it to the HF cache",
+          names.at(0), names.at(1));
   }
   return "";
 }

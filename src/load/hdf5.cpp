@@ -51,6 +51,8 @@ class Hdf5Reader {
     if (!dataset.contains("dtype"))
       return not_read_.push_back(fmt::format("{} (HDF5 type class {})", name, dataset["type_class"].get<int>()));
     TensorRecord record{.name = name, .dtype = *parse_dtype(dataset["dtype"].get<std::string>()), .file = file_};
+    // Keras 2's model.save() writes the optimizer's slots and step counter under this group, beside the weights.
+    if (name.starts_with("optimizer_weights/")) record.role = TensorRole::kOptimizer, record.role_from_file = true;
     uint64_t numel = 1;
     for (uint64_t extent : dataset["shape"]) {
       auto product = checked_mul(numel, extent);

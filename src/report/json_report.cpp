@@ -258,6 +258,27 @@ ordered_json warnings_json(const std::vector<Warning>& warnings) {
   return items;
 }
 
+/// null for a model; an adapter's writer, the base it names and, where the base was found here, its own verdict.
+ordered_json adapter_json(const ModelReport& model) {
+  if (!model.adapter) return nullptr;
+  ordered_json base_scan = nullptr;
+  if (const std::optional<BaseScan>& base = model.base_scan) {
+    ordered_json error = nullptr;
+    if (base->error) error = {{"code", base->error->code}, {"message", base->error->message}};
+    base_scan = {{"path", base->path},
+                 {"label", label_name(base->verdict.label)},
+                 {"candidates", label_list(base->verdict.candidates)},
+                 {"confidence", base->verdict.confidence},
+                 {"decided_by", verdict_basis_name(base->verdict.decided_by)},
+                 {"error", error}};
+  }
+  const Adapter& adapter = *model.adapter;
+  return {{"format", adapter_format_name(adapter.format)},
+          {"base_model", adapter.base_model ? ordered_json(*adapter.base_model) : ordered_json(nullptr)},
+          {"found_by", adapter.found_by},
+          {"base_scan", base_scan}};
+}
+
 }  // namespace
 
 ordered_json model_json(const ModelReport& model) {
@@ -270,6 +291,7 @@ ordered_json model_json(const ModelReport& model) {
           {"format", model.format.empty() ? ordered_json(nullptr) : ordered_json(model.format)},
           {"files", model.files},
           {"metadata", model.metadata},
+          {"adapter", adapter_json(model)},
           {"summary", summary_json(model.summary)},
           {"buffers", value_summary_json(model.buffers)},
           {"verdict", verdict_json(model.verdict)},

@@ -30,7 +30,7 @@ constexpr const char* kStatsRule = "--:|--:|--:|--:|--:|--:|--:";
 
 std::string verdict(const ModelReport& model) {
   if (model.error) return "error: " + model.error->code;
-  return label_text(model.verdict) + basis_text(model.verdict) + risk_text(model.verdict);
+  return label_text(model.verdict) + adapter_text(model) + basis_text(model.verdict) + risk_text(model.verdict);
 }
 
 std::string group_table(const ModelReport& model) {

@@ -50,8 +50,8 @@ std::string safety_cell(const ModelReport& model) {
 std::string verdict_cell(const ModelReport& model) {
   std::string gate = model.gate_failures.empty() ? "" : " GATE FAILED";
   if (model.error) return "error: " + model.error->code + safety_cell(model) + gate;
-  return fmt::format("{}{}{}{}{}", label_text(model.verdict), basis_text(model.verdict), risk_text(model.verdict),
-                     safety_cell(model), gate);
+  return fmt::format("{}{}{}{}{}{}", label_text(model.verdict), adapter_text(model), basis_text(model.verdict),
+                     risk_text(model.verdict), safety_cell(model), gate);
 }
 
 /// Under -v, for a GGUF file: what its header says of the model (the JSON has every key/value).

@@ -27,7 +27,12 @@ std::string kind_text(const Verdict& verdict, Fp16RiskKind kind) {
 }  // namespace
 
 std::string label_text(const Verdict& verdict) {
-  return fmt::format("{} ({:.2f})", fmt::join(verdict.candidates, "|"), verdict.confidence);
+  std::vector<Label> others;
+  if (verdict.label != Label::kUnknown)
+    for (Label candidate : verdict.candidates)
+      if (!shares_precision(candidate, verdict.label)) others.push_back(candidate);
+  if (others.empty()) return fmt::format("{} ({:.2f})", verdict.label, verdict.confidence);
+  return fmt::format("{} ({:.2f}; not ruled out: {})", verdict.label, verdict.confidence, fmt::join(others, ", "));
 }
 
 std::string basis_text(const Verdict& verdict) {
@@ -44,6 +49,15 @@ std::string basis_text(const Verdict& verdict) {
   std::vector<std::string_view> kinds;
   for (const Conflict& conflict : verdict.conflicts) kinds.push_back(conflict_kind_name(conflict.kind));
   return kinds.empty() ? text : fmt::format("{}; conflict: {}", text, fmt::join(kinds, ", "));
+}
+
+std::string adapter_text(const ModelReport& model) {
+  if (!model.adapter) return "";
+  const Adapter& adapter = *model.adapter;
+  if (!adapter.base_model) return fmt::format(" adapter ({}), no base named", adapter.format);
+  bool scanned = model.base_scan && !model.base_scan->error;
+  return fmt::format(" adapter ({}) of {}{}", adapter.format, *adapter.base_model,
+                     scanned ? fmt::format(" (base scanned: {})", model.base_scan->path) : "");
 }
 
 std::string risk_reasons_text(const Verdict& verdict) {

@@ -35,6 +35,38 @@ TEST(Gates, EachGateSaysWhatItFoundAndWhichFlag) {
                                 "abs max 300 exceeds 100 (--max-abs)"}));
 }
 
+// A two-label verdict (the ranges could not decide) meets only an expectation that holds both of its labels, and
+// fails --fail-on for either of them: a gate never reads more into a verdict than its evidence says.
+TEST(Gates, ATwoLabelVerdictMeetsOnlyWhatHoldsBothLabelsAndFailsOnEither) {
+  ModelReport open = scanned(Label::kBf16OrFp32, 300, 2e3);
+  EXPECT_EQ(gate_failures(open, {.expect = Label::kBf16}),
+            std::vector<std::string>{"classified bf16|fp32, expected bf16 (--expect)"});
+  EXPECT_TRUE(gate_failures(open, {.expect = Label::kBf16OrFp32}).empty());
+  EXPECT_EQ(gate_failures(open, {.fail_on = {Label::kFp32}}),
+            std::vector<std::string>{"classified bf16|fp32 (--fail-on fp32)"});
+  EXPECT_TRUE(gate_failures(open, {.fail_on = {Label::kFp16, Label::kUnknown}}).empty());
+  ModelReport decided = scanned(Label::kBf16, 300, 2e3);
+  EXPECT_TRUE(gate_failures(decided, {.expect = Label::kBf16OrFp32}).empty());
+  ModelReport unknown = scanned(Label::kUnknown, 0, 0);
+  EXPECT_FALSE(gate_failures(unknown, {.expect = Label::kBf16OrFp32}).empty());
+  EXPECT_TRUE(gate_failures(unknown, {.fail_on = {Label::kFp16}}).empty());
+  EXPECT_FALSE(gate_failures(unknown, {.fail_on = {Label::kUnknown}}).empty());
+}
+
+TEST(Labels, TwoLabelValuesJoinAndContainTheirPrecisions) {
+  EXPECT_EQ(joined_label(std::vector{Label::kFp16, Label::kFp32}), Label::kFp16OrFp32);
+  EXPECT_EQ(joined_label(std::vector{Label::kFp32, Label::kBf16}), Label::kBf16OrFp32);
+  EXPECT_EQ(joined_label(std::vector{Label::kBf16}), Label::kBf16);
+  EXPECT_EQ(joined_label(std::vector{Label::kFp16, Label::kBf16, Label::kFp32}), Label::kUnknown);
+  EXPECT_EQ(joined_label(std::vector<Label>{}), Label::kUnknown);
+  EXPECT_TRUE(is_within(Label::kFp16, Label::kFp16OrFp32));
+  EXPECT_FALSE(is_within(Label::kFp16OrFp32, Label::kFp16));
+  EXPECT_FALSE(is_within(Label::kUnknown, Label::kFp16OrFp32));
+  EXPECT_TRUE(shares_precision(Label::kFp16OrFp32, Label::kBf16OrFp32));
+  EXPECT_FALSE(shares_precision(Label::kFp16OrBf16, Label::kFp32));
+  for (Label label : kLabels) EXPECT_EQ(parse_label(label_name(label)), label);
+}
+
 TEST(Gates, AFailedModelOrAMissingStatisticViolatesNoGate) {
   ModelReport failed = scanned(Label::kUnknown, 0, 0);
   failed.error = ModelError{"io_error", "m: gone"};

@@ -10,6 +10,14 @@
 
 namespace precdetect {
 
+/// --expect: the verdict is `expected`, or leaves open only precisions `expected` does: --expect bf16|fp32 accepts
+/// bf16, fp32 and bf16|fp32; --expect bf16 accepts bf16 alone, not a bf16|fp32 the ranges could not decide.
+bool meets_expectation(Label label, Label expected);
+
+/// --fail-on: the verdict is `bad`, or leaves a precision of it open: --fail-on fp16 fails fp16 and fp16|fp32,
+/// the models the evidence does not clear of fp16.
+bool may_be(Label label, Label bad);
+
 /// One line per violated gate, saying what was found and which flag it violates; empty when all pass. A model
 /// that could not be scanned is judged by its error, never by gates, except --fail-if-unsafe: its safety was
 /// examined all the same. A bound on a statistic the model does not

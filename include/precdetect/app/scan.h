@@ -29,10 +29,14 @@ void judge_model(ModelReport& report, ModelAnalysis analysis, const ModelIdentit
 /// Marks `report` failed with `error`: no partial statistics or verdict stay.
 void fail_model(ModelReport& report, ModelError error);
 
+/// Whether an adapter's base model is scanned too (an adapter's base is scanned without following further).
+enum class BaseFollowing { kYes, kNo };
+
 /// Scans one input with `analyzer`, taking tensor statistics from `cache` where it has them (nullptr: no cache).
-/// Never throws precdetect::Error: a model that cannot be scanned comes back with `error` set.
+/// An adapter's base, where it lies on this machine, is scanned with it and its verdict taken. Never throws
+/// precdetect::Error: a model that cannot be scanned comes back with `error` set.
 ModelReport scan_model(const std::string& input, const ScanOptions& options, const Judgement& judgement,
-                       Analyzer& analyzer, StatsCache* cache);
+                       Analyzer& analyzer, StatsCache* cache, BaseFollowing base_following = BaseFollowing::kYes);
 
 /// What scan_all tells as it goes, each call made under one lock (any may be empty): how many models it will
 /// scan, then each model as a worker starts it and once it is finished (its gates judged).

@@ -55,7 +55,7 @@ enum class VerdictBasis { kNone, kRanges, kDocumented, kRecords };
 std::string_view verdict_basis_name(VerdictBasis basis);
 
 struct Verdict {
-  Label label = Label::kUnknown;
+  Label label = Label::kUnknown;  ///< one precision only where evidence decides it; else what is left open
   VerdictBasis decided_by = VerdictBasis::kNone;
   /// The labels the evidence does not rule out, `label` first: range evidence tells fp16 from the rest, never
   /// bf16 from fp32. "unknown" rules out nothing.
@@ -77,12 +77,17 @@ struct Verdict {
 struct ModelEvidence {
   std::span<const TrainingRecord> records;
   std::optional<Documented> documented;
+  /// The weights are an adapter's (classify/adapter.h): its ranges and records describe the adapter's training,
+  /// never its base's pretraining, so they are shown and never decide; `documented` is its base's.
+  bool adapter = false;
 };
 
 /// The rules see the parameters' summary: the fired rule with the highest confidence (the first on ties) gives
-/// label, candidates and confidence; no fired rule, or no floating values at all, gives "unknown". A documented
+/// candidates and confidence, and as label what its candidates leave open (two candidates: a two-label value such
+/// as fp16|fp32, never one precision the ranges cannot decide); no fired rule, or no floating values at all, gives "unknown". A documented
 /// precision, then training records, decide instead when there are any (documented_evidence.h,
-/// record_evidence.h). fp16_risk is true when a fired rule says so (a `range` reason), when the model or its
+/// record_evidence.h). An adapter's verdict comes from its base's documented precision alone (`unknown` without
+/// one), its rules and records listed as evidence only. fp16_risk is true when a fired rule says so (a `range` reason), when the model or its
 /// base is documented as bf16-pretrained (`documented`), or when casting one of `tensors`, parameter or buffer,
 /// to fp16 overflows or flushes most of it to zero (fp16_risk.h).
 Verdict classify(const ModelSummary& summary, std::span<const AnalyzedTensor> tensors, const RuleSet& rules,

@@ -17,9 +17,10 @@ enum class MatchKind {
   kCacheFolder,  ///< the hub cache's models--org--name folder the weights lie in
   kNameOrPath,   ///< config.json's `_name_or_path`: the model itself, or the base a fine-tune was loaded from
   kConfig,       ///< config.json's family and size fields only: a weaker match, one grade lower
+  kAdapterBase,  ///< the base model an adapter names (adapter_config.json's base_model_name_or_path)
 };
 
-/// "hub_id", "cache_folder", "name_or_path", "config" (JSON `verdict.documented.matched_by`).
+/// "hub_id", "cache_folder", "name_or_path", "config", "adapter_base" (JSON `verdict.documented.matched_by`).
 std::string_view match_kind_name(MatchKind kind);
 
 struct ModelIdentity {
@@ -33,6 +34,10 @@ struct ModelIdentity {
 /// throws: a config.json that cannot be read gives no identity from it (the weights are what is scanned).
 ModelIdentity identify_model(const std::string& input, const std::filesystem::path& path,
                              const std::optional<std::filesystem::path>& config_json);
+
+/// What names the base model an adapter names: a hub id ("gpt2", "org/name@rev"), or a path of the hub cache;
+/// nullopt for anything else (a local folder outside the cache names nothing the registry knows).
+std::optional<std::string> adapter_base_id(const std::string& base_model);
 
 /// What names a model in memory: its config's object (an HF model's config.to_dict() with `_name_or_path`); null
 /// or any other value names nothing.

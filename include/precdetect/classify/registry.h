@@ -41,6 +41,9 @@ struct RegistryEntry {
   /// Hub ids ("EleutherAI/pythia-1b"; legacy ones without an org, "t5-small"); a trailing `*` matches every id
   /// that starts with what precedes it ("google/flan-t5-*").
   std::vector<std::string> ids;
+  /// Fine-tunes the same authors released of these models (instruct, chat): their pretraining is the entry's, so
+  /// they match it as a base (Documented::base_model). Same spelling as `ids`.
+  std::vector<std::string> variants;
   Precision precision = Precision::kFp32;
   Grade grade = Grade::kLow;
   std::string source;  ///< a URL, or repo:path, or an issue: where the precision is stated

@@ -21,11 +21,12 @@ struct Condition {
 struct Rule {
   std::string id;
   std::vector<Condition> when;  ///< all must hold for the rule to fire
-  Label label = Label::kUnknown;
-  /// The labels the rule's evidence does not rule out, `label` first (range: bf16 or fp32; fp16 or fp32).
+  Label label = Label::kUnknown;  ///< the precision its source ties it to (seed 000: the group it describes)
+  /// The precisions the rule's evidence does not rule out, `label` first (range: bf16 or fp32; fp16 or fp32):
+  /// what a verdict the rule decides claims, as one label (joined_label).
   std::vector<Label> candidates;
-  double confidence = 0.0;  ///< in [0, 1]
-  std::string basis;        ///< how the confidence was computed ("9 of 12 labelled models ..."); may be empty
+  double confidence = 0.0;  ///< in [0, 1]: how often its candidates held the truth among the labelled models
+  std::string basis;        ///< how the confidence was computed ("20 of 20 labelled models ..."); may be empty
   bool fp16_risk = false;
   std::string says;    ///< what a firing means, in a sentence
   std::string source;  ///< where the threshold comes from

@@ -26,6 +26,8 @@ enum class WarningCode {
   kEmptySelection,       ///< analyze: --include/--exclude selected no tensor
   kNoFloatParameters,    ///< analyze: no floating-point parameter: nothing to classify
   kNonFinite,            ///< analyze: NaN or Inf values in the weights
+  kAdapterWithoutBase,   ///< classify: an adapter that names no base model: nothing tells its pretraining
+  kAdapterBaseUnknown,   ///< classify: the base an adapter names is neither documented nor scannable here
 };
 
 /// snake_case name of a code, e.g. "not_executed" (JSON `warnings[].code`).

@@ -9,6 +9,7 @@
 
 #include "precdetect/analyze/analyzed_tensor.h"
 #include "precdetect/analyze/summary.h"
+#include "precdetect/classify/adapter.h"
 #include "precdetect/classify/classifier.h"
 #include "precdetect/core/error.h"
 #include "precdetect/core/warning.h"
@@ -19,6 +20,14 @@ namespace precdetect {
 
 /// A tensor as the report shows it: what analysis found (per-tensor rows, roles, model-parallel parts).
 using TensorReport = AnalyzedTensor;
+
+/// An adapter's base model as scanned on this machine (the HF cache, a local folder): what its own verdict said,
+/// which the adapter's verdict takes.
+struct BaseScan {
+  std::string path;
+  Verdict verdict;
+  std::optional<ModelError> error;  ///< it was there but could not be scanned: the registry alone speaks
+};
 
 struct ModelReport {
   std::string input;
@@ -36,6 +45,8 @@ struct ModelReport {
   /// Kept for a failed model too: an unsafe pickle often is why it failed.
   std::optional<Safety> safety;
   std::optional<ModelError> error;
+  std::optional<Adapter> adapter;      ///< the weights are an adapter's, not a model's (classify/adapter.h)
+  std::optional<BaseScan> base_scan;   ///< an adapter's base, where it was found on this machine
   std::vector<std::string> gate_failures;  ///< one reason per violated --expect/--fail-on/... gate
   /// In a --shard run, its place in the whole input list, which `merge` restores the single run's order by.
   std::optional<ListPosition> list_position;

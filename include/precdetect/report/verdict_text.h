@@ -1,20 +1,26 @@
 #pragma once
-/// The verdict in words, as the table and the Markdown print it: "bf16|fp32 (0.75) fp16-risk: range, overflow
+/// The verdict in words, as the table and the Markdown print it: "bf16|fp32 (0.93) fp16-risk: range, overflow
 /// in 2 tensors (conv2_BN.running_var 4.970e+05, ...)"; "bf16 (0.95) from training_args.bin: bf16=True".
 
 #include <string>
 
 #include "precdetect/classify/classifier.h"
+#include "precdetect/report/report.h"
 
 namespace precdetect {
 
-/// The label, then the other candidates ("bf16|fp32"), and the confidence.
+/// The label and the confidence, then the candidates a conflict left open beside it: "bf16|fp32 (0.93)",
+/// "fp16 (0.50; not ruled out: bf16, fp32)"; an unknown verdict rules nothing out and lists none.
 std::string label_text(const Verdict& verdict);
 
 /// What beside the ranges speaks: " from training_args.bin: bf16=True" when records decided (the first; "(+N
 /// records)" more), " documented bf16 for EleutherAI/pythia-1b (high, by hub_id)" when a registry entry matched,
 /// and the kinds of conflict ("; conflict: ranges_disagree"); "" when neither.
 std::string basis_text(const Verdict& verdict);
+
+/// What an adapter's verdict speaks for: " adapter (peft) of gpt2", " ... (base scanned: PATH)", " adapter
+/// (kohya), no base named"; "" for a model.
+std::string adapter_text(const ModelReport& model);
 
 /// Each kind of fp16 risk reason with its first tensor: "range, overflow in 2 tensors (...)"; "" when none.
 std::string risk_reasons_text(const Verdict& verdict);

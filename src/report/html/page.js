@@ -248,6 +248,9 @@ function riskReason(reason) {
          `(${count(reason.values)}) to zero.`;
 }
 
+// The CSS class of a label: its own for one precision, `open` for a two-label value such as fp16|fp32.
+function labelClass(label) { return label.includes('|') ? 'open' : label; }
+
 function verdictBlock(model) {
   const verdict = model.verdict;
   const risk = verdict.fp16_risk ? element('span', {class: 'badge risk'}, 'fp16 risk')
@@ -255,13 +258,15 @@ function verdictBlock(model) {
   const hints = [];
   if (verdict.hints?.config_dtype) hints.push(`config.json says ${verdict.hints.config_dtype}`);
   if (verdict.hints?.stored_dtypes?.length) hints.push(`stored as ${verdict.hints.stored_dtypes.join(', ')}`);
-  const others = verdict.candidates.filter((label) => label !== verdict.label);
+  const open = verdict.label.split('|');
+  const others = verdict.candidates.filter((label) => !open.includes(label));
   return element('div', {class: 'verdict'},
-      element('span', {class: `label ${verdict.label}`}, verdict.label),
+      element('span', {class: `label ${labelClass(verdict.label)}`}, verdict.label),
       element('div', {}, element('div', {}, `confidence ${verdict.confidence.toFixed(2)} `, risk),
-              element('div', {class: 'sub candidates'}, others.length
-                  ? `The evidence does not rule out: ${others.join(', ')}` +
-                    (verdict.decided_by === 'ranges' ? ' (range cannot tell bf16 from fp32).' : '.') : ''),
+              element('div', {class: 'sub candidates'}, open.length > 1
+                  ? `The evidence leaves ${open.join(' and ')} open: ` +
+                    `${verdict.decided_by === 'ranges' ? 'weight ranges cannot tell them apart' : 'it cannot tell them apart'}.`
+                  : others.length ? `The evidence does not rule out: ${others.join(', ')}.` : ''),
               element('div', {class: 'sub'}, verdict.decided_by === 'records'
                   ? 'Decided by what the training framework recorded (below), which outranks the weight ranges.'
                   : verdict.decided_by === 'documented'
@@ -430,8 +435,8 @@ function overview(models) {
   const rows = models.map((m) => ({cells: [
     element('a', {href: `#${anchor(m)}`}, m.input),
     m.error ? element('span', {class: 'badge error'}, 'error')
-            : element('span', {class: `badge ${m.verdict.label}`},
-                      `${m.verdict.candidates.join('|')} ${m.verdict.confidence.toFixed(2)}`),
+            : element('span', {class: `badge ${labelClass(m.verdict.label)}`},
+                      `${m.verdict.label} ${m.verdict.confidence.toFixed(2)}`),
     m.error ? '' : m.verdict.fp16_risk ? element('span', {class: 'badge risk'}, 'fp16 risk') : 'no',
     m.error ? '' : scientific(m.summary.abs_max), m.error ? '' : scientific(m.summary.norm_max),
     m.error ? '' : count(m.summary.parameters)]}));

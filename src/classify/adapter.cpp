@@ -1,0 +1,105 @@
+#include "precdetect/classify/adapter.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <vector>
+
+#include "precdetect/core/text_file.h"
+
+namespace precdetect {
+namespace {
+
+/// The LoRA tensor names each writer uses (kohya-ss sd-scripts networks/lora.py; diffusers' LoRA loaders, old
+/// attention-processor and new PEFT-style keys; PEFT's save_pretrained).
+struct NamePattern {
+  AdapterFormat format;
+  std::regex pattern;
+};
+
+const std::vector<NamePattern>& lora_names() {
+  static const std::vector<NamePattern> patterns = {
+      {AdapterFormat::kKohya, std::regex(R"(^lora_(unet|te\d?)_.*[._](lora_down\.weight|lora_up\.weight|alpha|dora_scale)$)")},
+      {AdapterFormat::kDiffusers,
+       std::regex(R"(^(unet|text_encoder(_2)?|transformer)\..*\.(lora_[AB]\.weight|lora\.(down|up)\.weight)$)")},
+      {AdapterFormat::kDiffusers, std::regex(R"(\.processor\.\w+_lora\.(down|up)\.weight$)")},
+      {AdapterFormat::kPeft, std::regex(R"(\.lora_(A|B|embedding_A|embedding_B|magnitude_vector)(\.weight)?$)")},
+  };
+  return patterns;
+}
+
+/// A PEFT adapter_config.json in `folder`: its base model when it names one.
+std::optional<Adapter> peft_adapter(const std::filesystem::path& folder) {
+  std::filesystem::path config_path = folder / "adapter_config.json";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(config_path, ec)) return std::nullopt;
+  Adapter adapter{.format = AdapterFormat::kPeft, .found_by = "adapter_config.json"};
+  try {
+    nlohmann::json config = nlohmann::json::parse(read_text_file(config_path, "adapter_config.json"));
+    if (config.is_object() && config.contains("base_model_name_or_path") &&
+        config["base_model_name_or_path"].is_string() && !config["base_model_name_or_path"].get<std::string>().empty())
+      adapter.base_model = config["base_model_name_or_path"].get<std::string>();
+  } catch (const std::exception&) {
+    adapter.found_by = "adapter_config.json (unreadable: no base model read from it)";
+  }
+  return adapter;
+}
+
+/// The writer most tensor names follow, when more than half are LoRA names of that writer.
+std::optional<Adapter> adapter_by_names(std::span<const std::string> tensor_names) {
+  std::map<AdapterFormat, size_t> matched;
+  for (const std::string& name : tensor_names)
+    for (const NamePattern& entry : lora_names())
+      if (std::regex_search(name, entry.pattern)) {
+        ++matched[entry.format];
+        break;
+      }
+  for (const auto& [format, count] : matched)
+    if (2 * count > tensor_names.size())
+      return Adapter{.format = format,
+                     .found_by = fmt::format("tensor names: {} of {} are {} LoRA names", count, tensor_names.size(),
+                                             adapter_format_name(format))};
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view adapter_format_name(AdapterFormat format) {
+  switch (format) {
+    case AdapterFormat::kPeft:
+      return "peft";
+    case AdapterFormat::kDiffusers:
+      return "diffusers";
+    case AdapterFormat::kKohya:
+      return "kohya";
+  }
+  return "peft";
+}
+
+std::optional<Adapter> identify_adapter(const std::filesystem::path& model_path,
+                                        std::span<const std::string> tensor_names) {
+  std::error_code ec;
+  // A file is a PEFT adapter under its own name only: a folder of checkpoints may hold one beside others.
+  bool folder = std::filesystem::is_directory(model_path, ec);
+  if (folder || model_path.stem() == "adapter_model")
+    if (std::optional<Adapter> adapter = peft_adapter(folder ? model_path : model_path.parent_path())) return adapter;
+  return adapter_by_names(tensor_names);
+}
+
+void adopt_base_verdict(Verdict& adapter, const Verdict& base) {
+  adapter.label = base.label;
+  adapter.candidates = base.candidates;
+  adapter.confidence = base.confidence;
+  adapter.decided_by = base.decided_by;
+  adapter.documented = base.documented;
+  if (adapter.documented) adapter.documented->base_model = true;
+  adapter.conflicts = base.conflicts;
+  std::erase_if(adapter.fp16_risk_reasons, [](const Fp16RiskReason& r) { return r.kind == Fp16RiskKind::kDocumented; });
+  for (const Fp16RiskReason& reason : base.fp16_risk_reasons)
+    if (reason.kind == Fp16RiskKind::kRange || reason.kind == Fp16RiskKind::kDocumented)
+      adapter.fp16_risk_reasons.push_back(reason);
+}
+
+}  // namespace precdetect
