@@ -30,7 +30,8 @@ class ScanResult:
 
     @property
     def label(self):
-        """fp16, bf16, fp32 or unknown (a model that could not be scanned is unknown, with `error`)."""
+        """fp16, bf16 or fp32 where evidence decides it; fp16|fp32 or bf16|fp32 where the weight ranges alone speak
+        and cannot tell the two apart; unknown (also for a model that could not be scanned, with `error`)."""
         return self.verdict.get("label")
 
     @property
@@ -64,7 +65,7 @@ class ScanResult:
     def __repr__(self) -> str:
         if self.error:
             return f"<ScanResult {self.path}: error {self.error['code']}>"
-        return f"<ScanResult {self.path}: {'|'.join(self.candidates) or self.label} ({self.confidence})" + (
+        return f"<ScanResult {self.path}: {self.label} ({self.confidence})" + (
             " fp16-risk>" if self.fp16_risk else ">")
 
 

@@ -75,8 +75,19 @@ Documented documented(const RegistryEntry& entry, std::string id, MatchKind kind
           .quote = entry.quote};
 }
 
-/// The entry whose id or variant names `id` best; a variant matches as its base: the entry's first id, or the
-/// variant itself when the authors released no base (Phi-3).
+/// The entry's id a variant is named after ("Qwen/Qwen-7B" for "Qwen/Qwen-7B-Chat"): the longest that begins it;
+/// none when the authors released no base (Phi-3's instruct models).
+const std::string* base_of_variant(const RegistryEntry& entry, std::string_view variant) {
+  const std::string* base = nullptr;
+  for (const std::string& id : entry.ids)
+    if (!id.ends_with('*') && id.size() < variant.size() && same_id(id, variant.substr(0, id.size())) &&
+        (base == nullptr || id.size() > base->size()))
+      base = &id;
+  return base;
+}
+
+/// The entry whose id or variant names `id` best; a variant matches as a fine-tune of its base
+/// (base_of_variant), or as itself when no base id begins it.
 std::optional<Documented> by_id(const Registry& registry, const std::string& id, MatchKind kind) {
   const RegistryEntry* best = nullptr;
   const std::string* best_pattern = nullptr;
@@ -89,9 +100,9 @@ std::optional<Documented> by_id(const Registry& registry, const std::string& id,
           best = &entry, best_pattern = &pattern, best_is_variant = variant, best_rank = rank;
   if (best == nullptr) return std::nullopt;
   std::string named = best_pattern->ends_with('*') ? id : *best_pattern;
-  if (!best_is_variant || best->ids.empty()) return documented(*best, std::move(named), kind, id);
-  Documented found = documented(*best, best->ids.front(), kind, id);
-  found.base_model = true;
+  const std::string* base = best_is_variant ? base_of_variant(*best, id) : nullptr;
+  Documented found = documented(*best, base ? *base : std::move(named), kind, id);
+  found.base_model = best_is_variant;
   return found;
 }
 

@@ -46,8 +46,8 @@ class Recursive(Zoo):
         self.assertEqual(code, 2)  # the broken model
         self.assertEqual([m["input"] for m in document["models"]], sorted(map(str, [self.broken, self.bf16, self.fp16])))
         labels = {m["input"]: m["verdict"]["label"] for m in document["models"]}
-        self.assertEqual(labels[str(self.bf16)], "bf16")
-        self.assertEqual(labels[str(self.fp16)], "fp16")
+        self.assertEqual(labels[str(self.bf16)], "bf16|fp32")
+        self.assertEqual(labels[str(self.fp16)], "fp16|fp32")
         self.assertEqual(document["models"][0]["error"]["code"], "invalid_header_length")
 
     def test_a_folder_without_models_is_reported_as_such(self):
@@ -102,7 +102,7 @@ class JsonLines(Zoo):
         models, summary = lines[:-1], lines[-1]["summary"]
         self.assertEqual(sorted(m["input"] for m in models), sorted(map(str, [self.broken, self.bf16, self.fp16])))
         self.assertEqual(summary, {"models": 3, "scanned": 2, "failed": 1, "gate_failures": 0,
-                                   "labels": {"bf16": 1, "fp16": 1}})
+                                   "labels": {"fp16|fp32": 1, "bf16|fp32": 1}})
         # each line is the same object as the model's item in the --json document
         _, document, _ = scan("--recursive", self.zoo)
         self.assertEqual(sorted(models, key=lambda m: m["input"]), document["models"])
@@ -142,15 +142,18 @@ class Gates(Zoo):
         return result.returncode, {m["input"]: m["gate_failures"] for m in result.document["models"]}, result.stderr
 
     def test_expect_and_fail_on(self):
-        code, failures, stderr = self.gate("--expect", "fp16", self.fp16, self.bf16)
+        code, failures, stderr = self.gate("--expect", "fp16|fp32", self.fp16, self.bf16)
         self.assertEqual(code, 1)
         self.assertEqual(failures[str(self.fp16)], [])
-        self.assertEqual(failures[str(self.bf16)], ["classified bf16, expected fp16 (--expect)"])
-        self.assertIn(f"gate failed: {self.bf16}: classified bf16, expected fp16", stderr)
-        self.assertEqual(self.gate("--expect", "bf16", self.bf16)[0], 0)
+        self.assertEqual(failures[str(self.bf16)], ["classified bf16|fp32, expected fp16|fp32 (--expect)"])
+        self.assertIn(f"gate failed: {self.bf16}: classified bf16|fp32, expected fp16|fp32", stderr)
+        self.assertEqual(self.gate("--expect", "bf16|fp32", self.bf16)[0], 0)
+        self.assertEqual(self.gate("--expect", "fp16", self.fp16)[0], 1)  # the ranges never decide fp16 alone
         code, failures, _ = self.gate("--fail-on", "fp32,bf16", self.fp16, self.bf16)
-        self.assertEqual((code, failures[str(self.bf16)]), (1, ["classified bf16 (--fail-on fp32,bf16)"]))
-        self.assertEqual(self.gate("--fail-on", "fp32", self.fp16, self.bf16)[0], 0)
+        self.assertEqual((code, failures[str(self.fp16)]), (1, ["classified fp16|fp32 (--fail-on fp32,bf16)"]))
+        code, failures, _ = self.gate("--fail-on", "bf16", self.fp16, self.bf16)
+        self.assertEqual((code, failures[str(self.fp16)], failures[str(self.bf16)]),
+                         (1, [], ["classified bf16|fp32 (--fail-on bf16)"]))
 
     def test_fp16_risk(self):
         self.assertEqual(self.gate("--fail-if-fp16-risk", self.fp16)[0], 0)
@@ -167,8 +170,8 @@ class Gates(Zoo):
             self.assertIn(f"exceeds {value * 0.9999:.4g} ({flag})", failures[str(self.bf16)][0])
 
     def test_a_gate_failure_wins_over_a_broken_model(self):
-        self.assertEqual(self.gate("--expect", "fp16", self.bf16, self.broken)[0], 1)
-        self.assertEqual(self.gate("--expect", "bf16", self.bf16, self.broken)[0], 2)
+        self.assertEqual(self.gate("--expect", "fp16|fp32", self.bf16, self.broken)[0], 1)
+        self.assertEqual(self.gate("--expect", "bf16|fp32", self.bf16, self.broken)[0], 2)
 
     def test_bad_gate_values_are_usage_errors(self):
         for args in (["--expect", "fp8"], ["--fail-on", "bf16,int4"], ["--max-abs", "-1"]):
@@ -177,11 +180,12 @@ class Gates(Zoo):
             self.assertIn(args[0], result.stderr, args)
 
     def test_the_table_marks_gate_failures_and_counts_the_batch(self):
-        result = run("--expect", "fp16", self.fp16, self.bf16, self.broken)
+        result = run("--expect", "fp16|fp32", self.fp16, self.bf16, self.broken)
         self.assertEqual(result.returncode, 1)
         bf16_row = next(line for line in result.stdout.splitlines() if "bf16-like" in line)
         self.assertIn("GATE FAILED", bf16_row)
-        self.assertEqual(result.stdout.splitlines()[-1], "3 models: fp16 1, bf16 1; 1 failed; 1 failed a gate")
+        self.assertEqual(result.stdout.splitlines()[-1],
+                         "3 models: fp16|fp32 1, bf16|fp32 1; 1 failed; 1 failed a gate")
 
 
 def run_with_terminal_stderr(*args, env=None):
@@ -336,14 +340,14 @@ class HubCache(ScanTestCase):
         self.assertEqual(code, 0)
         models = {m["input"]: m["verdict"]["label"] for m in document["models"]}
         # refs/main names the bf16 revision; the repo without refs is taken at its only (newest) snapshot
-        self.assertEqual(models, {"acme/two-revisions": "bf16", "solo@" + "c" * 40: "fp16"})
+        self.assertEqual(models, {"acme/two-revisions": "bf16|fp32", "solo@" + "c" * 40: "fp16|fp32"})
 
     def test_every_revision(self):
         code, document, _ = scan("--hf-cache", "--all-revisions", env=self.env)
         self.assertEqual(code, 0)
         self.assertEqual({m["input"]: m["verdict"]["label"] for m in document["models"]},
-                         {"acme/two-revisions@" + "a" * 40: "fp16", "acme/two-revisions@" + "b" * 40: "bf16",
-                          "solo@" + "c" * 40: "fp16"})
+                         {"acme/two-revisions@" + "a" * 40: "fp16|fp32", "acme/two-revisions@" + "b" * 40: "bf16|fp32",
+                          "solo@" + "c" * 40: "fp16|fp32"})
 
     def test_an_empty_cache_has_nothing_to_scan(self):
         result = run("--hf-cache", env={"HF_HUB_CACHE": str(self.tmp / "absent")})
@@ -436,7 +440,8 @@ class Merge(ScanTestCase):
         self.assertEqual(merged.returncode, 1)  # the second run's gate failure
         direct = run("--json", self.tmp / "bf16-like", check_json=True).document
         self.assertEqual(merged.document["models"][0], direct["models"][0])
-        self.assertEqual(merged.document["models"][1]["gate_failures"], ["classified bf16, expected fp16 (--expect)"])
+        self.assertEqual(merged.document["models"][1]["gate_failures"],
+                         ["classified bf16|fp32, expected fp16 (--expect)"])
         self.assertEqual(json.loads((self.tmp / "zoo.json").read_text()), merged.document)
         self.assertEqual(run("merge", first).returncode, 0)
 

@@ -137,7 +137,7 @@ class Output(ScanTestCase):
         self.assertTrue(header.startswith("name"))
         cells = [c.strip() for c in row.split(" | ")]  # the verdict's candidates are joined by a bare "|"
         self.assertEqual(cells[1:5], ["0.000e+00", "7.920e+02", "6.000e+00", "7.920e+02"])
-        self.assertTrue(cells[7].startswith("bf16|fp32 (0.75)"), cells[7])
+        self.assertTrue(cells[7].startswith("bf16|fp32 (0.93)"), cells[7])
         self.assertIn("fp16-risk", cells[7])
         verbose = run("-v", self.tmp / "t5ish.safetensors").stdout
         self.assertRegex(verbose, re.compile(r"^\s+a\s+\| F32\s+\| 0\.000e\+00 \| 7\.920e\+02", re.M))

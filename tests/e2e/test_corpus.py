@@ -126,7 +126,7 @@ class Corpus(ScanTestCase):
         self.assertEqual(roles["model.0.conv.weight"], "model")
         self.assertEqual(roles["model.0.bn.running_var"], "buffer")
         self.assertEqual(roles["model.24.anchor_grid.0"], "buffer")
-        self.assertEqual(model["verdict"]["label"], "fp16")  # anchor_grid (373) and grid were its bf16 evidence
+        self.assertEqual(model["verdict"]["label"], "fp16|fp32")  # anchor_grid (373) and grid said bf16|fp32
         self.assertIn("model.0.conv.weight", {t["name"] for t in model["tensors"]})
         self.assertTrue(any("models.yolo.Model" in w for w in messages(model)))
 

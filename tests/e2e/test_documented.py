@@ -65,9 +65,9 @@ class Documented(ScanTestCase):
         self.assertEqual((documented["matched_by"], documented["base_model"]), ("hub_id", False))
         self.assertIn("pythia", documented["source"])
         self.assertEqual(verdict["decided_by"], "documented")
-        # The range rule leaves bf16|fp32; the documented entry decides between them and agrees: 1 - 0.1 * 0.25.
+        # The range rule leaves bf16|fp32; the documented entry decides between them and agrees.
         self.assertEqual(verdict["candidates"], ["bf16"])
-        self.assertAlmostEqual(verdict["confidence"], 0.975)
+        self.assertAlmostEqual(verdict["confidence"], 0.99)  # 1 - (1 - 0.9)(1 - 0.93) = 0.993, capped at 0.99
         self.assertEqual(verdict["conflicts"], [])
         kinds = [reason["kind"] for reason in verdict["fp16_risk_reasons"]]
         self.assertIn("documented", kinds)
@@ -151,7 +151,8 @@ class Registry(ScanTestCase):
             self.assertTrue(entry.get("source", "").strip(), entry)
             self.assertIn(entry.get("grade"), ("high", "medium", "low"), entry)
             self.assertIn(entry.get("precision"), ("fp16", "fp16-mixed", "bf16", "bf16-mixed", "fp32", "fp8-mixed"))
-            for model_id in entry["ids"]:
+            self.assertTrue(entry["ids"] or entry["variants"], entry)
+            for model_id in entry["ids"] + entry.get("variants", []):
                 self.assertNotIn(model_id.lower(), seen, f"{model_id} listed twice")
                 seen[model_id.lower()] = entry
         # Sizes that differ in precision are entries of their own (the examples).
@@ -161,6 +162,19 @@ class Registry(ScanTestCase):
         self.assertEqual(seen["bigscience/bloom-560m"]["precision"], "fp16")
         self.assertEqual(seen["thudm/cogvideox-2b"]["precision"], "fp16")
         self.assertEqual(seen["thudm/cogvideox-5b"]["precision"], "bf16")
+
+    def test_instruct_variants_reach_their_base(self):
+        cases = {"Qwen/Qwen-7B-Chat": "Qwen/Qwen-7B", "meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B",
+                 "allenai/OLMo-2-1124-7B-Instruct": "allenai/OLMo-2-1124-7B"}
+        for variant, base in cases.items():
+            with self.subTest(variant=variant):
+                env = Documented.cached(self, variant, pythia_config(64, 2))
+                code, document, stderr = scan(variant, env=env)
+                self.assertEqual(code, 0, stderr)
+                documented = document["models"][0]["verdict"]["documented"]
+                self.assertEqual((documented["id"], documented["matched_by"], documented["base_model"]),
+                                 (base, "hub_id", True))
+                self.assertEqual(document["models"][0]["verdict"]["label"], "bf16")
 
     def test_print_registry_prints_the_built_in_file(self):
         result = run("--print-registry")

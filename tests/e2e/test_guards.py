@@ -72,7 +72,7 @@ class TransformersGuard(unittest.TestCase):
         with warnings.catch_warnings():
             warnings.simplefilter("error", PrecisionGuardWarning)
             self.assertEqual(self.train(tiny_bert(), guard, fp16=True).state.global_step, 1)
-        self.assertEqual((guard.result.label, guard.result.fp16_risk), ("fp16", False))
+        self.assertEqual((guard.result.label, guard.result.fp16_risk), ("fp16|fp32", False))
 
     def test_warn_names_the_evidence_and_trains(self):
         with self.assertWarnsRegex(PrecisionGuardWarning, "fp16 is unsafe .* range rule"):

@@ -30,7 +30,7 @@ class Scan(unittest.TestCase):
         fp16, bf16, failed = results
         model = cli.document["models"][1]
         self.assertEqual((bf16.label, bf16.candidates, bf16.confidence, bf16.fp16_risk),
-                         ("bf16", ["bf16", "fp32"], model["verdict"]["confidence"], True))
+                         ("bf16|fp32", ["bf16", "fp32"], model["verdict"]["confidence"], True))
         self.assertEqual(bf16.summary, model["summary"])
         self.assertEqual(bf16.safety, model["safety"])
         self.assertEqual((fp16.label, fp16.fp16_risk, fp16.error), ("fp16", False, None))
@@ -51,7 +51,7 @@ class Scan(unittest.TestCase):
     def test_to_dict_is_a_copy(self):
         [result] = precdetect.scan(EXAMPLES[0])
         result.to_dict()["verdict"]["label"] = "changed"
-        self.assertEqual(result.label, "fp16")
+        self.assertEqual(result.label, "fp16|fp32")
 
 
 class Errors(unittest.TestCase):
@@ -128,7 +128,7 @@ class Check(unittest.TestCase):
                 self.assert_close(ours[key], theirs[key], f"fp16 risk reason: {key}")
 
     def test_a_module_checks_as_its_saved_safetensors_scan(self):
-        for label, model in (("bf16", tiny_t5(scale=300)), ("fp16", tiny_bert())):
+        for label, model in (("bf16|fp32", tiny_t5(scale=300)), ("fp16|fp32", tiny_bert())):
             with self.subTest(model=type(model).__name__):
                 folder = STAGE / type(model).__name__
                 model.save_pretrained(folder)  # transformers' own writer: model.safetensors and config.json

@@ -183,7 +183,7 @@ class ReportInChromiumTest(ReportCase):
 
         verdict = page.evaluate("document.querySelector('#model-0 .verdict .label').textContent")
         self.assertEqual(verdict, model["verdict"]["label"])
-        self.assertEqual(verdict, "bf16")
+        self.assertEqual(verdict, "bf16|fp32")
         cast_rows = page.evaluate("[...document.querySelectorAll('#model-0 table')]"
                                   ".find(table => table.innerText.startsWith('cast to')).tBodies[0].innerText")
         fp16_row = cast_rows.splitlines()[0].split("\t")
@@ -200,7 +200,8 @@ class ReportInChromiumTest(ReportCase):
         tensors = {"conv.weight": torch.full((4, 4), 0.5), "bn.running_var": torch.tensor([7e4, 1.0])}
         page = self.report_page(self.write_model(tensors))
         verdict = page.evaluate("document.querySelector('#model-0 .verdict').innerText")
-        self.assertIn("does not rule out: fp32", verdict)
+        self.assertIn("The evidence leaves fp16 and fp32 open: weight ranges cannot tell them apart.", verdict)
+        self.assertEqual(page.evaluate("document.querySelector('#model-0 .verdict .label').className"), "label open")
         self.assertIn("Cast to fp16, buffer bn.running_var becomes inf: 1 value(s) above 65504", verdict)
         section = page.evaluate("document.getElementById('model-0').innerText")
         self.assertIn("Buffers (not in the verdict)", section)
@@ -217,7 +218,8 @@ class ReportInChromiumTest(ReportCase):
         section = page.evaluate("document.getElementById('model-0').innerText")
         self.assertIn("Training records (they outrank the ranges)", section)
         self.assertIn("only when loss scaling ran", section)  # the record's basis
-        self.assertIn("Confidence: 9 of 12 labelled models", section)  # the rule's counted basis
+        self.assertIn("Confidence: 12 of 12 labelled models", section)  # the rule's counted basis
+        self.assertIn("The evidence does not rule out: bf16, fp32.", verdict)  # the record decided, the rule left them
 
     def test_failed_model_and_hostile_names(self):
         good = self.write_model({HOSTILE_NAME: torch.ones(4), "b.bias": torch.full((3,), 2.0)}, "good")

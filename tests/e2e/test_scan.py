@@ -42,7 +42,7 @@ class EveryDtype(ScanTestCase):
         save_file(tensors, self.tmp / "model.safetensors", metadata={"format": "pt"})
         code, document, _ = scan(self.tmp)
         self.assertEqual(code, 0)
-        self.assertEqual(document["schema_version"], 8)
+        self.assertEqual(document["schema_version"], 9)
         model = document["models"][0]
         self.assertIsNone(model["error"])
         self.assertEqual(model["format"], "safetensors")
@@ -129,15 +129,15 @@ class Selection(ScanTestCase):
 
 
 class Verdicts(ScanTestCase):
-    def test_small_weights_read_as_fp16_and_large_as_bf16_with_risk(self):
+    def test_small_weights_leave_fp16_or_fp32_and_large_bf16_or_fp32_with_risk(self):
         torch.manual_seed(3)
         save_file({"w": torch.randn(64, 64).half() * 0.05}, self.tmp / "small.safetensors")
         save_file({"w": (torch.randn(64, 64) * 0.05).bfloat16(), "ln": torch.full((4,), 250.0).bfloat16()},
                   self.tmp / "large.safetensors")
         _, document, _ = scan(self.tmp / "small.safetensors", self.tmp / "large.safetensors")
         small, large = (m["verdict"] for m in document["models"])
-        self.assertEqual((small["label"], small["fp16_risk"]), ("fp16", False))
-        self.assertEqual((large["label"], large["fp16_risk"]), ("bf16", True))
+        self.assertEqual((small["label"], small["candidates"], small["fp16_risk"]), ("fp16|fp32", ["fp16", "fp32"], False))
+        self.assertEqual((large["label"], large["candidates"], large["fp16_risk"]), ("bf16|fp32", ["bf16", "fp32"], True))
         fired = [e["rule"] for e in large["evidence"] if e["fired"]]
         self.assertEqual(fired, ["abs-max-above-1e2"])
         self.assertEqual(large["evidence"][1]["observations"][0]["observed"], 250.0)

@@ -64,7 +64,7 @@ class Buffers(ScanTestCase):
         self.assertSummary(model["summary"], parameters_of(net))
         self.assertSummary(model["buffers"], buffers_of(net))
         verdict = model["verdict"]
-        self.assertEqual(verdict["label"], "fp16")  # its parameters stay small: running_var is no evidence
+        self.assertEqual(verdict["label"], "fp16|fp32")  # its parameters stay small: running_var is no evidence
         self.assertEqual(verdict["candidates"], ["fp16", "fp32"])
         self.assertTrue(verdict["fp16_risk"])
         self.assertEqual(verdict["fp16_risk_reasons"],
@@ -95,7 +95,7 @@ class Buffers(ScanTestCase):
         torch.save(trained_pitch_net().state_dict(), self.tmp / "net.pth")
         result = run(self.tmp / "net.pth", "-v")
         self.assertEqual(result.returncode, 0)
-        self.assertIn("fp16|fp32 (0.90) fp16-risk: overflow in 1 tensor (buffer conv2_BN.running_var 4.970e+05)",
+        self.assertIn("fp16|fp32 (0.96) fp16-risk: overflow in 1 tensor (buffer conv2_BN.running_var 4.970e+05)",
                       result.stdout)
         self.assertIn("buffer (not in the verdict)", result.stdout)
         self.assertIn("buffers (kept out of the verdict): 6 tensors", result.stdout)
@@ -116,7 +116,7 @@ class Buffers(ScanTestCase):
         self.assertEqual(tensors["grid.0"]["role"], "buffer")
         self.assertEqual(tensors["inv_freq"]["role"], "model")  # _parameters says so, whatever the name list says
         self.assertSummary(model["summary"], parameters_of(head))
-        self.assertEqual(model["verdict"]["label"], "fp16")
+        self.assertEqual(model["verdict"]["label"], "fp16|fp32")
         self.assertEqual([r["tensor"] for r in model["verdict"]["fp16_risk_reasons"]], ["grid.0"])
 
     def test_gpt2_masks_are_buffers_not_evidence(self):
@@ -136,7 +136,7 @@ class Buffers(ScanTestCase):
         masks = {n: t for n, t in state.items() if n.endswith((".attn.bias", ".attn.masked_bias"))}
         self.assertEqual({n for n, t in tensors.items() if t["role"] == "buffer"}, set(masks))
         self.assertSummary(model["summary"], {n: t for n, t in state.items() if n not in masks})
-        self.assertEqual(model["verdict"]["label"], "fp16")  # -1e4 would have said bf16
+        self.assertEqual(model["verdict"]["label"], "fp16|fp32")  # -1e4 would have said bf16|fp32
         self.assertFalse(model["verdict"]["fp16_risk"])
 
     def test_a_users_rules_file_extends_the_buffer_list(self):
@@ -147,8 +147,8 @@ class Buffers(ScanTestCase):
         save_file({"w": torch.ones(3), "ema_scale": torch.full((2,), 5e3)}, self.tmp / "m.safetensors")
         _, default, _ = scan(self.tmp / "m.safetensors")
         _, extended, _ = scan("--rules", self.tmp / "rules.json", self.tmp / "m.safetensors")
-        self.assertEqual(default["models"][0]["verdict"]["label"], "bf16")
-        self.assertEqual(extended["models"][0]["verdict"]["label"], "fp16")
+        self.assertEqual(default["models"][0]["verdict"]["label"], "bf16|fp32")
+        self.assertEqual(extended["models"][0]["verdict"]["label"], "fp16|fp32")
         self.assertEqual(tensors_by_name(extended["models"][0])["ema_scale"]["role"], "buffer")
 
 
@@ -157,7 +157,7 @@ class Fp16Risk(ScanTestCase):
         save_file({"small": torch.ones(4), "big": torch.tensor([300.0, -2.0])}, self.tmp / "m.safetensors")
         _, document, _ = scan(self.tmp / "m.safetensors")
         verdict = document["models"][0]["verdict"]
-        self.assertEqual(verdict["label"], "bf16")
+        self.assertEqual(verdict["label"], "bf16|fp32")
         self.assertEqual(verdict["candidates"], ["bf16", "fp32"])
         self.assertEqual(verdict["fp16_risk_reasons"],
                          [{"kind": "range", "tensor": "big", "role": "model", "value": 300.0,
@@ -168,7 +168,7 @@ class Fp16Risk(ScanTestCase):
         save_file({"w": torch.ones(4) * 0.1, "tiny": tiny}, self.tmp / "m.safetensors")
         _, document, _ = scan(self.tmp / "m.safetensors")
         verdict = document["models"][0]["verdict"]
-        self.assertEqual(verdict["label"], "fp16")
+        self.assertEqual(verdict["label"], "fp16|fp32")
         self.assertEqual(verdict["fp16_risk_reasons"],
                          [{"kind": "flush_to_zero", "tensor": "tiny", "role": "model", "value": 0.75, "values": 3}])
         mostly_fine = torch.tensor([1e-9, 0.5, 0.25, 0.125])  # one of four: not en masse
@@ -256,7 +256,7 @@ class NothingReadEmpty(ScanTestCase):
         self.assertEqual(len(unreached), 1)
         self.assertTensorStats(unreached[0], hidden)
         self.assertTrue(any(unreached[0]["name"] in w and "reachable by no key path" in w for w in messages(model)))
-        self.assertEqual(model["verdict"]["label"], "bf16")  # its 250 counts: analyzed, never dropped
+        self.assertEqual(model["verdict"]["label"], "bf16|fp32")  # its 250 counts: analyzed, never dropped
 
 
 class Holder:
@@ -446,14 +446,18 @@ class OneFileOneModel(ScanTestCase):
 
 
 class Candidates(ScanTestCase):
-    def test_the_table_shows_candidates_and_gates_keep_the_label(self):
+    def test_gates_read_a_two_label_verdict_as_what_it_leaves_open(self):
         save_file({"w": torch.tensor([500.0])}, self.tmp / "wide.safetensors")
         result = run(self.tmp / "wide.safetensors")
-        self.assertIn("bf16|fp32 (0.75) fp16-risk: range", result.stdout)
-        self.assertEqual(run("--expect", "bf16", self.tmp / "wide.safetensors").returncode, 0)
-        self.assertEqual(run("--fail-on", "fp32", self.tmp / "wide.safetensors").returncode, 0)
+        self.assertIn("bf16|fp32 (0.93) fp16-risk: range", result.stdout)
+        expect_bf16 = run("--expect", "bf16", self.tmp / "wide.safetensors")
+        self.assertEqual(expect_bf16.returncode, 1)  # the ranges never decided bf16 over fp32
+        self.assertIn("classified bf16|fp32, expected bf16 (--expect)", expect_bf16.stderr)
+        self.assertEqual(run("--expect", "bf16|fp32", self.tmp / "wide.safetensors").returncode, 0)
+        self.assertEqual(run("--fail-on", "fp32", self.tmp / "wide.safetensors").returncode, 1)  # fp32 is open
+        self.assertEqual(run("--fail-on", "fp16", self.tmp / "wide.safetensors").returncode, 0)
         _, document, _ = scan(self.tmp / "wide.safetensors")
-        self.assertEqual(document["schema_version"], 8)
+        self.assertEqual(document["schema_version"], 9)
 
 
 if __name__ == "__main__":

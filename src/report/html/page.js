@@ -313,7 +313,7 @@ function evidenceTable(model) {
       element('span', {}, rule.rule, element('div', {class: 'says'}, rule.says),
               rule.basis ? element('div', {class: 'says'}, `Confidence: ${rule.basis}.`) : null),
       rule.observations.map((o) => `${o.stat} = ${scientific(o.observed)} ${o.op} ${o.threshold}`).join('; '),
-      `${rule.label} (${rule.confidence})`,
+      `${rule.candidates.join('|')} (${rule.confidence})`,
     ],
   }));
   return table(['rule', 'what it says', 'observed', 'gives'], rows, 4);
