@@ -95,8 +95,8 @@ std::vector<std::string> tensor_names(const ModelAnalysis& analysis) {
 /// An adapter's pretraining answer is its base's: the base is scanned where it lies on this machine (the HF cache,
 /// a path) and its verdict taken; elsewhere the registry's entry for it stands (judge_model), or nothing does,
 /// which a warning says.
-void weigh_adapter_base(ModelReport& report, const ScanOptions& options, const Judgement& judgement,
-                        Analyzer& analyzer, StatsCache* cache) {
+void weigh_adapter_base(ModelReport& report, const ScanOptions& options, const Judgement& judgement, Analyzer& analyzer,
+                        StatsCache* cache) {
   const Adapter& adapter = *report.adapter;
   if (!adapter.base_model) {
     report.warnings.push_back({.code = WarningCode::kAdapterWithoutBase, .names = {adapter.found_by}});
@@ -108,8 +108,8 @@ void weigh_adapter_base(ModelReport& report, const ScanOptions& options, const J
   if (!absent) report.base_scan = BaseScan{.path = base.path, .verdict = base.verdict, .error = base.error};
   if (!base.error) return adopt_base_verdict(report.verdict, base.verdict);
   if (!report.verdict.documented)
-    report.warnings.push_back({.code = WarningCode::kAdapterBaseUnknown,
-                               .names = {*adapter.base_model, base.error->message}});
+    report.warnings.push_back(
+        {.code = WarningCode::kAdapterBaseUnknown, .names = {*adapter.base_model, base.error->message}});
 }
 
 }  // namespace

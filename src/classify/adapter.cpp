@@ -21,7 +21,8 @@ struct NamePattern {
 
 const std::vector<NamePattern>& lora_names() {
   static const std::vector<NamePattern> patterns = {
-      {AdapterFormat::kKohya, std::regex(R"(^lora_(unet|te\d?)_.*[._](lora_down\.weight|lora_up\.weight|alpha|dora_scale)$)")},
+      {AdapterFormat::kKohya,
+       std::regex(R"(^lora_(unet|te\d?)_.*[._](lora_down\.weight|lora_up\.weight|alpha|dora_scale)$)")},
       {AdapterFormat::kDiffusers,
        std::regex(R"(^(unet|text_encoder(_2)?|transformer)\..*\.(lora_[AB]\.weight|lora\.(down|up)\.weight)$)")},
       {AdapterFormat::kDiffusers, std::regex(R"(\.processor\.\w+_lora\.(down|up)\.weight$)")},

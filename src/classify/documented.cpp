@@ -129,8 +129,7 @@ std::optional<Documented> find_documented(const Registry& registry, const ModelI
     }
   if (identity.name_or_path)
     if (auto found = by_id(registry, *identity.name_or_path, MatchKind::kNameOrPath)) {
-      found->base_model =
-          found->base_model || (identity.hub_id && !same_id(*identity.hub_id, *identity.name_or_path));
+      found->base_model = found->base_model || (identity.hub_id && !same_id(*identity.hub_id, *identity.name_or_path));
       return found;
     }
   return by_config(registry, identity.config);

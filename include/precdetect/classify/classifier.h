@@ -84,12 +84,12 @@ struct ModelEvidence {
 
 /// The rules see the parameters' summary: the fired rule with the highest confidence (the first on ties) gives
 /// candidates and confidence, and as label what its candidates leave open (two candidates: a two-label value such
-/// as fp16|fp32, never one precision the ranges cannot decide); no fired rule, or no floating values at all, gives "unknown". A documented
-/// precision, then training records, decide instead when there are any (documented_evidence.h,
+/// as fp16|fp32, never one precision the ranges cannot decide); no fired rule, or no floating values at all, gives
+/// "unknown". A documented precision, then training records, decide instead when there are any (documented_evidence.h,
 /// record_evidence.h). An adapter's verdict comes from its base's documented precision alone (`unknown` without
-/// one), its rules and records listed as evidence only. fp16_risk is true when a fired rule says so (a `range` reason), when the model or its
-/// base is documented as bf16-pretrained (`documented`), or when casting one of `tensors`, parameter or buffer,
-/// to fp16 overflows or flushes most of it to zero (fp16_risk.h).
+/// one), its rules and records listed as evidence only. fp16_risk is true when a fired rule says so (a `range` reason),
+/// when the model or its base is documented as bf16-pretrained (`documented`), or when casting one of `tensors`,
+/// parameter or buffer, to fp16 overflows or flushes most of it to zero (fp16_risk.h).
 Verdict classify(const ModelSummary& summary, std::span<const AnalyzedTensor> tensors, const RuleSet& rules,
                  Hints hints, const ModelEvidence& evidence = {});
 

@@ -20,7 +20,7 @@ struct Condition {
 
 struct Rule {
   std::string id;
-  std::vector<Condition> when;  ///< all must hold for the rule to fire
+  std::vector<Condition> when;    ///< all must hold for the rule to fire
   Label label = Label::kUnknown;  ///< the precision its source ties it to (seed 000: the group it describes)
   /// The precisions the rule's evidence does not rule out, `label` first (range: bf16 or fp32; fp16 or fp32):
   /// what a verdict the rule decides claims, as one label (joined_label).

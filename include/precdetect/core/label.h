@@ -13,7 +13,7 @@ namespace precdetect {
 
 enum class Label { kFp16, kBf16, kFp32, kFp16OrBf16, kFp16OrFp32, kBf16OrFp32, kUnknown };
 
-inline constexpr std::array<Label, 7> kLabels = {Label::kFp16,        Label::kBf16,        Label::kFp32,
+inline constexpr std::array<Label, 7> kLabels = {Label::kFp16,       Label::kBf16,       Label::kFp32,
                                                  Label::kFp16OrBf16, Label::kFp16OrFp32, Label::kBf16OrFp32,
                                                  Label::kUnknown};
 

@@ -45,8 +45,8 @@ struct ModelReport {
   /// Kept for a failed model too: an unsafe pickle often is why it failed.
   std::optional<Safety> safety;
   std::optional<ModelError> error;
-  std::optional<Adapter> adapter;      ///< the weights are an adapter's, not a model's (classify/adapter.h)
-  std::optional<BaseScan> base_scan;   ///< an adapter's base, where it was found on this machine
+  std::optional<Adapter> adapter;          ///< the weights are an adapter's, not a model's (classify/adapter.h)
+  std::optional<BaseScan> base_scan;       ///< an adapter's base, where it was found on this machine
   std::vector<std::string> gate_failures;  ///< one reason per violated --expect/--fail-on/... gate
   /// In a --shard run, its place in the whole input list, which `merge` restores the single run's order by.
   std::optional<ListPosition> list_position;
