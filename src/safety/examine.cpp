@@ -11,14 +11,14 @@
 #include "precdetect/core/error.h"
 #include "precdetect/core/inflate.h"
 #include "precdetect/load/checkpoint.h"
-#include "precdetect/load/flax.h"
-#include "precdetect/load/gguf.h"
-#include "precdetect/load/hdf5.h"
-#include "precdetect/load/npy.h"
-#include "precdetect/load/pickle_stream.h"
-#include "precdetect/load/safetensors.h"
-#include "precdetect/load/torch_formats.h"
-#include "precdetect/load/zip_reader.h"
+#include "precdetect/load/flax/flax.h"
+#include "precdetect/load/gguf/gguf.h"
+#include "precdetect/load/hdf5/hdf5.h"
+#include "precdetect/load/numpy/npy.h"
+#include "precdetect/load/pickle/pickle_stream.h"
+#include "precdetect/load/safetensors/safetensors.h"
+#include "precdetect/load/torch/torch_formats.h"
+#include "precdetect/load/source/zip_reader.h"
 
 namespace precdetect {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "precdetect/core/error.h"
-#include "precdetect/load/byte_source.h"
+#include "precdetect/load/source/byte_source.h"
 #include "precdetect/load/checkpoint.h"
 
 namespace precdetect::fuzz {

@@ -8,7 +8,7 @@
 
 #include "fuzz_parser.h"
 #include "precdetect/load/checkpoint.h"
-#include "precdetect/load/hdf5.h"
+#include "precdetect/load/hdf5/hdf5.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path = "/tmp/precdetect-fuzz-hdf5-" + std::to_string(::getpid()) + ".h5";

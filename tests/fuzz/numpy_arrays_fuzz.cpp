@@ -1,7 +1,7 @@
 // NumPy .npz archives: the zip directory, each member's .npy header, and deflated members inflated (CRC checked).
 #include "fuzz_parser.h"
 #include "precdetect/load/checkpoint.h"
-#include "precdetect/load/numpy_arrays.h"
+#include "precdetect/load/numpy/numpy_arrays.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return precdetect::fuzz::parse_or_reject(data, size, "fuzz.npz", [](auto file) {

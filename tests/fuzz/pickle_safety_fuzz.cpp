@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "fuzz_parser.h"
-#include "precdetect/load/npy.h"
-#include "precdetect/load/pickle_stream.h"
+#include "precdetect/load/numpy/npy.h"
+#include "precdetect/load/pickle/pickle_stream.h"
 #include "precdetect/safety/examine.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -2,7 +2,7 @@
 // within) and NeMo archives (model_config.yaml, and a torch.save zip in model_weights.ckpt).
 #include "fuzz_parser.h"
 #include "precdetect/load/checkpoint.h"
-#include "precdetect/load/torch_formats.h"
+#include "precdetect/load/torch/torch_formats.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return precdetect::fuzz::parse_or_reject(data, size, "fuzz.tar", [](auto file) {

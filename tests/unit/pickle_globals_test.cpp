@@ -1,6 +1,6 @@
 // judge_global, name by name: the allowlist, the dangerous list's entries and families, module inheritance,
 // the py2 aliases, dotted and dunder names, and what stays unknown.
-#include "precdetect/load/pickle_globals.h"
+#include "precdetect/load/pickle/pickle_globals.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
 // The restricted pickle machine on hand-written opcode strings: what it builds, and every way it refuses.
-#include "precdetect/load/pickle.h"
+#include "precdetect/load/pickle/pickle.h"
 
 #include <gtest/gtest.h>
 
 #include "precdetect/core/error.h"
-#include "precdetect/load/torch_tensors.h"
+#include "precdetect/load/torch/torch_tensors.h"
 #include "test_util.h"
 
 namespace precdetect {

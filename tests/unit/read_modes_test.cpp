@@ -11,7 +11,7 @@
 #include "precdetect/analyze/device.h"
 #include "precdetect/core/error.h"
 #include "precdetect/load/cuda_upload.h"
-#include "precdetect/load/safetensors.h"
+#include "precdetect/load/safetensors/safetensors.h"
 #include "precdetect/load/tensor_loader.h"
 #include "stats_reference.h"
 #include "test_util.h"

@@ -1,5 +1,5 @@
 // Every validation rule of the safetensors reader (docs/formats.md), fed as byte strings.
-#include "precdetect/load/safetensors.h"
+#include "precdetect/load/safetensors/safetensors.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 #include <ATen/ops/equal.h>
 #include <gtest/gtest.h>
 
-#include "precdetect/load/gguf_names.h"
+#include "precdetect/load/gguf/gguf_names.h"
 
 namespace precdetect {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "precdetect/core/error.h"
 #include "precdetect/load/checkpoint.h"
-#include "precdetect/load/torch_formats.h"
+#include "precdetect/load/torch/torch_formats.h"
 #include "test_util.h"
 
 namespace precdetect {

@@ -9,7 +9,7 @@
 
 #include "precdetect/analyze/analyzer.h"
 #include "precdetect/analyze/cpu_kernel.h"
-#include "precdetect/load/safetensors.h"
+#include "precdetect/load/safetensors/safetensors.h"
 #include "stats_reference.h"
 #include "test_util.h"
 

@@ -1,5 +1,5 @@
 // The zip directory reader on archives built byte by byte.
-#include "precdetect/load/zip_reader.h"
+#include "precdetect/load/source/zip_reader.h"
 
 #include <gtest/gtest.h>
 

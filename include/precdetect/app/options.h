@@ -10,7 +10,7 @@
 #include "precdetect/core/label.h"
 #include "precdetect/diff/diff_options.h"
 #include "precdetect/discover/input_list.h"
-#include "precdetect/load/byte_source.h"
+#include "precdetect/load/source/byte_source.h"
 
 namespace precdetect {
 

@@ -11,7 +11,7 @@
 #include "precdetect/classify/documented.h"
 #include "precdetect/classify/fp16_risk.h"
 #include "precdetect/classify/rules.h"
-#include "precdetect/load/training_record.h"
+#include "precdetect/classify/training_record.h"
 
 namespace precdetect {
 

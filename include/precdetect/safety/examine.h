@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "precdetect/discover/discover.h"
-#include "precdetect/load/byte_source.h"
+#include "precdetect/load/source/byte_source.h"
 #include "precdetect/safety/safety.h"
 
 namespace precdetect {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "precdetect/core/named_enum.h"
-#include "precdetect/load/pickle.h"
-#include "precdetect/load/pickle_globals.h"
+#include "precdetect/load/pickle/pickle.h"
+#include "precdetect/load/pickle/pickle_globals.h"
 
 namespace precdetect {
 

@@ -1,0 +1,136 @@
+#include "precdetect/load/hdf5/hdf5.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "precdetect/core/bytes.h"
+#include "precdetect/core/error.h"
+#include "precdetect/load/source/decoded_source.h"
+#include "precdetect/load/hdf5/helper_process.h"
+
+namespace precdetect {
+namespace {
+
+constexpr char kSignature[] = "\x89HDF\r\n\x1a\n";
+constexpr size_t kSignatureSize = 8;
+// Deflate, HDF5's usual filter, makes at most 1032 bytes of one; the shuffle filter does not change sizes.
+constexpr uint64_t kMaxInflation = 1032;
+constexpr std::string_view kHelper = "precdetect-hdf5";
+
+/// How long the helper may take: the walk of a file's structure, and a dataset's read (which may inflate it).
+constexpr std::chrono::seconds kWalkLimit{60};
+std::chrono::seconds read_limit(uint64_t nbytes) { return std::chrono::seconds(60 + nbytes / (10 << 20)); }
+
+/// The records of the datasets precdetect-hdf5 described, placed in the mapping or in decoded regions.
+class Hdf5Reader {
+ public:
+  Hdf5Reader(Checkpoint& checkpoint, size_t file)
+      : checkpoint_(checkpoint),
+        file_(file),
+        decoded_(std::make_unique<DecodedSource>(std::move(checkpoint.files[file]))),
+        image_(decoded_->view(0, decoded_->size())) {}
+
+  void read() {
+    std::string described = run_helper(helper_path(kHelper), {"describe", path().string()}, ErrorCode::kInvalidHdf5,
+                                       path(), "precdetect-hdf5, reading the file's structure,", kWalkLimit);
+    nlohmann::json walk = nlohmann::json::parse(described);
+    addresses_are_offsets_ = walk["userblock"] == 0;
+    for (const nlohmann::json& dataset : walk["datasets"]) add(dataset);
+    warn_about(checkpoint_.warnings, WarningCode::kDtypesNotRead, path().string(), std::move(not_read_));
+    checkpoint_.files[file_] = std::move(decoded_);
+  }
+
+ private:
+  const std::filesystem::path& path() const { return decoded_->path(); }
+
+  void add(const nlohmann::json& dataset) {
+    std::string name = dataset["name"];
+    if (!dataset.contains("dtype"))
+      return not_read_.push_back(fmt::format("{} (HDF5 type class {})", name, dataset["type_class"].get<int>()));
+    TensorRecord record{.name = name, .dtype = *parse_dtype(dataset["dtype"].get<std::string>()), .file = file_};
+    // Keras 2's model.save() writes the optimizer's slots and step counter under this group, beside the weights.
+    if (name.starts_with("optimizer_weights/")) record.role = TensorRole::kOptimizer, record.role_from_file = true;
+    uint64_t numel = 1;
+    for (uint64_t extent : dataset["shape"]) {
+      auto product = checked_mul(numel, extent);
+      if (!product || extent > static_cast<uint64_t>(INT64_MAX))
+        fail(ErrorCode::kInvalidHdf5, path(), fmt::format("dataset `{}`: element count overflows", name));
+      numel = *product;
+      record.shape.push_back(static_cast<int64_t>(extent));
+    }
+    auto nbytes = dtype_bytes(record.dtype, numel);
+    if (!nbytes) fail(ErrorCode::kInvalidHdf5, path(), fmt::format("dataset `{}`: byte size overflows", name));
+    record.numel = numel;
+    record.nbytes = record.storage_nbytes = *nbytes;
+    record.big_endian = dataset["big_endian"].get<bool>() && dtype_bits(record.dtype) > 8;
+    record.offset = place(dataset, name, *nbytes);
+    checkpoint_.tensors.push_back(std::move(record));
+  }
+
+  /// Where the dataset's bytes are: its address in the mapping when HDF5 stores them there whole and raw, else
+  /// a region precdetect-hdf5 reads them into when they are analyzed.
+  uint64_t place(const nlohmann::json& dataset, const std::string& name, uint64_t nbytes) {
+    auto stored = dataset["stored"].get<uint64_t>();
+    if (dataset["address"].is_number_unsigned() && addresses_are_offsets_ && stored == nbytes) {
+      auto address = dataset["address"].get<uint64_t>();
+      decoded_->view(address, nbytes);  // inside the file, or Error(kOffsetPastEnd) naming it
+      return address;
+    }
+    if (nbytes == 0) return 0;
+    // Only what the file stores is read: a dataset never written (its fill value only), or one declaring more than
+    // its compressed chunks can inflate to, would cost memory the file does not justify.
+    if (stored == 0 || stored > image_.size() || nbytes / kMaxInflation > stored)
+      fail(ErrorCode::kInvalidHdf5, path(),
+           fmt::format("dataset `{}` declares {} bytes but stores {}: {}", name, nbytes, stored,
+                       stored == 0 ? "it was never written" : "more than the file's chunks can hold"));
+    return decoded_->add_region(nbytes, [path = path(), name](std::span<std::byte> dest) {
+      run_helper(helper_path(kHelper), {"read", path.string(), name, std::to_string(dest.size())},
+                 ErrorCode::kInvalidHdf5, path, fmt::format("precdetect-hdf5, reading dataset `{}`,", name),
+                 read_limit(dest.size()), dest);
+    });
+  }
+
+  Checkpoint& checkpoint_;
+  size_t file_;
+  std::unique_ptr<DecodedSource> decoded_;
+  std::span<const std::byte> image_;  ///< the file's bytes
+  bool addresses_are_offsets_ = true;
+  std::vector<std::string> not_read_;
+};
+
+}  // namespace
+
+bool looks_like_hdf5(const ByteSource& source) {
+  return source.size() >= kSignatureSize &&
+         std::memcmp(source.view(0, kSignatureSize).data(), kSignature, kSignatureSize) == 0;
+}
+
+std::string read_hdf5(Checkpoint& checkpoint, size_t file) {
+  Hdf5Reader(checkpoint, file).read();
+  return "hdf5";
+}
+
+std::vector<std::string> keras_lambda_layers(const ByteSource& source) {
+  try {
+    std::string config =
+        run_helper(helper_path(kHelper), {"model-config", source.path().string()}, ErrorCode::kInvalidHdf5,
+                   source.path(), "precdetect-hdf5, reading the model config,", kWalkLimit);
+    std::vector<std::string> lambdas;
+    std::function<void(const nlohmann::json&)> find = [&](const nlohmann::json& node) {
+      if (node.is_object() && node.value("class_name", "") == "Lambda")
+        lambdas.push_back(node.contains("config") && node["config"].is_object() ? node["config"].value("name", "?")
+                                                                                : "?");
+      if (node.is_structured())
+        for (const auto& child : node) find(child);
+    };
+    find(nlohmann::json::parse(config, nullptr, false));
+    return lambdas;
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+}  // namespace precdetect

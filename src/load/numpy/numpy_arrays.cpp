@@ -1,0 +1,86 @@
+#include "precdetect/load/numpy/numpy_arrays.h"
+
+#include <fmt/format.h>
+
+#include "precdetect/core/error.h"
+#include "precdetect/core/inflate.h"
+#include "precdetect/load/source/decoded_source.h"
+#include "precdetect/load/numpy/npy.h"
+#include "precdetect/load/pickle/pickle_stream.h"
+#include "precdetect/load/source/zip_reader.h"
+
+namespace precdetect {
+namespace {
+
+/// An .npz member's array: where its data starts (in the member), and its dtype when precdetect reads it.
+struct MemberArray {
+  NpyHeader header;
+  std::optional<DType> dtype;
+};
+
+MemberArray member_array(std::span<const std::byte> head, const std::filesystem::path& path, const ZipEntry& entry) {
+  MemberArray array{.header = read_npy_header(head, fmt::format("{}!{}", path.string(), entry.name))};
+  if (!array.header.holds_objects) array.dtype = npy_dtype(array.header);
+  return array;
+}
+
+/// numpy.load's key for a member: its name without ".npy".
+std::string array_name(const ZipEntry& entry) {
+  return entry.name.ends_with(".npy") ? entry.name.substr(0, entry.name.size() - 4) : entry.name;
+}
+
+}  // namespace
+
+std::string read_npy(Checkpoint& checkpoint, size_t file) {
+  const ByteSource& source = *checkpoint.files[file];
+  NpyHeader header = read_npy_header(source.view(0, source.size()), source.path());
+  uint64_t data_size = source.size() - header.data_offset;
+  if (header.holds_objects) refuse_pickle(source, source.view(header.data_offset, data_size), header.data_offset);
+  std::optional<DType> dtype = npy_dtype(header);
+  if (!dtype)
+    fail(ErrorCode::kUnknownDtype, source.path(),
+         fmt::format("a NumPy array of dtype `{}`, which precdetect does not read", header.descr));
+  TensorRecord record =
+      npy_tensor(header, *dtype, source.path().stem().string(), header.data_offset, data_size, source.path());
+  record.file = file;
+  checkpoint.tensors.push_back(std::move(record));
+  return "numpy";
+}
+
+std::string read_npz(Checkpoint& checkpoint, size_t file) {
+  auto decoded = std::make_unique<DecodedSource>(std::move(checkpoint.files[file]));
+  const std::filesystem::path& path = decoded->path();
+  std::vector<std::string> not_read;
+  for (const auto& [name, entry] : read_zip_directory(*decoded)) {
+    if (entry.flags & 1) fail(ErrorCode::kInvalidZip, path, fmt::format("member `{}` is encrypted", name));
+    if (entry.method != 0 && entry.method != 8)
+      fail(ErrorCode::kCompressedEntry, path, fmt::format("member `{}`: compression method {}", name, entry.method));
+    std::span<const std::byte> raw = decoded->view(entry.data_offset, entry.size);
+    std::string head = entry.method == 8 ? inflate_head(raw, kMaxNpyHead, path, name) : std::string();
+    MemberArray array = member_array(entry.method == 8 ? std::as_bytes(std::span(head)) : raw, path, entry);
+    if (!array.dtype) {
+      not_read.push_back(
+          fmt::format("{} ({})", array_name(entry), array.header.holds_objects ? "objects" : array.header.descr));
+      continue;
+    }
+    uint64_t data_size = entry.uncompressed - std::min(entry.uncompressed, array.header.data_offset);
+    TensorRecord record = npy_tensor(array.header, *array.dtype, array_name(entry),
+                                     entry.data_offset + array.header.data_offset, data_size, path);
+    if (entry.method == 8 && data_size > 0) {
+      uint64_t skip = array.header.data_offset;
+      record.offset =
+          decoded->add_region(data_size,
+                              [raw, skip, path, member = name, crc = entry.crc32](std::span<std::byte> dest) {
+                                inflate_into(raw, skip, dest, path, member, crc);
+                              },
+                              {.offset = entry.data_offset, .length = entry.size});
+    }
+    record.file = file;
+    checkpoint.tensors.push_back(std::move(record));
+  }
+  warn_about(checkpoint.warnings, WarningCode::kDtypesNotRead, path.string(), std::move(not_read));
+  checkpoint.files[file] = std::move(decoded);
+  return "numpy";
+}
+
+}  // namespace precdetect

@@ -1,0 +1,85 @@
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "precdetect/core/bytes.h"
+#include "precdetect/core/error.h"
+#include "precdetect/load/torch/torch_formats.h"
+#include "precdetect/load/torch/torch_tensors.h"
+
+namespace precdetect {
+namespace {
+
+// pickle protocol 2 of the int 0x1950a86a20f9469cfc6c: PROTO 2, LONG1 10 bytes, STOP.
+constexpr unsigned char kLegacyMagic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46,
+                                          0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, 0x2e};
+constexpr int64_t kLegacyProtocol = 1001;
+
+pickle::Result next_pickle(const ByteSource& source, uint64_t at) {
+  return pickle::run(source.view(at, source.size() - at), source.path(), at);
+}
+
+/// sys_info {'little_endian': bool, ...}: true when the file was written big-endian.
+bool written_big_endian(const pickle::Ref& sys_info) {
+  if (const auto* dict = std::get_if<pickle::Dict>(&sys_info->v))
+    for (const auto& [key, value] : dict->items)
+      if (const auto* name = std::get_if<std::string>(&key->v); name && *name == "little_endian")
+        if (const auto* little = std::get_if<bool>(&value->v)) return !*little;
+  return false;
+}
+
+/// After the pickles, each storage in key order: an int64 element count, then count x element size bytes.
+std::map<std::string, StorageLocation> locate_storages(const ByteSource& source, uint64_t at,
+                                                       const pickle::Ref& key_list,
+                                                       const std::map<std::string, pickle::Storage>& storages) {
+  const auto* keys = std::get_if<pickle::List>(&key_list->v);
+  if (keys == nullptr) fail(ErrorCode::kInvalidLegacy, source.path(), "the storage key list is not a list");
+  std::map<std::string, StorageLocation> located;
+  for (const pickle::Ref& key_value : keys->items) {
+    const auto* key = std::get_if<std::string>(&key_value->v);
+    auto storage = key ? storages.find(*key) : storages.end();
+    auto dtype = storage != storages.end() ? pickle::storage_dtype(storage->second.type) : std::nullopt;
+    if (!dtype)
+      fail(ErrorCode::kInvalidLegacy, source.path(), fmt::format("storage at offset {} has no known type", at));
+    if (!checked_add(at, 8) || at + 8 > source.size())
+      fail(ErrorCode::kInvalidLegacy, source.path(), fmt::format("storage `{}` is missing (truncated file)", *key));
+    uint64_t count = read_le<uint64_t>(source.view(at, 8), 0);
+    auto nbytes = checked_mul(count, static_cast<uint64_t>(dtype_bits(*dtype) / 8));
+    auto end = nbytes ? checked_add(at + 8, *nbytes) : std::nullopt;
+    if (!end || *end > source.size())
+      fail(ErrorCode::kInvalidLegacy, source.path(),
+           fmt::format("storage `{}` at offset {} declares {} elements, past the end of the file", *key, at, count));
+    located[*key] = {at + 8, *nbytes};
+    at = *end;
+  }
+  return located;
+}
+
+}  // namespace
+
+bool looks_like_torch_legacy(const ByteSource& source) {
+  return source.size() >= sizeof(kLegacyMagic) &&
+         std::memcmp(source.view(0, sizeof(kLegacyMagic)).data(), kLegacyMagic, sizeof(kLegacyMagic)) == 0;
+}
+
+std::string read_torch_legacy(Checkpoint& checkpoint, size_t file) {
+  const ByteSource& source = *checkpoint.files[file];
+  uint64_t at = next_pickle(source, 0).end;  // the magic number
+  auto protocol = next_pickle(source, at);
+  const auto* version = std::get_if<int64_t>(&protocol.root->v);
+  if (version == nullptr || *version != kLegacyProtocol)
+    fail(ErrorCode::kInvalidLegacy, source.path(), "unsupported legacy protocol version");
+  auto sys_info = next_pickle(source, protocol.end);
+  auto objects = next_pickle(source, sys_info.end);
+  auto keys = next_pickle(source, objects.end);
+  auto located = locate_storages(source, keys.end, keys.root, objects.storages);
+  auto locate = [&](const pickle::Storage& storage) { return located.at(storage.key); };
+  for (const auto& [key, storage] : objects.storages)
+    if (!located.count(key))
+      fail(ErrorCode::kInvalidLegacy, source.path(), fmt::format("storage `{}` is referenced but not stored", key));
+  add_torch_tensors(checkpoint, find_tensors(objects, source.path()), locate, file, written_big_endian(sys_info.root));
+  add_pickle_findings(checkpoint, objects, source.path());
+  return "pytorch-legacy";
+}
+
+}  // namespace precdetect

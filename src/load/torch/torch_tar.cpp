@@ -1,0 +1,186 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "precdetect/core/byte_cursor.h"
+#include "precdetect/core/error.h"
+#include "precdetect/load/torch/torch_formats.h"
+#include "precdetect/load/torch/torch_tensors.h"
+
+namespace precdetect {
+namespace {
+
+constexpr uint64_t kBlock = 512;
+
+using Span = TarMember;
+
+constexpr std::string_view kFormat = "torch tar archive";
+
+ByteCursor tar_cursor(std::span<const std::byte> bytes, const ByteSource& source, uint64_t base) {
+  return ByteCursor(bytes, source.path(), ErrorCode::kInvalidLegacy, kFormat, base);
+}
+
+[[noreturn]] void damaged(const ByteSource& source, uint64_t offset, std::string_view what) {
+  fail_at_offset(ErrorCode::kInvalidLegacy, source.path(), kFormat, offset, what);
+}
+
+}  // namespace
+
+std::map<std::string, TarMember> read_tar_members(const ByteSource& source) {
+  ByteCursor tar = tar_cursor(source.view(0, source.size()), source, 0);
+  std::map<std::string, Span> members;
+  while (tar.remaining() >= kBlock) {
+    tar.mark();
+    uint64_t at = tar.position();
+    const char* text = reinterpret_cast<const char*>(tar.bytes(kBlock).data());
+    if (text[0] == '\0') break;  // end of archive
+    std::string name(text, strnlen(text, 100));
+    std::string octal(text + 124, strnlen(text + 124, 12));
+    char* end = nullptr;
+    uint64_t size = std::strtoull(octal.c_str(), &end, 8);
+    if (end == octal.c_str()) tar.fail("unreadable member size");
+    tar.at(at + kBlock, size, fmt::format("member `{}`", name));
+    if (text[156] == '0' || text[156] == '\0') members[name] = {at + kBlock, size};
+    uint64_t padded = (size + kBlock - 1) / kBlock * kBlock;  // size fits the file, so this cannot overflow
+    tar.seek(std::min(tar.position() + padded, source.size()));
+  }
+  return members;
+}
+
+namespace {
+
+Span member(const std::map<std::string, Span>& members, const std::string& name, const ByteSource& source) {
+  auto found = members.find(name);
+  if (found == members.end()) damaged(source, 0, fmt::format("no `{}` member: not a torch.save tar archive", name));
+  return found->second;
+}
+
+/// Pickles laid end to end inside one member, with raw data in between.
+class MemberReader {
+ public:
+  MemberReader(const ByteSource& source, Span span, pickle::PickleLog* log)
+      : cursor_(tar_cursor(source.view(span.offset, span.size), source, span.offset)),
+        path_(source.path()),
+        log_(log) {}
+  pickle::Result next() {
+    auto result = pickle::run(cursor_.rest(), path_, cursor_.offset(), nullptr, log_);
+    cursor_.skip(result.end - cursor_.offset());
+    return result;
+  }
+  uint64_t integer(size_t bytes) {
+    cursor_.mark();
+    return bytes == 4 ? cursor_.le<uint32_t>() : cursor_.le<uint64_t>();
+  }
+  Span skip(uint64_t bytes) {
+    cursor_.mark();
+    uint64_t at = cursor_.offset();
+    cursor_.skip(bytes);
+    return {at, bytes};
+  }
+  uint64_t at() const { return cursor_.offset(); }
+
+ private:
+  ByteCursor cursor_;
+  const std::filesystem::path& path_;
+  pickle::PickleLog* log_;
+};
+
+template <typename T>
+const T& expect(const pickle::Ref& value, const ByteSource& source, uint64_t at, std::string_view what) {
+  const auto* typed = std::get_if<T>(&value->v);
+  if (typed == nullptr) damaged(source, at, fmt::format("{} has the wrong type", what));
+  return *typed;
+}
+
+struct StoredStorage {
+  pickle::Storage storage;
+  StorageLocation location;
+};
+
+/// "storages": a count, then per storage a pickled (key, location, type) and an int64 count with the raw bytes.
+std::map<std::string, StoredStorage> read_storages(const ByteSource& source, Span span, pickle::PickleLog* log) {
+  MemberReader reader(source, span, log);
+  auto count = expect<int64_t>(reader.next().root, source, span.offset, "storage count");
+  std::map<std::string, StoredStorage> storages;
+  for (int64_t i = 0; i < count; ++i) {
+    uint64_t at = reader.at();
+    auto header = reader.next();  // owns the values `items` refers to
+    const auto& items = expect<pickle::Tuple>(header.root, source, at, "storage header").items;
+    if (items.size() != 3) damaged(source, at, "storage header is not (key, location, type)");
+    pickle::Storage storage{pickle::key_text(items[0]),
+                            expect<pickle::Global>(items[2], source, at, "storage type").name};
+    auto dtype = pickle::storage_dtype(storage.type);
+    if (!dtype) damaged(source, at, fmt::format("unknown storage type `{}`", storage.type));
+    storage.numel = reader.integer(8);
+    auto nbytes = checked_mul(storage.numel, static_cast<uint64_t>(dtype_bits(*dtype) / 8));
+    if (!nbytes) damaged(source, at, "storage size overflows");
+    Span data = reader.skip(*nbytes);
+    storages[storage.key] = {storage, {data.offset, data.size}};
+  }
+  return storages;
+}
+
+/// "tensors" (real pre-0.4 files): a count, then per tensor a pickled (key, storage key, type), an int32 rank,
+/// 4 padding bytes, rank int64 sizes, rank int64 strides and an int64 storage offset.
+std::map<std::string, pickle::Ref> read_tensor_table(const ByteSource& source, Span span,
+                                                     const std::map<std::string, StoredStorage>& storages,
+                                                     pickle::PickleLog* log) {
+  MemberReader reader(source, span, log);
+  auto count = expect<int64_t>(reader.next().root, source, span.offset, "tensor count");
+  std::map<std::string, pickle::Ref> tensors;
+  for (int64_t i = 0; i < count; ++i) {
+    uint64_t at = reader.at();
+    auto header = reader.next();  // owns the values `items` refers to
+    const auto& items = expect<pickle::Tuple>(header.root, source, at, "tensor header").items;
+    if (items.size() < 2) damaged(source, at, "tensor header is not (key, storage, type)");
+    auto storage = storages.find(pickle::key_text(items[1]));
+    if (storage == storages.end()) damaged(source, at, "tensor of an unknown storage");
+    uint64_t rank = reader.integer(4);
+    reader.integer(4);
+    if (rank > 64) damaged(source, at, "tensor rank above 64");
+    pickle::Tensor tensor{.storage = storage->second.storage,
+                          .dtype = pickle::storage_dtype(storage->second.storage.type),
+                          .dtype_name = storage->second.storage.type};
+    for (uint64_t d = 0; d < rank; ++d) tensor.size.push_back(static_cast<int64_t>(reader.integer(8)));
+    for (uint64_t d = 0; d < rank; ++d) tensor.stride.push_back(static_cast<int64_t>(reader.integer(8)));
+    tensor.storage_offset = reader.integer(8);
+    tensors[pickle::key_text(items[0])] = pickle::make_value({std::move(tensor)});
+  }
+  return tensors;
+}
+
+}  // namespace
+
+bool looks_like_tar(const ByteSource& source) {
+  return source.size() >= kBlock && std::memcmp(source.view(257, 5).data(), "ustar", 5) == 0;
+}
+
+std::string read_torch_tar(Checkpoint& checkpoint, size_t file) {
+  const ByteSource& source = *checkpoint.files[file];
+  auto members = read_tar_members(source);
+  auto storages = read_storages(source, member(members, "storages", source), checkpoint.pickle_log);
+  std::map<std::string, pickle::Ref> tensors;
+  if (members.count("tensors"))
+    tensors = read_tensor_table(source, members.at("tensors"), storages, checkpoint.pickle_log);
+  // Real pre-0.4 pickles name tensors by key; later ones carry ('storage', ...) ids, read as usual.
+  auto resolve = [&](const pickle::Ref& id) -> pickle::Ref {
+    auto found = tensors.find(pickle::key_text(id));
+    return found == tensors.end() ? nullptr : found->second;
+  };
+  Span objects = member(members, "pickle", source);
+  auto result = pickle::run(source.view(objects.offset, objects.size), source.path(), objects.offset, resolve,
+                            checkpoint.pickle_log);
+  auto locate = [&](const pickle::Storage& storage) {
+    auto found = storages.find(storage.key);
+    if (found == storages.end())
+      fail(ErrorCode::kMissingRecord, source.path(), fmt::format("storage `{}` is not in the archive", storage.key));
+    return found->second.location;
+  };
+  add_torch_tensors(checkpoint, find_tensors(result, source.path()), locate, file, false);
+  add_pickle_findings(checkpoint, result, source.path());
+  return "pytorch-tar";
+}
+
+}  // namespace precdetect
