@@ -10,9 +10,9 @@
 #include <string>
 
 #include "precdetect/core/error.h"
-#include "precdetect/load/source/byte_source.h"
 #include "precdetect/load/hdf5/hdf5_library.h"
 #include "precdetect/load/hdf5/helper_process.h"
+#include "precdetect/load/source/byte_source.h"
 
 namespace {
 

@@ -8,7 +8,7 @@ namespace {
 
 /// "org/name" of a hub id as typed: the revision dropped. nullopt for anything that is not one.
 std::optional<std::string> repo_of(std::string_view text) {
-  if (!looks_like_hf_id(text)) return std::nullopt;
+  if (!has_hf_id_shape(text)) return std::nullopt;
   return std::string(text.substr(0, text.find('@')));
 }
 

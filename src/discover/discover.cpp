@@ -277,7 +277,7 @@ fs::path resolve_path(const std::string& input, const fs::path& hf_cache) {
   fs::path path(input);
   std::error_code ec;
   if (fs::exists(path, ec) || named_set(path)) return path;
-  if (looks_like_hf_id(input)) return resolve_hf_id(input, hf_cache);
+  if (has_hf_id_shape(input)) return resolve_hf_id(input, hf_cache);
   fail(ErrorCode::kNotFound, path, "no such file or folder");
 }
 

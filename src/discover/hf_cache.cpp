@@ -83,7 +83,7 @@ std::optional<std::string> cached_repo_id(const fs::path& path) {
   return std::nullopt;
 }
 
-bool looks_like_hf_id(std::string_view input) {
+bool has_hf_id_shape(std::string_view input) {
   static const std::regex kHubId(R"(^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?(@[\w./-]+)?$)");
   return std::regex_match(input.begin(), input.end(), kHubId);
 }

@@ -6,7 +6,9 @@
 #include <map>
 #include <set>
 
+#include "precdetect/classify/training_records.h"
 #include "precdetect/core/error.h"
+#include "precdetect/load/file_format.h"
 #include "precdetect/load/flax/flax.h"
 #include "precdetect/load/gguf/gguf.h"
 #include "precdetect/load/hdf5/hdf5.h"
@@ -14,34 +16,47 @@
 #include "precdetect/load/numpy/numpy_arrays.h"
 #include "precdetect/load/pickle/pickle_stream.h"
 #include "precdetect/load/safetensors/safetensors.h"
-#include "precdetect/load/torch/torch_formats.h"
-#include "precdetect/classify/training_records.h"
 #include "precdetect/load/source/zip_reader.h"
+#include "precdetect/load/torch/torch_formats.h"
 
 namespace precdetect {
 namespace {
 
-/// The format chain: each format sniffs the file's first bytes; the first that claims it reads it.
+/// The format chain: the one detection (file_format.h) names the format, whose reader reads the file.
 std::string read_file(Checkpoint& checkpoint, size_t file) {
   const ByteSource& source = *checkpoint.files[file];
-  if (looks_like_gguf(source)) return read_gguf(checkpoint, file);
-  if (looks_like_flax(source)) return read_flax(checkpoint, file);
-  if (looks_like_hdf5(source)) return read_hdf5(checkpoint, file);
-  if (looks_like_safetensors(source)) {
-    for (auto& record : read_safetensors_header(source, file).tensors) checkpoint.tensors.push_back(std::move(record));
-    return "safetensors";
+  switch (detect_format(source)) {
+    case FileFormat::kGguf:
+      return read_gguf(checkpoint, file);
+    case FileFormat::kFlax:
+      return read_flax(checkpoint, file);
+    case FileFormat::kHdf5:
+      return read_hdf5(checkpoint, file);
+    case FileFormat::kSafetensors:
+      for (auto& record : read_safetensors_header(source, file).tensors)
+        checkpoint.tensors.push_back(std::move(record));
+      return "safetensors";
+    case FileFormat::kNpz:
+      return read_npz(checkpoint, file);
+    case FileFormat::kTorchZip:
+      return read_torch_zip(checkpoint, file);
+    case FileFormat::kTorchLegacy:
+      return read_torch_legacy(checkpoint, file);
+    case FileFormat::kNemo:
+      return read_nemo(checkpoint, file);
+    case FileFormat::kTorchTar:
+      return read_torch_tar(checkpoint, file);
+    case FileFormat::kNpy:
+      return read_npy(checkpoint, file);
+    case FileFormat::kPickle:
+      refuse_pickle(source, source.view(0, source.size()), 0);
+    case FileFormat::kUnknown:
+      break;
   }
-  if (looks_like_zip(source) && source.path().extension() == ".npz") return read_npz(checkpoint, file);
-  if (looks_like_zip(source)) return read_torch_zip(checkpoint, file);
-  if (looks_like_torch_legacy(source)) return read_torch_legacy(checkpoint, file);
-  if (looks_like_nemo(source)) return read_nemo(checkpoint, file);
-  if (looks_like_tar(source)) return read_torch_tar(checkpoint, file);
   if (source.path().extension() == ".nemo" && source.size() >= 2 && source.view(0, 2)[0] == std::byte{0x1f} &&
       source.view(0, 2)[1] == std::byte{0x8b})
     fail(ErrorCode::kUnknownFormat, source.path(),
          "a gzip-compressed NeMo archive: unpack it (tar xzf) and scan the model_weights.ckpt inside");
-  if (looks_like_npy(source.view(0, std::min<uint64_t>(source.size(), 8)))) return read_npy(checkpoint, file);
-  if (looks_like_pickle(source)) refuse_pickle(source, source.view(0, source.size()), 0);
   if (source.path().extension() == ".safetensors")
     read_safetensors_header(source, file);  // not plausibly safetensors: say precisely which rule it breaks
   fail(ErrorCode::kUnknownFormat, source.path(), "unknown checkpoint format");

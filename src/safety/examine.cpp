@@ -11,14 +11,12 @@
 #include "precdetect/core/error.h"
 #include "precdetect/core/inflate.h"
 #include "precdetect/load/checkpoint.h"
-#include "precdetect/load/flax/flax.h"
-#include "precdetect/load/gguf/gguf.h"
+#include "precdetect/load/file_format.h"
 #include "precdetect/load/hdf5/hdf5.h"
 #include "precdetect/load/numpy/npy.h"
 #include "precdetect/load/pickle/pickle_stream.h"
-#include "precdetect/load/safetensors/safetensors.h"
-#include "precdetect/load/torch/torch_formats.h"
 #include "precdetect/load/source/zip_reader.h"
+#include "precdetect/load/torch/torch_formats.h"
 
 namespace precdetect {
 namespace {
@@ -43,17 +41,29 @@ class Examiner {
   /// Examines `source` by its first bytes, whatever its name; false when it is no format examined here.
   bool source(const ByteSource& source, const std::string& where, int depth = 0) {
     if (depth > kMaxNesting) return unverified(where, "archives nested too deeply to follow"), true;
-    std::span<const std::byte> head = source.view(0, std::min<uint64_t>(source.size(), 8));
-    // A JSON header, GGUF key/values or a msgpack tree, and raw numbers: nothing to execute.
-    if (looks_like_safetensors(source) || looks_like_gguf(source) || looks_like_flax(source)) return true;
-    if (looks_like_hdf5(source)) return keras_model(source, where), true;
-    if (looks_like_zip(source)) return zip(source, where, depth), true;
-    if (looks_like_torch_legacy(source)) return stream(source.view(0, source.size()), where, 0, kLegacyPickles), true;
-    if (looks_like_npy(head)) return npy(source.view(0, source.size()), where), true;
-    if (looks_like_tar(source)) return tar(source, where, depth), true;
-    if (!looks_like_pickle(source)) return false;
-    stream(source.view(0, source.size()), where, 0);
-    return true;
+    switch (detect_format(source)) {
+      case FileFormat::kSafetensors:  // a JSON header, GGUF key/values or a msgpack tree, and raw numbers:
+      case FileFormat::kGguf:         // nothing to execute
+      case FileFormat::kFlax:
+        return true;
+      case FileFormat::kHdf5:
+        return keras_model(source, where), true;
+      case FileFormat::kNpz:
+      case FileFormat::kTorchZip:
+        return zip(source, where, depth), true;
+      case FileFormat::kTorchLegacy:
+        return stream(source.view(0, source.size()), where, 0, kLegacyPickles), true;
+      case FileFormat::kNemo:
+      case FileFormat::kTorchTar:
+        return tar(source, where, depth), true;
+      case FileFormat::kNpy:
+        return npy(source.view(0, source.size()), where), true;
+      case FileFormat::kPickle:
+        return stream(source.view(0, source.size()), where, 0), true;
+      case FileFormat::kUnknown:
+        return false;
+    }
+    return false;
   }
 
  private:
@@ -198,7 +208,7 @@ class Examiner {
     } catch (const Error& e) {
       return unverified(where, e.what());
     }
-    if (looks_like_nemo(source)) {
+    if (detect_format(source) == FileFormat::kNemo) {
       for (const auto& [name, member] : members)
         if (name.ends_with(".ckpt") || name.ends_with(".pt"))
           this->source(*span_source(source.view(member.offset, member.size), source.path()),

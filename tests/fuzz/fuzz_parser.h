@@ -8,8 +8,8 @@
 #include <string>
 
 #include "precdetect/core/error.h"
-#include "precdetect/load/source/byte_source.h"
 #include "precdetect/load/checkpoint.h"
+#include "precdetect/load/source/byte_source.h"
 
 namespace precdetect::fuzz {
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "fuzz_parser.h"
+#include "precdetect/load/file_format.h"
 #include "precdetect/load/numpy/npy.h"
 #include "precdetect/load/pickle/pickle_stream.h"
 #include "precdetect/safety/examine.h"
@@ -16,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     precdetect::examine_source(*file, file->path().string(), safety);
     safety.verdict();
     precdetect::safety_text(safety);
-    if (precdetect::looks_like_npy(file->view(0, std::min<uint64_t>(file->size(), 8))))
+    if (precdetect::detect_format(*file) == precdetect::FileFormat::kNpy)
       precdetect::read_npy_header(file->view(0, file->size()), file->path());
     else
       precdetect::refuse_pickle(*file, file->view(0, file->size()), 0);

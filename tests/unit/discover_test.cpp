@@ -27,14 +27,14 @@ void expect_error(const std::function<void()>& action, ErrorCode code, const std
 }
 
 TEST(HfCache, RecognisesHubIds) {
-  EXPECT_TRUE(looks_like_hf_id("t5-small"));
-  EXPECT_TRUE(looks_like_hf_id("google/mt5-small"));
-  EXPECT_TRUE(looks_like_hf_id("google/mt5-small@main"));
-  EXPECT_TRUE(looks_like_hf_id("org/name@refs/pr/1"));
-  EXPECT_FALSE(looks_like_hf_id("/abs/path"));
-  EXPECT_FALSE(looks_like_hf_id("./rel"));
-  EXPECT_FALSE(looks_like_hf_id("a/b/c"));
-  EXPECT_FALSE(looks_like_hf_id("../x"));
+  EXPECT_TRUE(has_hf_id_shape("t5-small"));
+  EXPECT_TRUE(has_hf_id_shape("google/mt5-small"));
+  EXPECT_TRUE(has_hf_id_shape("google/mt5-small@main"));
+  EXPECT_TRUE(has_hf_id_shape("org/name@refs/pr/1"));
+  EXPECT_FALSE(has_hf_id_shape("/abs/path"));
+  EXPECT_FALSE(has_hf_id_shape("./rel"));
+  EXPECT_FALSE(has_hf_id_shape("a/b/c"));
+  EXPECT_FALSE(has_hf_id_shape("../x"));
 }
 
 using HfCacheLayout = TempDir;

@@ -7,9 +7,9 @@
 #include "precdetect/core/dtype.h"
 #include "precdetect/core/error.h"
 #include "precdetect/core/inflate.h"
-#include "precdetect/load/source/decoded_source.h"
 #include "precdetect/load/flax/flax.h"
 #include "precdetect/load/flax/msgpack.h"
+#include "precdetect/load/source/decoded_source.h"
 
 namespace precdetect {
 namespace {

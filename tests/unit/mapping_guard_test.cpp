@@ -13,8 +13,8 @@
 #include "precdetect/analyze/analyzer.h"
 #include "precdetect/core/error.h"
 #include "precdetect/core/sanitizer.h"
-#include "precdetect/load/source/byte_source.h"
 #include "precdetect/load/safetensors/safetensors.h"
+#include "precdetect/load/source/byte_source.h"
 #include "stats_reference.h"
 #include "test_util.h"
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "precdetect/core/error.h"
+#include "precdetect/load/file_format.h"
 #include "test_util.h"
 
 namespace precdetect {
@@ -170,11 +171,12 @@ TEST(Safetensors, TrailingBytes) {
 }
 
 TEST(Safetensors, SniffsPlausibleFilesOnly) {
-  EXPECT_TRUE(looks_like_safetensors(*memory_source(safetensors_bytes(kOneF32, std::string(8, '\0')))));
-  EXPECT_TRUE(looks_like_safetensors(*memory_source(safetensors_bytes("  {}"))));
-  EXPECT_FALSE(looks_like_safetensors(*memory_source("abc")));
-  EXPECT_FALSE(looks_like_safetensors(*memory_source(safetensors_bytes("[]"))));
-  EXPECT_FALSE(looks_like_safetensors(*memory_source(std::string("PK\x03\x04", 4) + std::string(100, 'x'))));
+  auto format = [](std::string bytes) { return detect_format(*memory_source(std::move(bytes))); };
+  EXPECT_EQ(format(safetensors_bytes(kOneF32, std::string(8, '\0'))), FileFormat::kSafetensors);
+  EXPECT_EQ(format(safetensors_bytes("  {}")), FileFormat::kSafetensors);
+  EXPECT_EQ(format("abc"), FileFormat::kUnknown);
+  EXPECT_EQ(format(safetensors_bytes("[]")), FileFormat::kUnknown);
+  EXPECT_EQ(format(std::string("PK\x03\x04", 4) + std::string(100, 'x')), FileFormat::kTorchZip);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "precdetect/core/error.h"
 #include "precdetect/load/checkpoint.h"
+#include "precdetect/load/file_format.h"
 #include "precdetect/load/torch/torch_formats.h"
 #include "test_util.h"
 
@@ -91,7 +92,7 @@ std::string tar_file(const std::vector<float>& values) {
 
 TEST(TorchTar, ReadsTensorsFromTheTensorsTable) {
   std::string bytes = tar_file({1, 2, 3, 4});
-  ASSERT_TRUE(looks_like_tar(*memory_source(bytes)));
+  ASSERT_EQ(detect_format(*memory_source(bytes)), FileFormat::kTorchTar);
   Checkpoint checkpoint = read_one(bytes, "old.tar", read_torch_tar);
   ASSERT_EQ(checkpoint.tensors.size(), 1u);
   const TensorRecord& w = checkpoint.tensors[0];

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "precdetect/core/error.h"
+#include "precdetect/load/file_format.h"
 
 namespace precdetect {
 namespace {
@@ -45,7 +46,7 @@ void expect_invalid(const std::string& bytes, const std::string& detail) {
 TEST(ZipReader, FindsDataThroughThePaddedLocalHeader) {
   std::string zip = one_entry_zip("archive/data/0", "0123456789", 0, 17);
   auto source = memory_source(zip, "m.pt");
-  EXPECT_TRUE(looks_like_zip(*source));
+  EXPECT_EQ(detect_format(*source), FileFormat::kTorchZip);
   auto entries = read_zip_directory(*source);
   const ZipEntry& entry = entries.at("archive/data/0");
   EXPECT_EQ(entry.method, 0);

@@ -14,7 +14,7 @@ namespace precdetect {
 std::filesystem::path hf_hub_cache();
 
 /// True when `input` has the shape of a hub id: "name" or "org/name", optionally "@revision".
-bool looks_like_hf_id(std::string_view input);
+bool has_hf_id_shape(std::string_view input);
 
 /// The snapshot folder of `id` in `cache` (revision default "main", through refs/ unless it is a 40-hex
 /// commit). Throws Error(kHfCacheMiss) saying what was looked for and where.

@@ -8,8 +8,8 @@
 
 #include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
-#include "precdetect/load/source/decoded_source.h"
 #include "precdetect/load/flax/msgpack.h"
+#include "precdetect/load/source/decoded_source.h"
 
 namespace precdetect {
 namespace {

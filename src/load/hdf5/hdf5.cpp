@@ -8,8 +8,8 @@
 
 #include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
-#include "precdetect/load/source/decoded_source.h"
 #include "precdetect/load/hdf5/helper_process.h"
+#include "precdetect/load/source/decoded_source.h"
 
 namespace precdetect {
 namespace {

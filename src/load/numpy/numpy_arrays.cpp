@@ -4,9 +4,9 @@
 
 #include "precdetect/core/error.h"
 #include "precdetect/core/inflate.h"
-#include "precdetect/load/source/decoded_source.h"
 #include "precdetect/load/numpy/npy.h"
 #include "precdetect/load/pickle/pickle_stream.h"
+#include "precdetect/load/source/decoded_source.h"
 #include "precdetect/load/source/zip_reader.h"
 
 namespace precdetect {

@@ -1,8 +1,8 @@
 #include <fmt/format.h>
 
+#include "precdetect/classify/training_records.h"
 #include "precdetect/core/error.h"
 #include "precdetect/load/torch/torch_formats.h"
-#include "precdetect/classify/training_records.h"
 
 namespace precdetect {
 namespace {

@@ -1,9 +1,9 @@
 #include <fmt/format.h>
 
 #include "precdetect/core/error.h"
+#include "precdetect/load/source/zip_reader.h"
 #include "precdetect/load/torch/torch_formats.h"
 #include "precdetect/load/torch/torch_tensors.h"
-#include "precdetect/load/source/zip_reader.h"
 
 namespace precdetect {
 namespace {

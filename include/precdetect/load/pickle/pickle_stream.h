@@ -10,8 +10,8 @@
 #include <span>
 #include <string>
 
-#include "precdetect/load/source/byte_source.h"
 #include "precdetect/load/pickle/pickle.h"
+#include "precdetect/load/source/byte_source.h"
 
 namespace precdetect {
 
