@@ -33,7 +33,7 @@ class Scan(unittest.TestCase):
                          ("bf16|fp32", ["bf16", "fp32"], model["verdict"]["confidence"], True))
         self.assertEqual(bf16.summary, model["summary"])
         self.assertEqual(bf16.safety, model["safety"])
-        self.assertEqual((fp16.label, fp16.fp16_risk, fp16.error), ("fp16", False, None))
+        self.assertEqual((fp16.label, fp16.fp16_risk, fp16.error), ("fp16|fp32", False, None))
         self.assertEqual((failed.error["code"], failed.label, failed.candidates), ("not_found", "unknown", ["fp16", "bf16", "fp32"]))
 
     def test_gates_fill_gate_failures_as_the_cli_does(self):

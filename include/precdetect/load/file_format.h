@@ -12,16 +12,16 @@ namespace precdetect {
 
 enum class FileFormat {
   kGguf,
-  kFlax,          ///< flax_model.msgpack
-  kHdf5,          ///< Keras / TF weights
+  kFlax,  ///< flax_model.msgpack
+  kHdf5,  ///< Keras / TF weights
   kSafetensors,
-  kNpz,           ///< a zip named .npz: NumPy arrays
-  kTorchZip,      ///< torch.save >= 1.6, TorchScript
-  kTorchLegacy,   ///< torch.save before 1.6: pickles between raw storages
-  kNemo,          ///< a tar holding model_weights.ckpt
-  kTorchTar,      ///< torch.save before 0.4: a tar of pickles and storages
+  kNpz,          ///< a zip named .npz: NumPy arrays
+  kTorchZip,     ///< torch.save >= 1.6, TorchScript
+  kTorchLegacy,  ///< torch.save before 1.6: pickles between raw storages
+  kNemo,         ///< a tar holding model_weights.ckpt
+  kTorchTar,     ///< torch.save before 0.4: a tar of pickles and storages
   kNpy,
-  kPickle,        ///< a bare pickle stream: never a checkpoint of weights by itself
+  kPickle,  ///< a bare pickle stream: never a checkpoint of weights by itself
   kUnknown,
 };
 
