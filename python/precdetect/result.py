@@ -49,6 +49,12 @@ class ScanResult:
         return bool(self.verdict.get("fp16_risk"))
 
     @property
+    def adapter(self):
+        """{"format", "base_model", "found_by", "base_scan"} when the weights are an adapter (PEFT, diffusers, kohya
+        LoRA), whose verdict is its base model's; None for a model."""
+        return self._model.get("adapter")
+
+    @property
     def summary(self) -> dict:
         return self._model.get("summary") or {}
 
@@ -65,7 +71,11 @@ class ScanResult:
     def __repr__(self) -> str:
         if self.error:
             return f"<ScanResult {self.path}: error {self.error['code']}>"
-        return f"<ScanResult {self.path}: {self.label} ({self.confidence})" + (
+        adapter = ""
+        if self.adapter:
+            base = self.adapter["base_model"]
+            adapter = f" adapter ({self.adapter['format']})" + (f" of {base}" if base else ", no base named")
+        return f"<ScanResult {self.path}: {self.label} ({self.confidence}){adapter}" + (
             " fp16-risk>" if self.fp16_risk else ">")
 
 

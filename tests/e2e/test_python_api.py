@@ -4,11 +4,13 @@ carry their codes, and the GIL is free while files are read; check() on a model 
 verdict that scanning its saved checkpoint gives. The package is staged from python/ with the built extension."""
 
 import gc
+import os
 import threading
 import time
 import unittest
 import weakref
 
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # peft looks an adapter's base up on the Hub; this one lives nowhere
 import torch
 from safetensors.torch import save_file
 
@@ -47,6 +49,22 @@ class Scan(unittest.TestCase):
         page = STAGE / "report.html"
         self.assertEqual(run("--report", page, EXAMPLES[1]).returncode, 0)
         self.assertEqual(result._repr_html_(), page.read_text())
+
+    def test_an_adapter_says_so_and_answers_for_its_base(self):
+        from peft import LoraConfig, get_peft_model
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        config = LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
+                             num_key_value_heads=4, vocab_size=64)
+        config._name_or_path = "EleutherAI/pythia-1b"  # the base peft records in adapter_config.json
+        folder = STAGE / "adapter"
+        get_peft_model(LlamaForCausalLM(config), LoraConfig(r=2, target_modules=["q_proj"])).save_pretrained(folder)
+        [result] = precdetect.scan(str(folder))
+        self.assertEqual((result.adapter["format"], result.adapter["base_model"]), ("peft", "EleutherAI/pythia-1b"))
+        self.assertEqual(result.label, "bf16")  # the base's documented precision
+        self.assertEqual(repr(result), f"<ScanResult {folder}: bf16 (0.9) adapter (peft) of EleutherAI/pythia-1b "
+                                       "fp16-risk>")
+        self.assertIsNone(precdetect.scan(EXAMPLES[0])[0].adapter)
 
     def test_to_dict_is_a_copy(self):
         [result] = precdetect.scan(EXAMPLES[0])
