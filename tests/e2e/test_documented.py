@@ -164,9 +164,11 @@ class Registry(ScanTestCase):
         self.assertEqual(seen["thudm/cogvideox-5b"]["precision"], "bf16")
 
     def test_instruct_variants_reach_their_base(self):
-        cases = {"Qwen/Qwen-7B-Chat": "Qwen/Qwen-7B", "meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B",
-                 "allenai/OLMo-2-1124-7B-Instruct": "allenai/OLMo-2-1124-7B"}
-        for variant, base in cases.items():
+        cases = {"Qwen/Qwen-7B-Chat": ("Qwen/Qwen-7B", "bf16"),
+                 "meta-llama/Llama-3.1-8B-Instruct": ("meta-llama/Llama-3.1-8B", "bf16"),
+                 "allenai/OLMo-2-1124-7B-Instruct": ("allenai/OLMo-2-1124-7B", "bf16"),
+                 "facebook/wav2vec2-base-960h": ("facebook/wav2vec2-base", "fp16")}
+        for variant, (base, label) in cases.items():
             with self.subTest(variant=variant):
                 env = Documented.cached(self, variant, pythia_config(64, 2))
                 code, document, stderr = scan(variant, env=env)
@@ -174,7 +176,7 @@ class Registry(ScanTestCase):
                 documented = document["models"][0]["verdict"]["documented"]
                 self.assertEqual((documented["id"], documented["matched_by"], documented["base_model"]),
                                  (base, "hub_id", True))
-                self.assertEqual(document["models"][0]["verdict"]["label"], "bf16")
+                self.assertEqual(document["models"][0]["verdict"]["label"], label)
 
     def test_print_registry_prints_the_built_in_file(self):
         result = run("--print-registry")
