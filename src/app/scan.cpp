@@ -119,17 +119,18 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
   ModelReport report;
   report.input = report.path = input;
   std::optional<ModelSource> source;
+  std::optional<Checkpoint> checkpoint;
   try {
     source = discover(input, hf_hub_cache());
     report.path = source->path.string();
     for (const auto& file : source->files) report.files.push_back(file.string());
-    Checkpoint checkpoint = open_checkpoint(*source, options.read_mode.value_or(analyzer.preferred_read_mode()));
-    report.format = checkpoint.format;
-    if (!checkpoint.metadata.empty()) report.metadata = nlohmann::ordered_json::parse(checkpoint.metadata);
-    ModelAnalysis analysis = analyze_model(checkpoint, options.filter, judgement.rules.buffers, analyzer, cache);
-    report.warnings = checkpoint.warnings;
+    checkpoint = open_checkpoint(*source, options.read_mode.value_or(analyzer.preferred_read_mode()));
+    report.format = checkpoint->format;
+    if (!checkpoint->metadata.empty()) report.metadata = nlohmann::ordered_json::parse(checkpoint->metadata);
+    ModelAnalysis analysis = analyze_model(*checkpoint, options.filter, judgement.rules.buffers, analyzer, cache);
+    report.warnings = checkpoint->warnings;
     report.adapter = identify_adapter(source->path, tensor_names(analysis));
-    judge_model(report, std::move(analysis), identify_model(input, source->path, source->config), checkpoint.records,
+    judge_model(report, std::move(analysis), identify_model(input, source->path, source->config), checkpoint->records,
                 judgement);
     if (report.adapter && base_following == BaseFollowing::kYes)
       weigh_adapter_base(report, options, judgement, analyzer, cache);
@@ -140,8 +141,9 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     fail_model(report, {std::string(to_string(ErrorCode::kInternal)), fmt::format("{}: {}", input, e.what())});
   }
   // After the scan, whatever became of it: the examination stands apart from loading (an unsafe pickle is often
-  // why a model failed), and the scan's reads of the weights come first.
-  if (source) report.safety = examine_model(*source);
+  // why a model failed), and the scan's reads of the weights come first. It asks the formats the load opened for
+  // their pickles, so that no file's structure is read twice.
+  if (source) report.safety = examine_model(*source, checkpoint ? &*checkpoint : nullptr);
   return report;
 }
 

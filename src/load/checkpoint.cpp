@@ -9,50 +9,16 @@
 #include "precdetect/classify/training_records.h"
 #include "precdetect/core/error.h"
 #include "precdetect/load/file_format.h"
-#include "precdetect/load/flax/flax.h"
-#include "precdetect/load/gguf/gguf.h"
-#include "precdetect/load/hdf5/hdf5.h"
-#include "precdetect/load/numpy/npy.h"
-#include "precdetect/load/numpy/numpy_arrays.h"
-#include "precdetect/load/pickle/pickle_stream.h"
 #include "precdetect/load/safetensors/safetensors.h"
-#include "precdetect/load/source/zip_reader.h"
-#include "precdetect/load/torch/torch_formats.h"
 
 namespace precdetect {
 namespace {
 
-/// The format chain: the one detection (file_format.h) names the format, whose reader reads the file.
+/// The format chain: the one detection (file_format.h) opens the file in its format, which reads it.
 std::string read_file(Checkpoint& checkpoint, size_t file) {
   const ByteSource& source = *checkpoint.files[file];
-  switch (detect_format(source)) {
-    case FileFormat::kGguf:
-      return read_gguf(checkpoint, file);
-    case FileFormat::kFlax:
-      return read_flax(checkpoint, file);
-    case FileFormat::kHdf5:
-      return read_hdf5(checkpoint, file);
-    case FileFormat::kSafetensors:
-      for (auto& record : read_safetensors_header(source, file).tensors)
-        checkpoint.tensors.push_back(std::move(record));
-      return "safetensors";
-    case FileFormat::kNpz:
-      return read_npz(checkpoint, file);
-    case FileFormat::kTorchZip:
-      return read_torch_zip(checkpoint, file);
-    case FileFormat::kTorchLegacy:
-      return read_torch_legacy(checkpoint, file);
-    case FileFormat::kNemo:
-      return read_nemo(checkpoint, file);
-    case FileFormat::kTorchTar:
-      return read_torch_tar(checkpoint, file);
-    case FileFormat::kNpy:
-      return read_npy(checkpoint, file);
-    case FileFormat::kPickle:
-      refuse_pickle(source, source.view(0, source.size()), 0);
-    case FileFormat::kUnknown:
-      break;
-  }
+  std::unique_ptr<FormatFile> format = open_format(source);
+  if (format) return checkpoint.formats.emplace_back(std::move(format))->read(checkpoint, file);
   if (source.path().extension() == ".nemo" && source.size() >= 2 && source.view(0, 2)[0] == std::byte{0x1f} &&
       source.view(0, 2)[1] == std::byte{0x8b})
     fail(ErrorCode::kUnknownFormat, source.path(),

@@ -1,17 +1,35 @@
 #include "precdetect/load/file_format.h"
 
-#include <algorithm>
-
 #include "precdetect/load/flax/flax.h"
 #include "precdetect/load/gguf/gguf.h"
 #include "precdetect/load/hdf5/hdf5.h"
 #include "precdetect/load/numpy/npy.h"
+#include "precdetect/load/numpy/numpy_arrays.h"
 #include "precdetect/load/pickle/pickle_stream.h"
 #include "precdetect/load/safetensors/safetensors.h"
-#include "precdetect/load/source/zip_reader.h"
 #include "precdetect/load/torch/torch_formats.h"
 
 namespace precdetect {
+namespace {
+
+class PlainFormatFile final : public FormatFile {
+ public:
+  PlainFormatFile(const ByteSource& source, FileFormat format, ReadFormat read, NamePickles name_pickles)
+      : source_(source), format_(format), read_(read), name_pickles_(name_pickles) {}
+  FileFormat format() const override { return format_; }
+  std::string read(Checkpoint& checkpoint, size_t file) const override { return read_(checkpoint, file); }
+  void name_pickles(const std::string& where, PickleVisitor& visitor) const override {
+    name_pickles_(source_, where, visitor);
+  }
+
+ private:
+  const ByteSource& source_;
+  FileFormat format_;
+  ReadFormat read_;
+  NamePickles name_pickles_;
+};
+
+}  // namespace
 
 std::string_view file_format_name(FileFormat format) {
   switch (format) {
@@ -43,18 +61,29 @@ std::string_view file_format_name(FileFormat format) {
   return "unknown";
 }
 
+std::unique_ptr<FormatFile> plain_format_file(const ByteSource& source, FileFormat format, ReadFormat read,
+                                              NamePickles name_pickles) {
+  return std::make_unique<PlainFormatFile>(source, format, read, name_pickles);
+}
+
+void holds_no_pickles(const ByteSource&, const std::string&, PickleVisitor&) {}
+
+std::unique_ptr<FormatFile> open_format(const ByteSource& source) {
+  using Open = std::unique_ptr<FormatFile> (*)(const ByteSource&);
+  // Each format's sniff, in the order that keeps any from claiming a file of a format after it: magic numbers
+  // first, an .npz before any other zip, a NeMo archive before any other tar, a bare pickle (whose sniff is two
+  // bytes or a name) last.
+  static constexpr Open kChain[] = {open_gguf,      open_flax,      open_hdf5,         open_safetensors,
+                                    open_npz,       open_torch_zip, open_torch_legacy, open_nemo,
+                                    open_torch_tar, open_npy,       open_pickle};
+  for (Open open : kChain)
+    if (std::unique_ptr<FormatFile> file = open(source)) return file;
+  return nullptr;
+}
+
 FileFormat detect_format(const ByteSource& source) {
-  if (looks_like_gguf(source)) return FileFormat::kGguf;
-  if (looks_like_flax(source)) return FileFormat::kFlax;
-  if (looks_like_hdf5(source)) return FileFormat::kHdf5;
-  if (looks_like_safetensors(source)) return FileFormat::kSafetensors;
-  if (looks_like_zip(source)) return source.path().extension() == ".npz" ? FileFormat::kNpz : FileFormat::kTorchZip;
-  if (looks_like_torch_legacy(source)) return FileFormat::kTorchLegacy;
-  if (looks_like_nemo(source)) return FileFormat::kNemo;
-  if (looks_like_tar(source)) return FileFormat::kTorchTar;
-  if (looks_like_npy(source.view(0, std::min<uint64_t>(source.size(), 8)))) return FileFormat::kNpy;
-  if (looks_like_pickle(source)) return FileFormat::kPickle;
-  return FileFormat::kUnknown;
+  std::unique_ptr<FormatFile> file = open_format(source);
+  return file ? file->format() : FileFormat::kUnknown;
 }
 
 }  // namespace precdetect

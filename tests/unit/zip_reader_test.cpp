@@ -1,9 +1,14 @@
 // The zip directory reader on archives built byte by byte.
-#include "precdetect/load/source/zip_reader.h"
+#include "precdetect/load/zip/zip_reader.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <vector>
+
 #include "precdetect/core/error.h"
+#include "precdetect/load/checkpoint.h"
 #include "precdetect/load/file_format.h"
 
 namespace precdetect {
@@ -34,7 +39,7 @@ std::string one_entry_zip(const std::string& name, const std::string& data, uint
 
 void expect_invalid(const std::string& bytes, const std::string& detail) {
   try {
-    read_zip_directory(*memory_source(bytes, "m.pt"));
+    read_zip_entries(*memory_source(bytes, "m.pt"));
     FAIL() << "accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidZip) << e.what();
@@ -47,7 +52,7 @@ TEST(ZipReader, FindsDataThroughThePaddedLocalHeader) {
   std::string zip = one_entry_zip("archive/data/0", "0123456789", 0, 17);
   auto source = memory_source(zip, "m.pt");
   EXPECT_EQ(detect_format(*source), FileFormat::kTorchZip);
-  auto entries = read_zip_directory(*source);
+  auto entries = zip_directory(read_zip_entries(*source), source->path());
   const ZipEntry& entry = entries.at("archive/data/0");
   EXPECT_EQ(entry.method, 0);
   EXPECT_EQ(entry.size, 10u);
@@ -68,6 +73,63 @@ TEST(ZipReader, DamageIsNamedWithItsOffset) {
   std::string many_entries = zip;
   many_entries[many_entries.size() - 12] = '\x09';  // claims 9 entries, holds 1
   expect_invalid(many_entries, "central directory entry 2 of 9 is missing");
+}
+
+/// A memory source that counts the reads of its central directory's end record (the last 22 bytes).
+class CountingSource final : public ByteSource {
+ public:
+  explicit CountingSource(std::string bytes) : bytes_(memory_source(std::move(bytes), "m.pt")) {}
+  const std::filesystem::path& path() const override { return bytes_->path(); }
+  uint64_t size() const override { return bytes_->size(); }
+  std::span<const std::byte> view(uint64_t offset, uint64_t length) const override {
+    if (offset + length > size() - 22) ++end_record_reads;
+    return bytes_->view(offset, length);
+  }
+  mutable int end_record_reads = 0;
+
+ private:
+  std::unique_ptr<ByteSource> bytes_;
+};
+
+/// Records where a format says its pickles are.
+struct Named final : PickleVisitor {
+  void pickles(std::span<const std::byte>, const std::string& where, uint64_t, size_t) override {
+    places.push_back(where);
+  }
+  void log(const pickle::PickleLog&, const std::string&) override {}
+  void nested(const FormatFile&, const std::string&) override {}
+  void unverified(const std::string& where, std::string_view why) override {
+    places.push_back(fmt::format("unverified {}: {}", where, why));
+  }
+  std::vector<std::string> places;
+};
+
+TEST(ZipFormat, ReadsItsDirectoryOnceForItsReaderAndItsPickles) {
+  const std::string empty_dict = "\x80\x02}.";  // PROTO 2, EMPTY_DICT, STOP
+  Checkpoint checkpoint;
+  checkpoint.files.push_back(std::make_unique<CountingSource>(one_entry_zip("archive/data.pkl", empty_dict)));
+  const auto& source = static_cast<const CountingSource&>(*checkpoint.files[0]);
+  std::unique_ptr<FormatFile> format = open_format(source);
+  ASSERT_NE(format, nullptr);
+  EXPECT_EQ(format->format(), FileFormat::kTorchZip);
+  EXPECT_EQ(format->read(checkpoint, 0), "pytorch-zip");
+  Named named;
+  format->name_pickles("m.pt", named);
+  EXPECT_EQ(named.places, std::vector<std::string>{"m.pt!archive/data.pkl"});
+  EXPECT_EQ(source.end_record_reads, 1);
+}
+
+TEST(ZipFormat, ADamagedDirectoryFailsTheReaderAndIsUnverified) {
+  std::string zip = one_entry_zip("archive/data.pkl", "payload");
+  Checkpoint checkpoint;
+  checkpoint.files.push_back(memory_source(zip.substr(0, zip.size() - 30), "m.pt"));
+  std::unique_ptr<FormatFile> format = open_format(*checkpoint.files[0]);
+  ASSERT_NE(format, nullptr);
+  EXPECT_THROW(format->read(checkpoint, 0), Error);
+  Named named;
+  format->name_pickles("m.pt", named);
+  ASSERT_EQ(named.places.size(), 1u);
+  EXPECT_NE(named.places[0].find("unverified m.pt: m.pt: invalid zip archive"), std::string::npos) << named.places[0];
 }
 
 }  // namespace

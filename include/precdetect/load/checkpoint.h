@@ -8,6 +8,7 @@
 #include "precdetect/classify/training_record.h"
 #include "precdetect/core/warning.h"
 #include "precdetect/discover/discover.h"
+#include "precdetect/load/file_format.h"
 #include "precdetect/load/pickle/pickle.h"
 #include "precdetect/load/source/byte_source.h"
 #include "precdetect/load/tensor_record.h"
@@ -17,8 +18,12 @@ namespace precdetect {
 struct Checkpoint {
   std::string format;                              ///< "safetensors"
   std::vector<std::unique_ptr<ByteSource>> files;  ///< TensorRecord::file indexes this
-  std::vector<TensorRecord> tensors;               ///< file by file, in data order
-  std::vector<TrainingRecord> records;             ///< what the training framework wrote down (training_records.h)
+  /// Each file opened in its format, in the order of `files` (over the bytes each was mapped as, which a reader
+  /// may wrap: a NeMo archive's file becomes its weights member): the safety examination asks these for the
+  /// pickles the files hold, so that no file's structure is read twice.
+  std::vector<std::unique_ptr<FormatFile>> formats;
+  std::vector<TensorRecord> tensors;    ///< file by file, in data order
+  std::vector<TrainingRecord> records;  ///< what the training framework wrote down (training_records.h)
   std::vector<Warning> warnings;
   /// What the file says of the model in its own header, as a JSON object's text (reports print it whole): GGUF's
   /// key/values (the first file's, for a split GGUF). Empty for formats without one. Text rather than a JSON value:

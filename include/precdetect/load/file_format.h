@@ -1,14 +1,25 @@
 #pragma once
-/// The one detection of a file's format, from its first bytes (and an .npz's name): the load chain, the safety
-/// examination and `diff` (through the load chain) all ask it, so they never disagree about the same file. Each
-/// format's own `looks_like_*` lives in its folder; the order here is the only place they are weighed.
+/// A checkpoint file's format behind one interface, as bloaty keeps each object format behind `ObjectFile`: the
+/// format detects its files, lists their tensor records, and names the pickles they hold. `open_format` is the one
+/// detection: the load chain (load/checkpoint), the safety examination (safety/examine) and `diff` (through the
+/// load chain) all ask it, so they never disagree about a file. Each format's `open_*` and `looks_like_*` live in
+/// its folder; the chain's order in file_format.cpp is the only place they are weighed.
 
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
 #include <string_view>
 
 #include "precdetect/core/named_enum.h"
+#include "precdetect/load/pickle/pickle.h"
 #include "precdetect/load/source/byte_source.h"
 
 namespace precdetect {
+
+struct Checkpoint;
 
 enum class FileFormat {
   kGguf,
@@ -29,7 +40,56 @@ enum class FileFormat {
 /// "pickle", "unknown".
 std::string_view file_format_name(FileFormat format);
 
-/// The format `source` holds, the first of the list above whose sniff claims it; kUnknown when none does.
+class FormatFile;
+
+/// Receives the pickles a file holds as its format names them; safety/examine runs and judges them. `where` names
+/// the place in reports: the file, and after each "!" the archive member ("x.pt!archive/data.pkl").
+class PickleVisitor {
+ public:
+  virtual ~PickleVisitor() = default;
+  /// Pickles laid end to end from `bytes[0]`, at offset `base` (of the file, or of the member when it is
+  /// compressed), as a loader reads them: at most `max_pickles` of them.
+  virtual void pickles(std::span<const std::byte> bytes, const std::string& where, uint64_t base,
+                       size_t max_pickles = std::numeric_limits<size_t>::max()) = 0;
+  /// What pickles only the format's own reader can find (they lie between raw data) import and tamper with.
+  virtual void log(const pickle::PickleLog& log, const std::string& where) = 0;
+  /// A member that is a file of its own (a checkpoint inside an archive), opened in its format.
+  virtual void nested(const FormatFile& member, const std::string& where) = 0;
+  /// What the format cannot open or vouch for, and why: never passed as safe.
+  virtual void unverified(const std::string& where, std::string_view why) = 0;
+};
+
+/// One file opened in its format. It refers to the bytes it was opened on, which must outlive it; what it needs of
+/// the file's structure it reads once, for both of its uses.
+class FormatFile {
+ public:
+  virtual ~FormatFile() = default;
+  virtual FileFormat format() const = 0;
+  /// Appends the file's tensor records (and the training records, warnings and metadata its reader finds) to
+  /// `checkpoint`, whose file `file` holds the bytes this was opened on; returns the name Checkpoint::format takes
+  /// ("pytorch-zip"). Throws Error with the format's own codes (docs/errors.md).
+  virtual std::string read(Checkpoint& checkpoint, size_t file) const = 0;
+  /// Names to `visitor` every pickle the file holds, as the format's own loader (torch.load, numpy.load,
+  /// pickle.load) would unpickle them; what the format cannot follow it names unverified. Reads headers and
+  /// pickles, never tensor data.
+  virtual void name_pickles(const std::string& where, PickleVisitor& visitor) const = 0;
+};
+
+/// A format whose reading and pickle naming need nothing read in advance: its two functions, over the bytes.
+using ReadFormat = std::string (*)(Checkpoint& checkpoint, size_t file);
+using NamePickles = void (*)(const ByteSource& source, const std::string& where, PickleVisitor& visitor);
+std::unique_ptr<FormatFile> plain_format_file(const ByteSource& source, FileFormat format, ReadFormat read,
+                                              NamePickles name_pickles);
+
+/// NamePickles of the formats that hold no pickles: a JSON header, GGUF key/values or a msgpack tree, and raw
+/// numbers, nothing to execute.
+void holds_no_pickles(const ByteSource& source, const std::string& where, PickleVisitor& visitor);
+
+/// `source` opened as the first format whose sniff claims it, or nullptr when none does. The result refers to
+/// `source`. May throw Error for an archive too damaged to tell which format it is (a tar's members).
+std::unique_ptr<FormatFile> open_format(const ByteSource& source);
+
+/// The format `source` holds: open_format's, or kUnknown.
 FileFormat detect_format(const ByteSource& source);
 
 }  // namespace precdetect

@@ -4,18 +4,19 @@
 #include <filesystem>
 
 #include "precdetect/discover/discover.h"
+#include "precdetect/load/checkpoint.h"
 #include "precdetect/load/source/byte_source.h"
 #include "precdetect/safety/safety.h"
 
 namespace precdetect {
 
-/// Examines `source` (named `where` in the report) into `safety`, by its first bytes whatever its name: a
-/// safetensors file holds no code; a zip's every pickle member (data.pkl, constants.pkl, *.pkl, any member that
-/// starts like a pickle outside the storage folders), its .npy members and nested checkpoints; a legacy
-/// torch.save file's five pickles; a tar's pickles (pre-0.4 torch.save) or the checkpoint inside (NeMo); a .npy's
-/// object-array pickle; a bare pickle stream, appended pickles included. What cannot be opened or followed is
-/// listed as unverified, never passed. Reads headers and pickles only, never tensor data. Returns false, adding
-/// nothing, for bytes of no format examined here.
+/// Examines `source` (named `where` in the report) into `safety`, by its format whatever its name: the pickles its
+/// format names (file_format.h: a safetensors, GGUF or Flax file holds none; a zip's pickle members, object
+/// arrays and nested checkpoints; a legacy torch.save file's five pickles; a pre-0.4 tar's pickles; a NeMo
+/// archive's checkpoints; a .npy's object-array pickle; a bare pickle stream, appended pickles included), each
+/// run by the pickle machine with every import judged. What cannot be opened or followed is listed as
+/// unverified, never passed. Reads headers and pickles only, never tensor data. Returns false, adding nothing, for
+/// bytes of no format precdetect reads.
 bool examine_source(const ByteSource& source, const std::string& where, Safety& safety);
 
 /// examine_source on the file at `path`, listed in Safety::files when examined; never throws. A file that cannot
@@ -24,7 +25,10 @@ bool examine_source(const ByteSource& source, const std::string& where, Safety& 
 void examine_file(const std::filesystem::path& path, Safety& safety, bool weights);
 
 /// Every file of the model and every pickle beside it that loading the folder would unpickle
-/// (ModelSource::pickles_beside: the trainer's state, other weight formats).
-Safety examine_model(const ModelSource& source);
+/// (ModelSource::pickles_beside: the trainer's state, other weight formats). With `loaded`, the checkpoint the scan
+/// opened from `source`, its files are examined through the formats it opened (Checkpoint::formats), so that no
+/// file's structure (a zip's directory) is read twice; without it, or when the load stopped short of opening
+/// them, each file is opened again.
+Safety examine_model(const ModelSource& source, const Checkpoint* loaded = nullptr);
 
 }  // namespace precdetect

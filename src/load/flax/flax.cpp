@@ -223,4 +223,8 @@ std::string torch_name_of_flax_path(std::string_view path) {
   return name;
 }
 
+std::unique_ptr<FormatFile> open_flax(const ByteSource& source) {
+  return looks_like_flax(source) ? plain_format_file(source, FileFormat::kFlax, read_flax, holds_no_pickles) : nullptr;
+}
+
 }  // namespace precdetect

@@ -274,4 +274,8 @@ std::string read_gguf(Checkpoint& checkpoint, size_t file) {
   return "gguf";
 }
 
+std::unique_ptr<FormatFile> open_gguf(const ByteSource& source) {
+  return looks_like_gguf(source) ? plain_format_file(source, FileFormat::kGguf, read_gguf, holds_no_pickles) : nullptr;
+}
+
 }  // namespace precdetect

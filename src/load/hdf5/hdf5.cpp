@@ -1,6 +1,7 @@
 #include "precdetect/load/hdf5/hdf5.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstring>
 #include <functional>
@@ -113,6 +114,10 @@ std::string read_hdf5(Checkpoint& checkpoint, size_t file) {
   return "hdf5";
 }
 
+namespace {
+
+/// A Keras model config's Lambda layers. Empty when the file holds no `model_config` attribute or no Lambda
+/// layer; never throws.
 std::vector<std::string> keras_lambda_layers(const ByteSource& source) {
   try {
     std::string config =
@@ -131,6 +136,21 @@ std::vector<std::string> keras_lambda_layers(const ByteSource& source) {
   } catch (const std::exception&) {
     return {};
   }
+}
+
+void name_keras_lambdas(const ByteSource& source, const std::string& where, PickleVisitor& visitor) {
+  std::vector<std::string> lambdas = keras_lambda_layers(source);
+  if (!lambdas.empty())
+    visitor.unverified(where, fmt::format("a Keras model config with Lambda layers ({}): Python code that "
+                                          "keras.models.load_model may run, not judged here",
+                                          fmt::join(lambdas, ", ")));
+}
+
+}  // namespace
+
+std::unique_ptr<FormatFile> open_hdf5(const ByteSource& source) {
+  return looks_like_hdf5(source) ? plain_format_file(source, FileFormat::kHdf5, read_hdf5, name_keras_lambdas)
+                                 : nullptr;
 }
 
 }  // namespace precdetect

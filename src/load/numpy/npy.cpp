@@ -151,4 +151,14 @@ NpyHeader read_npy_header(std::span<const std::byte> bytes, const std::filesyste
   return header;
 }
 
+std::optional<NpyHeader> npy_header_or_why(std::span<const std::byte> head, const std::string& where,
+                                           PickleVisitor& visitor) {
+  try {
+    return read_npy_header(head, where);
+  } catch (const Error& e) {
+    visitor.unverified(where, e.what());
+    return std::nullopt;
+  }
+}
+
 }  // namespace precdetect

@@ -2,12 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "precdetect/core/error.h"
 #include "precdetect/core/inflate.h"
 #include "precdetect/load/numpy/npy.h"
 #include "precdetect/load/pickle/pickle_stream.h"
 #include "precdetect/load/source/decoded_source.h"
-#include "precdetect/load/source/zip_reader.h"
+#include "precdetect/load/zip/zip_archive.h"
 
 namespace precdetect {
 namespace {
@@ -47,11 +49,11 @@ std::string read_npy(Checkpoint& checkpoint, size_t file) {
   return "numpy";
 }
 
-std::string read_npz(Checkpoint& checkpoint, size_t file) {
+std::string read_npz(Checkpoint& checkpoint, size_t file, const std::vector<ZipEntry>& entries) {
   auto decoded = std::make_unique<DecodedSource>(std::move(checkpoint.files[file]));
   const std::filesystem::path& path = decoded->path();
   std::vector<std::string> not_read;
-  for (const auto& [name, entry] : read_zip_directory(*decoded)) {
+  for (const auto& [name, entry] : zip_directory(entries, path)) {
     if (entry.flags & 1) fail(ErrorCode::kInvalidZip, path, fmt::format("member `{}` is encrypted", name));
     if (entry.method != 0 && entry.method != 8)
       fail(ErrorCode::kCompressedEntry, path, fmt::format("member `{}`: compression method {}", name, entry.method));
@@ -81,6 +83,28 @@ std::string read_npz(Checkpoint& checkpoint, size_t file) {
   warn_about(checkpoint.warnings, WarningCode::kDtypesNotRead, path.string(), std::move(not_read));
   checkpoint.files[file] = std::move(decoded);
   return "numpy";
+}
+
+namespace {
+
+/// An object array's pickle, the one a .npy holds when numpy.load(allow_pickle=True) reads it.
+void name_npy_pickles(const ByteSource& source, const std::string& where, PickleVisitor& visitor) {
+  std::span<const std::byte> bytes = source.view(0, source.size());
+  std::optional<NpyHeader> header = npy_header_or_why(bytes, where, visitor);
+  if (header && header->holds_objects)
+    visitor.pickles(bytes.subspan(header->data_offset), where, header->data_offset, 1);
+}
+
+}  // namespace
+
+std::unique_ptr<FormatFile> open_npy(const ByteSource& source) {
+  if (!looks_like_npy(source.view(0, std::min<uint64_t>(source.size(), 8)))) return nullptr;
+  return plain_format_file(source, FileFormat::kNpy, read_npy, name_npy_pickles);
+}
+
+std::unique_ptr<FormatFile> open_npz(const ByteSource& source) {
+  if (!looks_like_zip(source) || source.path().extension() != ".npz") return nullptr;
+  return zip_format_file(source, FileFormat::kNpz, read_npz);
 }
 
 }  // namespace precdetect

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "precdetect/core/error.h"
+#include "precdetect/load/checkpoint.h"
 #include "precdetect/load/pickle/pickle_globals.h"
 
 namespace precdetect {
@@ -62,6 +63,24 @@ void refuse_pickle(const ByteSource& source, std::span<const std::byte> bytes, u
   fail(ErrorCode::kNotACheckpoint, source.path(),
        fmt::format("a pickle of {} object(s) importing {}{}: no tensors precdetect can read", stream.pickles, what,
                    stream.stopped ? fmt::format(" (and then: {})", *stream.stopped) : ""));
+}
+
+namespace {
+
+std::string read_pickle(Checkpoint& checkpoint, size_t file) {
+  const ByteSource& source = *checkpoint.files[file];
+  refuse_pickle(source, source.view(0, source.size()), 0);
+}
+
+void name_stream_pickles(const ByteSource& source, const std::string& where, PickleVisitor& visitor) {
+  visitor.pickles(source.view(0, source.size()), where, 0);
+}
+
+}  // namespace
+
+std::unique_ptr<FormatFile> open_pickle(const ByteSource& source) {
+  return looks_like_pickle(source) ? plain_format_file(source, FileFormat::kPickle, read_pickle, name_stream_pickles)
+                                   : nullptr;
 }
 
 }  // namespace precdetect

@@ -8,6 +8,7 @@
 
 #include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
+#include "precdetect/load/checkpoint.h"
 
 namespace precdetect {
 namespace {
@@ -242,6 +243,21 @@ SafetensorsHeader read_safetensors_header(const ByteSource& source, size_t file_
     result.tensors.push_back(std::move(entry.record));
   }
   return result;
+}
+
+namespace {
+
+std::string read_safetensors(Checkpoint& checkpoint, size_t file) {
+  for (TensorRecord& record : read_safetensors_header(*checkpoint.files[file], file).tensors)
+    checkpoint.tensors.push_back(std::move(record));
+  return "safetensors";
+}
+
+}  // namespace
+
+std::unique_ptr<FormatFile> open_safetensors(const ByteSource& source) {
+  if (!looks_like_safetensors(source)) return nullptr;
+  return plain_format_file(source, FileFormat::kSafetensors, read_safetensors, holds_no_pickles);
 }
 
 }  // namespace precdetect

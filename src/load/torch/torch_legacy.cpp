@@ -14,6 +14,7 @@ namespace {
 constexpr unsigned char kLegacyMagic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46,
                                           0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, 0x2e};
 constexpr int64_t kLegacyProtocol = 1001;
+constexpr size_t kLegacyPickles = 5;  // magic number, protocol, sys_info, the object, the storage keys
 
 pickle::Result next_pickle(const ByteSource& source, uint64_t at) {
   return pickle::run(source.view(at, source.size() - at), source.path(), at);
@@ -80,6 +81,14 @@ std::string read_torch_legacy(Checkpoint& checkpoint, size_t file) {
   add_torch_tensors(checkpoint, find_tensors(objects, source.path()), locate, file, written_big_endian(sys_info.root));
   add_pickle_findings(checkpoint, objects, source.path());
   return "pytorch-legacy";
+}
+
+std::unique_ptr<FormatFile> open_torch_legacy(const ByteSource& source) {
+  if (!looks_like_torch_legacy(source)) return nullptr;
+  return plain_format_file(source, FileFormat::kTorchLegacy, read_torch_legacy,
+                           [](const ByteSource& file, const std::string& where, PickleVisitor& visitor) {
+                             visitor.pickles(file.view(0, file.size()), where, 0, kLegacyPickles);
+                           });
 }
 
 }  // namespace precdetect

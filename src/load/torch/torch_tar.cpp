@@ -183,4 +183,35 @@ std::string read_torch_tar(Checkpoint& checkpoint, size_t file) {
   return "pytorch-tar";
 }
 
+namespace {
+
+/// sys_info's pickle, then every pickle the reader itself meets: they lie between raw storages, where only it
+/// finds them.
+void name_torch_tar_pickles(const ByteSource& source, const std::string& where, PickleVisitor& visitor) {
+  std::map<std::string, TarMember> members;
+  try {
+    members = read_tar_members(source);
+  } catch (const Error& e) {
+    return visitor.unverified(where, e.what());
+  }
+  if (auto sys_info = members.find("sys_info"); sys_info != members.end())
+    visitor.pickles(source.view(sys_info->second.offset, sys_info->second.size), where, sys_info->second.offset, 1);
+  pickle::PickleLog log;
+  Checkpoint scratch{.pickle_log = &log};
+  scratch.files.push_back(span_source(source.view(0, source.size()), source.path()));
+  try {
+    read_torch_tar(scratch, 0);
+  } catch (const Error& e) {
+    visitor.unverified(where, e.what());
+  }
+  visitor.log(log, where);
+}
+
+}  // namespace
+
+std::unique_ptr<FormatFile> open_torch_tar(const ByteSource& source) {
+  if (!looks_like_tar(source)) return nullptr;
+  return plain_format_file(source, FileFormat::kTorchTar, read_torch_tar, name_torch_tar_pickles);
+}
+
 }  // namespace precdetect

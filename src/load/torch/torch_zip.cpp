@@ -1,9 +1,9 @@
 #include <fmt/format.h>
 
 #include "precdetect/core/error.h"
-#include "precdetect/load/source/zip_reader.h"
 #include "precdetect/load/torch/torch_formats.h"
 #include "precdetect/load/torch/torch_tensors.h"
+#include "precdetect/load/zip/zip_archive.h"
 
 namespace precdetect {
 namespace {
@@ -52,9 +52,9 @@ void add_pickle_tensors(Checkpoint& checkpoint, size_t file, const Entries& entr
 
 }  // namespace
 
-std::string read_torch_zip(Checkpoint& checkpoint, size_t file) {
+std::string read_torch_zip(Checkpoint& checkpoint, size_t file, const std::vector<ZipEntry>& directory) {
   const ByteSource& source = *checkpoint.files[file];
-  Entries entries = read_zip_directory(source);
+  Entries entries = zip_directory(directory, source.path());
   std::string prefix = archive_prefix(entries, source);
   auto find = [&](const std::string& name) {
     auto entry = entries.find(prefix + name);
@@ -72,6 +72,10 @@ std::string read_torch_zip(Checkpoint& checkpoint, size_t file) {
   if (constants == nullptr) return "pytorch-zip";
   add_pickle_tensors(checkpoint, file, entries, prefix, *constants, "constants/", "constants", big_endian);
   return "torchscript";
+}
+
+std::unique_ptr<FormatFile> open_torch_zip(const ByteSource& source) {
+  return looks_like_zip(source) ? zip_format_file(source, FileFormat::kTorchZip, read_torch_zip) : nullptr;
 }
 
 }  // namespace precdetect

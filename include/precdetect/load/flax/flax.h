@@ -4,6 +4,7 @@
 /// [shape, dtype name, raw row-major bytes]; an array over 1 GiB is a map {"__msgpack_chunked_array__": true,
 /// "shape": {"0": ...}, "chunks": {"0": flat part, ...}}.
 
+#include <memory>
 #include <string>
 
 #include "precdetect/load/checkpoint.h"
@@ -21,6 +22,9 @@ bool looks_like_flax(const ByteSource& source);
 /// whose bytes do not match its shape and dtype, a malformed chunked array, keys that are not strings or twice in
 /// one map).
 std::string read_flax(Checkpoint& checkpoint, size_t file);
+
+/// The file opened as Flax when it is named so, else nullptr; it holds no pickles.
+std::unique_ptr<FormatFile> open_flax(const ByteSource& source);
 
 /// The name transformers' PyTorch model gives a Flax parameter path: "/" becomes ".", and a last part `kernel`,
 /// `embedding` or `scale` becomes `weight` ("encoder/final_layer_norm/weight" -> "encoder.final_layer_norm.weight").

@@ -3,6 +3,7 @@
 /// tensor and key/value counts, the key/values, the tensor infos, then the tensors' data, each at an offset
 /// aligned to `general.alignment` (default 32).
 
+#include <memory>
 #include <string>
 
 #include "precdetect/load/checkpoint.h"
@@ -19,5 +20,8 @@ bool looks_like_gguf(const ByteSource& source);
 /// or lengths past the end, an unknown value or tensor type, a misaligned or overlapping tensor, overflowing
 /// dimensions), kDuplicateTensor.
 std::string read_gguf(Checkpoint& checkpoint, size_t file);
+
+/// The file opened as GGUF when it starts with the GGUF magic, else nullptr; it holds no pickles.
+std::unique_ptr<FormatFile> open_gguf(const ByteSource& source);
 
 }  // namespace precdetect

@@ -3,8 +3,8 @@
 /// (read-only, over the mapped file's image): every dataset of a float or integer type is a tensor named by its
 /// path ("bert/embeddings/word_embeddings/weight:0").
 
+#include <memory>
 #include <string>
-#include <vector>
 
 #include "precdetect/load/checkpoint.h"
 
@@ -21,8 +21,9 @@ bool looks_like_hdf5(const ByteSource& source);
 /// storage or a virtual dataset, which precdetect never opens).
 std::string read_hdf5(Checkpoint& checkpoint, size_t file);
 
-/// A Keras model config's Lambda layers: marshalled Python code that keras.models.load_model may run. Empty
-/// when the file holds no `model_config` attribute or no Lambda layer; never throws.
-std::vector<std::string> keras_lambda_layers(const ByteSource& source);
+/// The file opened as HDF5 when it starts with HDF5's signature, else nullptr. It holds no pickles, but a whole
+/// Keras model's config may hold Lambda layers: marshalled Python code that keras.models.load_model runs (Keras 3
+/// only with safe_mode=False), which precdetect does not judge and names unverified.
+std::unique_ptr<FormatFile> open_hdf5(const ByteSource& source);
 
 }  // namespace precdetect

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "precdetect/core/dtype.h"
+#include "precdetect/load/file_format.h"
 #include "precdetect/load/source/byte_source.h"
 #include "precdetect/load/tensor_record.h"
 
@@ -46,5 +47,10 @@ bool looks_like_npy(std::span<const std::byte> bytes);
 /// Parses the header of the .npy in `bytes` (`path` for messages). Throws Error(kInvalidNumpy) naming the path
 /// for a bad magic, version, length or dict.
 NpyHeader read_npy_header(std::span<const std::byte> bytes, const std::filesystem::path& path);
+
+/// read_npy_header for the safety examination: the header of the .npy whose first bytes are `head` (named
+/// `where`), or nullopt with the reason it is none named unverified to `visitor`.
+std::optional<NpyHeader> npy_header_or_why(std::span<const std::byte> head, const std::string& where,
+                                           PickleVisitor& visitor);
 
 }  // namespace precdetect

@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 
+#include "precdetect/load/file_format.h"
 #include "precdetect/load/pickle/pickle.h"
 #include "precdetect/load/source/byte_source.h"
 
@@ -43,5 +45,9 @@ bool looks_like_pickle(const ByteSource& source);
 /// naming its first dangerous global and where it is imported, else Error(kNotACheckpoint) saying what it
 /// imports. `bytes` (at offset `base` of the file) are the pickles.
 [[noreturn]] void refuse_pickle(const ByteSource& source, std::span<const std::byte> bytes, uint64_t base);
+
+/// The file opened as a bare pickle stream when looks_like_pickle claims it, else nullptr. Its pickles are all of
+/// it, appended ones included; reading it refuses it (refuse_pickle): a pickle is no checkpoint of weights.
+std::unique_ptr<FormatFile> open_pickle(const ByteSource& source);
 
 }  // namespace precdetect

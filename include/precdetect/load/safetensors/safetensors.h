@@ -2,9 +2,11 @@
 /// The safetensors format: an 8-byte little-endian header length, a JSON header, then the tensors' bytes.
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "precdetect/load/file_format.h"
 #include "precdetect/load/source/byte_source.h"
 #include "precdetect/load/tensor_record.h"
 
@@ -25,5 +27,9 @@ bool looks_like_safetensors(const ByteSource& source);
 /// Enforces every rule of the reference reader (docs/errors.md names each one's code); each violation throws its own
 /// ErrorCode with the path and, where one is involved, the tensor name. Records get `file = file_index`.
 SafetensorsHeader read_safetensors_header(const ByteSource& source, size_t file_index = 0);
+
+/// The file opened as safetensors when looks_like_safetensors claims it, else nullptr. Reading it reads its
+/// header (read_safetensors_header) and returns "safetensors"; it holds no pickles.
+std::unique_ptr<FormatFile> open_safetensors(const ByteSource& source);
 
 }  // namespace precdetect

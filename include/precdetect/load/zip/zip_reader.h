@@ -2,6 +2,7 @@
 /// The zip container of torch.save (torch >= 1.6) and TorchScript: central directory, ZIP64, stored entries.
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,12 +25,13 @@ struct ZipEntry {
 bool looks_like_zip(const ByteSource& source);
 
 /// Reads the end-of-central-directory record (ZIP64 when present) and every central entry, and resolves each
-/// entry's data offset through its local header. Every offset and size is checked against the file before use.
-/// Throws Error(kInvalidZip) naming the file and the offset of the damage, or two entries of one name (readers
-/// disagree on which one they load).
-std::map<std::string, ZipEntry> read_zip_directory(const ByteSource& source);
-
-/// Every central directory entry in directory order, duplicates included: what a safety check must look at.
+/// entry's data offset through its local header: every entry in directory order, duplicates included (what a
+/// safety check must look at). Every offset and size is checked against the file before use. Throws
+/// Error(kInvalidZip) naming the file and the offset of the damage.
 std::vector<ZipEntry> read_zip_entries(const ByteSource& source);
+
+/// `entries` by name, as a reader loads them. Throws Error(kInvalidZip) naming `path` for two entries of one name
+/// (readers disagree on which one they load).
+std::map<std::string, ZipEntry> zip_directory(std::vector<ZipEntry> entries, const std::filesystem::path& path);
 
 }  // namespace precdetect

@@ -1,4 +1,4 @@
-#include "precdetect/load/source/zip_reader.h"
+#include "precdetect/load/zip/zip_reader.h"
 
 #include <fmt/format.h>
 
@@ -121,15 +121,15 @@ std::vector<ZipEntry> read_zip_entries(const ByteSource& source) {
   return entries;
 }
 
-std::map<std::string, ZipEntry> read_zip_directory(const ByteSource& source) {
-  std::map<std::string, ZipEntry> entries;
-  for (ZipEntry& entry : read_zip_entries(source)) {
+std::map<std::string, ZipEntry> zip_directory(std::vector<ZipEntry> entries, const std::filesystem::path& path) {
+  std::map<std::string, ZipEntry> directory;
+  for (ZipEntry& entry : entries) {
     std::string name = entry.name;
-    if (!entries.emplace(name, std::move(entry)).second)
-      fail(ErrorCode::kInvalidZip, source.path(),
+    if (!directory.emplace(name, std::move(entry)).second)
+      fail(ErrorCode::kInvalidZip, path,
            fmt::format("two entries named `{}`: readers disagree on which one they load", name));
   }
-  return entries;
+  return directory;
 }
 
 }  // namespace precdetect

@@ -1,0 +1,162 @@
+#include "precdetect/load/zip/zip_archive.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <exception>
+#include <optional>
+#include <set>
+
+#include "precdetect/core/error.h"
+#include "precdetect/core/inflate.h"
+#include "precdetect/load/numpy/npy.h"
+#include "precdetect/load/pickle/pickle_stream.h"
+
+namespace precdetect {
+namespace {
+
+constexpr uint64_t kMaxInflated = 1ull << 30;
+constexpr uint64_t kWholeMember = std::numeric_limits<uint64_t>::max();  // member_bytes' limit for all of it
+// Zip members that hold a checkpoint of their own; examined like a file.
+constexpr std::string_view kNestedExtensions[] = {".pt", ".pth", ".bin", ".ckpt", ".npz", ".zip", ".nemo"};
+// Zip members torch or pickle.load reads as pickles: data.pkl, constants.pkl, TorchScript's *.debug_pkl.
+constexpr std::string_view kPickleMembers[] = {"pkl", ".pickle"};
+
+bool has_suffix(std::string_view name, std::span<const std::string_view> suffixes) {
+  return std::any_of(suffixes.begin(), suffixes.end(), [&](std::string_view s) { return name.ends_with(s); });
+}
+
+/// The pickles of one archive's members, named to a visitor.
+class MemberPickles {
+ public:
+  MemberPickles(const ByteSource& archive, const std::string& where, PickleVisitor& visitor)
+      : archive_(archive), where_(where), visitor_(visitor) {}
+
+  void name_all(const std::vector<ZipEntry>& entries) {
+    std::set<std::string> names;
+    bool torchscript = false;
+    for (const ZipEntry& entry : entries) {
+      if (!names.insert(entry.name).second)
+        visitor_.unverified(where_,
+                            fmt::format("two entries named `{}`: readers disagree on which one they load", entry.name));
+      torchscript |= entry.name.ends_with("/constants.pkl") || entry.name.find("/code/") != std::string::npos;
+    }
+    if (torchscript)
+      visitor_.unverified(where_,
+                          "a TorchScript archive: torch.jit.load compiles and runs its code/, which precdetect does "
+                          "not judge");
+    for (const ZipEntry& entry : entries) member(entry);
+  }
+
+ private:
+  /// One member: a pickle, an array, a nested checkpoint, or raw data (tensor records) that nothing unpickles.
+  void member(const ZipEntry& entry) {
+    std::string inside = fmt::format("{}!{}", where_, entry.name);
+    bool pickle_name = has_suffix(entry.name, kPickleMembers);
+    bool array = entry.name.ends_with(".npy");
+    bool nested = has_suffix(entry.name, kNestedExtensions);
+    bool storage = entry.name.find("/data/") != std::string::npos ||
+                   entry.name.find("/constants/") != std::string::npos || entry.name.starts_with(".data/") ||
+                   entry.name.find("/.data/") != std::string::npos;
+    if (storage && !pickle_name) return;
+    std::string inflated;
+    std::span<const std::byte> bytes;
+    try {
+      // An array's header tells whether a pickle follows: numbers are not inflated to find that out.
+      bytes = member_bytes(entry, inflated, array ? kMaxNpyHead : kWholeMember);
+    } catch (const Error& e) {
+      if (pickle_name || array || nested) visitor_.unverified(inside, e.what());
+      return;
+    }
+    bool stored = entry.method == 0;
+    uint64_t base = stored ? entry.data_offset : 0;  // offsets in a compressed member count from its start
+    if (array) return array_member(entry, bytes, inside, base);
+    if (pickle_name || starts_like_pickle(bytes)) return visitor_.pickles(bytes, inside, base);
+    if (!nested) return;
+    std::unique_ptr<ByteSource> member = span_source(bytes, archive_.path());
+    if (std::unique_ptr<FormatFile> file = open_format(*member)) visitor_.nested(*file, inside);
+  }
+
+  /// An .npy member, from its first bytes `head`: the rest is read only when it is a pickle.
+  void array_member(const ZipEntry& entry, std::span<const std::byte> head, const std::string& where, uint64_t base) {
+    std::optional<NpyHeader> header = npy_header_or_why(head, where, visitor_);
+    if (!header || !header->holds_objects) return;
+    std::string inflated;
+    std::span<const std::byte> bytes;
+    try {
+      bytes = member_bytes(entry, inflated, kWholeMember);
+    } catch (const Error& e) {
+      return visitor_.unverified(where, e.what());
+    }
+    visitor_.pickles(bytes.subspan(header->data_offset), where, base + header->data_offset, 1);
+  }
+
+  /// A member's bytes, or its first `limit` when it holds more: stored ones straight from the archive, deflated
+  /// ones inflated into `inflated` (whole ones up to kMaxInflated).
+  std::span<const std::byte> member_bytes(const ZipEntry& entry, std::string& inflated, uint64_t limit) {
+    // An entry flagged encrypted is read as it is stored: a reader that ignores the flag loads those bytes (and
+    // bytes truly encrypted are no pickle the machine can follow: unverified).
+    std::span<const std::byte> raw = archive_.view(entry.data_offset, entry.size);
+    if (entry.method == 0) return raw.first(std::min<uint64_t>(raw.size(), limit));
+    if (entry.method != 8)
+      fail(ErrorCode::kCompressedEntry, archive_.path(), fmt::format("compression method {}", entry.method));
+    if (limit < entry.uncompressed) {
+      inflated = inflate_head(raw, limit, archive_.path(), entry.name);
+    } else if (entry.uncompressed > kMaxInflated) {
+      fail(ErrorCode::kCompressedEntry, archive_.path(),
+           fmt::format("inflates to {} bytes, more than a safety check reads", entry.uncompressed));
+    } else {
+      inflated = inflate_entry(raw, entry.uncompressed, archive_.path(), entry.name);
+    }
+    return std::as_bytes(std::span(inflated));
+  }
+
+  const ByteSource& archive_;
+  const std::string& where_;
+  PickleVisitor& visitor_;
+};
+
+class ZipFormatFile final : public FormatFile {
+ public:
+  ZipFormatFile(const ByteSource& source, FileFormat format, ReadZip read)
+      : source_(source), format_(format), read_(read) {}
+  FileFormat format() const override { return format_; }
+  std::string read(Checkpoint& checkpoint, size_t file) const override { return read_(checkpoint, file, entries()); }
+  void name_pickles(const std::string& where, PickleVisitor& visitor) const override {
+    const std::vector<ZipEntry>* entries = nullptr;
+    try {
+      entries = &this->entries();
+    } catch (const Error& e) {
+      return visitor.unverified(where, e.what());
+    }
+    MemberPickles(source_, where, visitor).name_all(*entries);
+  }
+
+ private:
+  /// The central directory, read on first use; a damaged one throws its error again on every use.
+  const std::vector<ZipEntry>& entries() const {
+    if (!entries_ && !error_) {
+      try {
+        entries_ = read_zip_entries(source_);
+      } catch (const Error&) {
+        error_ = std::current_exception();
+      }
+    }
+    if (error_) std::rethrow_exception(error_);
+    return *entries_;
+  }
+
+  const ByteSource& source_;
+  FileFormat format_;
+  ReadZip read_;
+  mutable std::optional<std::vector<ZipEntry>> entries_;
+  mutable std::exception_ptr error_;
+};
+
+}  // namespace
+
+std::unique_ptr<FormatFile> zip_format_file(const ByteSource& source, FileFormat format, ReadZip read) {
+  return std::make_unique<ZipFormatFile>(source, format, read);
+}
+
+}  // namespace precdetect
