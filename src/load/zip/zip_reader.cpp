@@ -121,11 +121,11 @@ std::vector<ZipEntry> read_zip_entries(const ByteSource& source) {
   return entries;
 }
 
-std::map<std::string, ZipEntry> zip_directory(std::vector<ZipEntry> entries, const std::filesystem::path& path) {
+std::map<std::string, ZipEntry> zip_directory(const std::vector<ZipEntry>& entries, const std::filesystem::path& path) {
   std::map<std::string, ZipEntry> directory;
-  for (ZipEntry& entry : entries) {
-    std::string name = entry.name;
-    if (!directory.emplace(name, std::move(entry)).second)
+  for (const ZipEntry& entry : entries) {
+    const std::string& name = entry.name;
+    if (!directory.emplace(name, entry).second)
       fail(ErrorCode::kInvalidZip, path,
            fmt::format("two entries named `{}`: readers disagree on which one they load", name));
   }

@@ -32,6 +32,6 @@ std::vector<ZipEntry> read_zip_entries(const ByteSource& source);
 
 /// `entries` by name, as a reader loads them. Throws Error(kInvalidZip) naming `path` for two entries of one name
 /// (readers disagree on which one they load).
-std::map<std::string, ZipEntry> zip_directory(std::vector<ZipEntry> entries, const std::filesystem::path& path);
+std::map<std::string, ZipEntry> zip_directory(const std::vector<ZipEntry>& entries, const std::filesystem::path& path);
 
 }  // namespace precdetect
