@@ -10,7 +10,9 @@
 #include <cstring>
 #include <type_traits>
 
+#include "precdetect/core/error.h"
 #include "precdetect/core/hash.h"
+#include "precdetect/core/output_file.h"
 
 namespace precdetect {
 namespace fs = std::filesystem;
@@ -53,17 +55,31 @@ void remove_database(const fs::path& path) {
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path.string() + suffix, ec);
 }
 
+/// The regular file (or new name) `path` leads to, links followed, so that rebuilding a cache never removes a
+/// link, a device or a FIFO the user named; nullopt and the reason otherwise.
+std::optional<fs::path> database_file(const fs::path& path, std::string& reason) {
+  try {
+    OutputTarget target = resolve_output_target(path);
+    if (target.kind == OutputTarget::Kind::kFile) return target.path;
+    reason = "not a regular file";
+  } catch (const Error& e) {
+    reason = e.what();
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::unique_ptr<StatsCache> StatsCache::open(const fs::path& path) {
   std::error_code ec;
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
   std::string reason;
-  sqlite3* db = open_database(path, reason);
-  if (!db && fs::exists(path, ec)) {  // not a cache we can use (corrupt, another program's file): start over
+  std::optional<fs::path> file = database_file(path, reason);
+  sqlite3* db = file ? open_database(*file, reason) : nullptr;
+  if (!db && file && fs::exists(*file, ec)) {  // not a cache we can use (corrupt, another program's file): start over
     fmt::print(stderr, "precdetect: cache {} is unusable ({}); rebuilding it\n", path.string(), reason);
-    remove_database(path);
-    db = open_database(path, reason);
+    remove_database(*file);
+    db = open_database(*file, reason);
   }
   if (!db) {
     fmt::print(stderr, "precdetect: cache {} cannot be opened ({}); scanning without it\n", path.string(), reason);

@@ -9,17 +9,24 @@
 #include <string_view>
 
 #include "precdetect/analyze/device.h"
+#include "precdetect/app/output.h"
 #include "precdetect/classify/registry.h"
 #include "precdetect/classify/rules.h"
 
 namespace precdetect {
 namespace {
 
+constexpr const char* kOutputHelp =
+    "also write the JSON document to FILE, or to stdout in place of the table for `-o -` (a regular file is "
+    "replaced whole, a symbolic link's target too; a device or FIFO is written as it is)";
+
 constexpr const char* kFooter = R"(Exit status:
   0  every model was scanned (and passed every gate)
   1  a gate failed (--expect, --fail-on, --fail-if-fp16-risk, --max-abs, --max-norm, --fail-if-unsafe;
      diff --fail-if-changed)
-  2  a usage error, or at least one model could not be scanned (the others are still reported) and no gate failed
+  2  at least one model could not be scanned (the others are still reported) and no gate failed
+  3  the run could not be made: a usage error, nothing to scan, an output file that cannot be written
+  4  merge refused its set of --jsonl outputs
 
 PATH is a model folder (sharded or not), one checkpoint file (safetensors; PyTorch .bin/.pt/.pth, legacy or
 zip; TorchScript; GGUF; Flax msgpack; Keras/TF HDF5; NumPy .npy/.npz), a *.index.json, or a Hugging Face id org/name[@revision] found in the local cache
@@ -153,7 +160,7 @@ void add_scan_options(CLI::App& app, ScanOptions& options, std::string& include,
   app.add_flag_callback(
          "--json", [&options] { options.format = OutputFormat::kJson; }, "print the JSON document (--format json)")
       ->excludes("--format");
-  app.add_option("-o,--output", options.output, "also write the JSON document to FILE (atomically)");
+  app.add_option("-o,--output", options.output, kOutputHelp);
   app.add_option("--report", options.report,
                  "also write a self-contained HTML page to FILE: verdict, evidence and charts (works offline)");
   app.add_flag("-v,--verbose", options.verbose,
@@ -184,7 +191,7 @@ void add_diff_options(CLI::App& diff, DiffArguments& args) {
       ->expected(2, 1 << 16)
       ->option_text("BASE OTHER...");
   diff.add_flag("--json", args.command.json, "print the JSON document (docs/diff.md) instead of the table");
-  diff.add_option("-o,--output", args.command.output, "also write the JSON document to FILE (atomically)");
+  diff.add_option("-o,--output", args.command.output, kOutputHelp);
   diff.add_option("--rtol", args.command.tolerances.rtol, "allclose relative tolerance (default 1e-5)")
       ->check(CLI::NonNegativeNumber);
   diff.add_option("--atol", args.command.tolerances.atol, "allclose absolute tolerance (default 1e-8)")
@@ -226,7 +233,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   merge->add_option("files", merge_command.files, "JSONL files written by precdetect --jsonl")
       ->required()
       ->check(CLI::ExistingFile);
-  merge->add_option("-o,--output", merge_command.output, "also write the document to FILE (atomically)");
+  merge->add_option("-o,--output", merge_command.output, kOutputHelp);
   merge->add_option("--report", merge_command.report, "also write the HTML report of the merged document to FILE");
   merge->add_flag("--partial", merge_command.partial,
                   "merge the parts present when some are missing or cut short (the document lists them)");
@@ -251,6 +258,8 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     }
     if (options.inputs.empty() && options.lists.empty() && !options.hf_cache)
       throw CLI::RequiredError("PATH, --from or --hf-cache (at least one model)");
+    if (options.output == kStandardOutput && options.format == OutputFormat::kJsonl)
+      throw CLI::ValidationError("-o -", "--jsonl prints its lines on standard output: name a file");
     if (!shard.empty()) options.shard = *parse_shard(shard);
     if (no_cache) options.cache.reset();
     options.filter = {compile_regex(include, "--include"), compile_regex(exclude, "--exclude")};

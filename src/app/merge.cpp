@@ -4,11 +4,11 @@
 
 #include <algorithm>
 
-#include "precdetect/app/atomic_file.h"
 #include "precdetect/app/gates.h"
 #include "precdetect/app/output.h"
 #include "precdetect/app/shard_set.h"
 #include "precdetect/core/error.h"
+#include "precdetect/core/output_file.h"
 #include "precdetect/report/html_report.h"
 #include "precdetect/report/json_report.h"
 
@@ -75,7 +75,7 @@ ExitCode run_merge(const MergeCommand& command) {
     document["missing"] = problems.incomplete;
     print_problems("--partial: merged the parts present; missing:", problems.incomplete);
   }
-  if (command.report) write_file_atomically(*command.report, render_html(document));
+  if (command.report) write_output_file(*command.report, render_html(document));
   publish(document, command.output, /*json=*/true, {});
   ExitCode code = batch_exit_code(counts);
   // A partial batch never passes for a whole one: what is missing was not scanned, as far as this result goes.

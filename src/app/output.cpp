@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "precdetect/app/atomic_file.h"
+#include "precdetect/core/output_file.h"
 #include "precdetect/report/json_report.h"
 
 namespace precdetect {
@@ -19,7 +19,8 @@ void print(const std::string& text) {
 void publish(const nlohmann::ordered_json& document, const std::optional<std::filesystem::path>& output, bool json,
              const std::string& table) {
   std::string text = json_text(document, 2);
-  if (output) write_file_atomically(*output, text);
+  if (output == kStandardOutput) return print(text);  // the document takes stdout, in place of the table
+  if (output) write_output_file(*output, text);
   print(json ? text : table);
 }
 

@@ -11,13 +11,13 @@
 
 #include "precdetect/analyze/analyzer.h"
 #include "precdetect/analyze/model_analysis.h"
-#include "precdetect/app/atomic_file.h"
 #include "precdetect/app/gates.h"
 #include "precdetect/app/output.h"
 #include "precdetect/app/progress.h"
 #include "precdetect/classify/adapter.h"
 #include "precdetect/classify/documented.h"
 #include "precdetect/core/error.h"
+#include "precdetect/core/output_file.h"
 #include "precdetect/discover/discover.h"
 #include "precdetect/discover/hf_cache.h"
 #include "precdetect/discover/input_list.h"
@@ -270,7 +270,7 @@ ExitCode run_scan(const ScanOptions& options) {
        .finished =
            [&](const ModelReport& model) { announce(model, options.format == OutputFormat::kJsonl, *progress); }});
   nlohmann::ordered_json document = to_json(report);
-  if (options.report) write_file_atomically(*options.report, render_html(document));
+  if (options.report) write_output_file(*options.report, render_html(document));
   publish(document, options.output, options.format == OutputFormat::kJson, rendered(report, options));
   if (options.format == OutputFormat::kJsonl) print_json_line(batch_summary_json(report));
   std::fflush(stdout);  // the warnings follow the results on a terminal that shows both

@@ -8,7 +8,11 @@
 
 namespace precdetect {
 
-/// Writes `document` to `output` (atomically) when given, then prints the document (`json`) or `table` on stdout.
+/// `-o -`: the JSON document goes to standard output.
+inline const std::filesystem::path kStandardOutput = "-";
+
+/// Writes `document` to `output` when given (core/output_file: atomically where it is a regular file), then prints
+/// the document (`json`) or `table` on stdout; with `output` kStandardOutput, prints the document alone.
 /// Paths and library messages need not be UTF-8: invalid bytes become U+FFFD rather than aborting the dump.
 void publish(const nlohmann::ordered_json& document, const std::optional<std::filesystem::path>& output, bool json,
              const std::string& table);
