@@ -156,6 +156,21 @@ def malicious_cases():
         "getattr-chain": ("x.pkl", pickled(call(GLOBAL("builtins", "getattr"),
                                                 call(GLOBAL("builtins", "__import__"), TEXT("os")), TEXT("system"))),
                           "builtins.getattr", "attribute_access"),
+        # getattr(G, 'name') is read as the method G.name only when G is a global of the pickle (or an instance of
+        # one) and the name a plain attribute: a dangerous G is unsafe through its own import, and getattr of a
+        # dunder or computed name, or of what a call returned (getattr-chain), is a call of getattr.
+        "getattr-method-of-a-dangerous-global": ("x.pkl", pickled(call(call(GLOBAL("builtins", "getattr"), call(
+            GLOBAL("builtins", "getattr"), GLOBAL("os", "path"), TEXT("os")), TEXT("system")), TEXT(s))),
+                                                 "os.path", "process"),
+        "getattr-method-of-a-dangerous-instance": ("x.pkl", pickled(call(call(
+            GLOBAL("builtins", "getattr"), GLOBAL("subprocess", "Popen") + b")\x81", TEXT("wait")))),
+                                                   "subprocess.Popen", "process"),
+        "getattr-dunder-name": ("x.pkl", pickled(call(GLOBAL("builtins", "getattr"),
+                                                      GLOBAL("torch._utils", "_rebuild_tensor_v2"), TEXT("__globals__"))),
+                                "builtins.getattr", "attribute_access"),
+        "getattr-computed-name": ("x.pkl", pickled(call(GLOBAL("builtins", "getattr"), GLOBAL("collections", "OrderedDict"),
+                                                        call(GLOBAL("builtins", "str"), TEXT("fromkeys")))),
+                                  "builtins.getattr", "attribute_access"),
         "importlib-import-module": ("x.pkl", pickled(call(GLOBAL("importlib", "import_module"), TEXT("os"))),
                                     "importlib.import_module", "import_machinery"),
         "pkgutil-resolve-name": ("x.pkl", pickled(call(call(GLOBAL("pkgutil", "resolve_name"), TEXT("os:system")), TEXT(s))),

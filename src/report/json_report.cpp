@@ -229,6 +229,7 @@ ordered_json safety_json(const std::optional<Safety>& safety) {
   for (const SafetyImport& item : safety->imports)
     imports.push_back({{"module", item.module},
                        {"name", item.name},
+                       {"spelling", item.spelling.empty() ? ordered_json(nullptr) : ordered_json(item.spelling)},
                        {"class", global_class_name(item.judgement.kind)},
                        {"family", item.judgement.kind == GlobalClass::kDangerous
                                       ? ordered_json(danger_family_name(item.judgement.family))

@@ -76,8 +76,9 @@ void append_safety(std::string& out, const ModelReport& model) {
   out += fmt::format("  safety: {}\n", safety_text(*model.safety));
   for (const SafetyImport& item : model.safety->imports)
     if (item.judgement.kind != GlobalClass::kAllowed)
-      out += fmt::format("  import ({}{}): {} in {} at offset {}{}\n", item.judgement.kind,
-                         item.judgement.why.empty() ? "" : ", " + item.judgement.why, item.qualified(), item.file,
+      out += fmt::format("  import ({}{}): {}{} in {} at offset {}{}\n", item.judgement.kind,
+                         item.judgement.why.empty() ? "" : ", " + item.judgement.why, item.qualified(),
+                         item.spelling.empty() ? "" : fmt::format(" (written {})", item.spelling), item.file,
                          item.offset, item.called ? ", called" : "");
   for (const SafetyTampering& item : model.safety->tampering)
     out += fmt::format("  tampering ({}): {} in {} at offset {}\n", pickle::tampering_kind_name(item.kind), item.detail,

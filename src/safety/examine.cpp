@@ -26,13 +26,18 @@ class Examiner final : public PickleVisitor {
   void log(const pickle::PickleLog& log, const std::string& where) override {
     for (const pickle::Tampering& item : log.tampering)
       safety_.tampering.push_back({.kind = item.kind, .detail = item.detail, .file = where, .offset = item.offset});
-    for (const pickle::Import& item : log.imports)
+    for (const pickle::Import& item : log.imports) {
+      if (item.references_methods && !item.called) continue;  // judged by the method references it made
       safety_.imports.push_back({.module = item.module,
                                  .name = item.name,
-                                 .judgement = judge_global(item.module, item.name),
+                                 .judgement = item.attribute.empty()
+                                                  ? judge_global(item.module, item.name)
+                                                  : judge_method_reference(item.module, item.name, item.attribute),
+                                 .spelling = item.spelling,
                                  .file = where,
                                  .offset = item.offset,
                                  .called = item.called});
+    }
   }
 
   void nested(const FormatFile& member, const std::string& where) override {

@@ -65,5 +65,20 @@ TEST(PickleGlobals, ClassesOnNeitherListAreUnknown) {
     EXPECT_EQ(kind_of(module, name), GlobalClass::kUnknown) << module << "." << name;
 }
 
+TEST(PickleGlobals, AMethodReferenceIsJudgedAsTheMethodItNames) {
+  // A model class's method: unknown, as the class is (never dotted-name dangerous).
+  EXPECT_EQ(judge_method_reference("ultralytics.nn.modules.head", "Segment.forward", "forward").kind,
+            GlobalClass::kUnknown);
+  // A dangerous owner stays dangerous, whatever the attribute.
+  EXPECT_EQ(judge_method_reference("os", "path.join", "join").why, "os.*");
+  EXPECT_EQ(judge_method_reference("builtins", "getattr.x", "x").family, DangerFamily::kAttributeAccess);
+  // The method a reference reaches is judged too: a module's loader is the deserializer it is.
+  GlobalJudgement load = judge_method_reference("torch", "storage._load_from_bytes", "_load_from_bytes");
+  EXPECT_EQ(load.family, DangerFamily::kNestedDeserialization) << load.why;
+  // An allowlisted name reached as a method is allowed.
+  EXPECT_EQ(judge_method_reference("torch", "_utils._rebuild_tensor_v2", "_rebuild_tensor_v2").kind,
+            GlobalClass::kAllowed);
+}
+
 }  // namespace
 }  // namespace precdetect

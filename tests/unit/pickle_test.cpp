@@ -241,5 +241,84 @@ TEST(Pickle, DeepNestingIsAnErrorNotAStackOverflow) {
   expect_walk_refused(bytes + ".", "nests too deeply");
 }
 
+/// Runs `bytes` with a log, as the safety examination does.
+pickle::PickleLog logged(const std::string& bytes, pickle::Result* result = nullptr) {
+  pickle::PickleLog log;
+  pickle::Result ran =
+      pickle::run({reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()}, "data.pkl", 0, nullptr, &log);
+  if (result) *result = ran;
+  return log;
+}
+
+const pickle::Import& import_named(const pickle::PickleLog& log, const std::string& qualified) {
+  for (const auto& item : log.imports)
+    if (item.module + "." + item.name == qualified) return item;
+  throw std::runtime_error("no import " + qualified);
+}
+
+TEST(Pickle, AMethodReferenceOfAGlobalIsLoggedAsTheMethod) {
+  // getattr(Segment, 'forward'), as pickle writes a method of a class
+  pickle::Result result;
+  auto log = logged(
+      "\x80\x02"
+      "cbuiltins\ngetattr\ncmodels.head\nSegment\n"s +
+          unicode("forward") + "\x86R.",
+      &result);
+  ASSERT_EQ(log.imports.size(), 3u);
+  EXPECT_TRUE(import_named(log, "builtins.getattr").references_methods);
+  EXPECT_FALSE(import_named(log, "builtins.getattr").called);
+  const pickle::Import& method = import_named(log, "models.head.Segment.forward");
+  EXPECT_EQ(method.attribute, "forward");
+  EXPECT_EQ(method.spelling, "builtins.getattr(models.head.Segment, 'forward')");
+  EXPECT_EQ(method.offset, 54u);  // the REDUCE
+  EXPECT_EQ(std::get<pickle::Global>(result.root->v).qualified(), "models.head.Segment.forward");
+  EXPECT_TRUE(result.not_called.empty());
+}
+
+TEST(Pickle, AMethodBoundToAnInstanceIsItsClasssMethodAndACallOfItIsSeen) {
+  // m = Conv.__new__(Conv); getattr(m, 'forward_fuse')(x): a module's `forward = forward_fuse`, then called
+  auto log = logged(
+      "\x80\x02"
+      "cmodels.conv\nConv\n)\x81q\x00"
+      "0cbuiltins\ngetattr\nh\x00"s +
+      unicode("forward_fuse") + "\x86R" + unicode("x") + "\x85R.");
+  const pickle::Import& method = import_named(log, "models.conv.Conv.forward_fuse");
+  EXPECT_EQ(method.spelling, "builtins.getattr(<models.conv.Conv object>, 'forward_fuse')");
+  EXPECT_TRUE(method.called);
+  EXPECT_FALSE(import_named(log, "builtins.getattr").called);
+}
+
+TEST(Pickle, GetattrOfAnythingElseIsACallOfGetattr) {
+  const std::string getattr =
+      "\x80\x02"
+      "cbuiltins\ngetattr\n";
+  std::map<std::string, std::string> cases = {
+      {"a dunder name", getattr + "cmodels\nNet\n" + unicode("__globals__") + "\x86R."},
+      {"a computed name", getattr + "cmodels\nNet\ncmodels\nname\n)R\x86R."},
+      {"an attribute chain", getattr + "cmodels\nNet\n" + unicode("a.b") + "\x86R."},
+      {"what a call returned",
+       getattr + "cbuiltins\n__import__\n" + unicode("os") + "\x85R" + unicode("system") + "\x86R."},
+      {"three arguments", getattr + "cmodels\nNet\n" + unicode("x") + "N\x87R."},
+      // a method reference, and getattr itself held in a list: handed to code the machine does not follow
+      {"getattr held as data", getattr + "q\x00"s + "cmodels\nNet\n" + unicode("x") + "\x86R0](h\x00"s + "e."},
+  };
+  for (const auto& [what, bytes] : cases) {
+    auto log = logged(bytes);
+    EXPECT_TRUE(import_named(log, "builtins.getattr").called) << what;
+  }
+}
+
+TEST(Pickle, APopOfAMarkOnTopOfTheStackDropsTheMark) {
+  // MARK POP, then a value padded with DUP POP: CPython's unpicklers read both as no-ops
+  auto result =
+      run("\x80\x02(0K\x05"
+          "20."s);
+  EXPECT_EQ(std::get<int64_t>(result.root->v), 5);
+  expect_invalid(
+      "\x80\x02"
+      "0K\x01."s,
+      "stack underflow", 1002);  // a POP on an empty stack still fails
+}
+
 }  // namespace
 }  // namespace precdetect

@@ -26,6 +26,9 @@ std::string_view safety_verdict_name(SafetyVerdict verdict);
 struct SafetyImport {
   std::string module, name;
   GlobalJudgement judgement;
+  /// How the pickle wrote a method reference (`builtins.getattr(ultralytics.nn.modules.head.Segment, 'forward')`),
+  /// which is judged as the method it names; empty for a global imported by name.
+  std::string spelling;
   std::string file;     ///< the file, and after "!" the archive member when the pickle is one ("x.pt!archive/data.pkl")
   uint64_t offset = 0;  ///< of the importing opcode, in the file (in the member, for a compressed member)
   bool called = false;  ///< called (REDUCE, NEWOBJ, OBJ, INST) or given state (BUILD): not only imported

@@ -1,5 +1,8 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include "precdetect/load/pickle/machine.h"
 
 namespace precdetect::pickle {
@@ -51,6 +54,19 @@ std::optional<DType> lookup(std::span<const TorchDtypeName> table, std::string_v
   return std::nullopt;
 }
 
+bool is_getattr(std::string_view name) {
+  return name == "builtins.getattr" || name == "__builtin__.getattr" || name == "__builtins__.getattr";
+}
+
+/// An attribute a method reference may name: a Python identifier, not a dunder (`__globals__`, `__class__` reach
+/// the interpreter's internals).
+bool is_plain_attribute(std::string_view name) {
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  bool dunder = name.size() > 4 && name.starts_with("__") && name.ends_with("__");
+  return !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) && !dunder &&
+         std::all_of(name.begin(), name.end(), word);
+}
+
 }  // namespace
 
 Ref Machine::import_global(std::string module, std::string name, uint64_t at) {
@@ -88,7 +104,59 @@ Ref Machine::construct(const Ref& type, const Ref& args) {
   const auto* global = std::get_if<Global>(&type->v);
   Global name = global ? *global : Global{"?", "?"};
   not_called_.insert(name.qualified());
-  return make(Opaque{name, args, nullptr});
+  return make(Opaque{.type = name, .args = args, .instance = true});
+}
+
+/// `getattr(G, 'name')`, how pickle writes a method (a bound method reduces to it), read as the method `G.name`
+/// when G is a global this pickle imported, or an instance of one, and `name` a plain attribute: logged as an
+/// import of that name, with the pickle's spelling, and returned as that global (so that a call of it is seen).
+/// Anything else (a computed or dunder name, G the result of a call) is a call of getattr.
+std::optional<Ref> Machine::method_reference(const Global& getattr, const Tuple& args) {
+  if (args.items.size() != 2) return std::nullopt;
+  const auto* attribute = std::get_if<std::string>(&args.items[1]->v);
+  const auto* object = std::get_if<Opaque>(&args.items[0]->v);
+  const Global* owner = object && object->instance ? &object->type : std::get_if<Global>(&args.items[0]->v);
+  if (!attribute || !is_plain_attribute(*attribute) || !owner || owner->module == "?") return std::nullopt;
+  Global method{owner->module, fmt::format("{}.{}", owner->name, *attribute)};
+  if (log_ && getattr.import) {
+    std::string spelling =
+        fmt::format("{}({}, '{}')", getattr.qualified(),
+                    object ? fmt::format("<{} object>", owner->qualified()) : owner->qualified(), *attribute);
+    auto [entry, fresh] = import_index_.try_emplace(spelling, log_->imports.size());
+    if (fresh && import_index_.size() > kMaxImports) bad("more distinct globals than any checkpoint imports");
+    if (fresh)
+      log_->imports.push_back({.module = method.module,
+                               .name = method.name,
+                               .offset = cursor_.offset() - 1,
+                               .attribute = *attribute,
+                               .spelling = std::move(spelling)});
+    method.import = entry->second;
+    log_->imports[*getattr.import].references_methods = true;
+  }
+  return make(std::move(method));
+}
+
+/// getattr held by a container (an argument, a state, an item) is handed to code the machine does not follow:
+/// as good as called.
+void Machine::note_getattr_held_as_data() {
+  if (!log_ || std::none_of(log_->imports.begin(), log_->imports.end(),
+                            [](const Import& item) { return item.references_methods; }))
+    return;
+  auto note = [&](const Ref& held) {
+    const auto* global = held ? std::get_if<Global>(&held->v) : nullptr;
+    if (global && global->import && log_->imports[*global->import].references_methods)
+      log_->imports[*global->import].called = true;
+  };
+  note(stack_.back());
+  for (const Ref& value : arena_->values) {
+    if (const auto* tuple = std::get_if<Tuple>(&value->v))
+      std::for_each(tuple->items.begin(), tuple->items.end(), note);
+    if (const auto* list = std::get_if<List>(&value->v)) std::for_each(list->items.begin(), list->items.end(), note);
+    if (const auto* dict = std::get_if<Dict>(&value->v))
+      for (const auto& [key, item] : dict->items) note(key), note(item);
+    if (const auto* opaque = std::get_if<Opaque>(&value->v))
+      note(opaque->args), note(opaque->state), note(opaque->contents);
+  }
 }
 
 /// BUILD sets an object's state. Opaque objects keep it (it holds a module's parameters); dicts and tensors
@@ -102,10 +170,12 @@ void Machine::build(Ref& target, const Ref& state) {
 
 Ref Machine::call(const Ref& callable, const Ref& args, int depth) {
   if (depth > kMaxCallDepth) bad("nested rebuild calls too deep");
-  mark_called(callable);
   const auto* global = std::get_if<Global>(&callable->v);
   const auto* tuple = std::get_if<Tuple>(&args->v);
   std::string name = global ? global->qualified() : "?";
+  if (tuple && is_getattr(name))
+    if (std::optional<Ref> method = method_reference(*global, *tuple)) return *method;
+  mark_called(callable);
   if (tuple != nullptr) {
     const auto& items = tuple->items;
     if (name == "collections.OrderedDict" || name == "builtins.dict" || name == "__builtin__.dict") {
@@ -124,7 +194,7 @@ Ref Machine::call(const Ref& callable, const Ref& args, int depth) {
     if (name == "torch._tensor._rebuild_from_type_v2" && items.size() >= 3) return call(items[0], items[2], depth + 1);
   }
   not_called_.insert(name);
-  return make(Opaque{global ? *global : Global{"?", "?"}, args, nullptr});
+  return make(Opaque{.type = global ? *global : Global{"?", "?"}, .args = args});
 }
 
 Ref Machine::rebuild_tensor(const std::vector<Ref>& args, std::optional<std::string> dtype_name) {
@@ -169,7 +239,7 @@ Ref Machine::persistent(const Ref& pid) {
   if (resolve_)
     if (Ref resolved = resolve_(pid)) return resolved;
   if (auto storage = storage_id(pid)) return make(std::move(*storage));
-  return make(Opaque{Global{"persistent", "id"}, pid, nullptr});
+  return make(Opaque{.type = Global{"persistent", "id"}, .args = pid});
 }
 
 std::optional<DType> storage_dtype(std::string_view storage_type) { return lookup(kStorageTypes, storage_type); }

@@ -276,9 +276,12 @@ void Machine::step(uint8_t op) {
       if (marks_.size() >= kMaxMarks) bad("MARK nesting limit exceeded");
       marks_.push_back(stack_.size());
       return;
-    case '0':
-      pop();
-      return;  // POP
+    case '0':  // POP: a value, or the MARK on top of the stack (as CPython's unpicklers do)
+      if (!marks_.empty() && stack_.size() == marks_.back())
+        marks_.pop_back();
+      else
+        pop();
+      return;
     case '1':
       pop_mark();
       return;  // POP_MARK

@@ -429,4 +429,11 @@ GlobalJudgement judge_global(std::string_view raw_module, std::string_view name)
   return {GlobalClass::kUnknown, kNone, ""};
 }
 
+GlobalJudgement judge_method_reference(std::string_view module, std::string_view name, std::string_view attribute) {
+  std::string_view owner = name.substr(0, name.size() - std::min(name.size(), attribute.size() + 1));
+  GlobalJudgement of_owner = judge_global(module, owner);
+  if (of_owner.kind == GlobalClass::kDangerous) return of_owner;
+  return judge_global(fmt::format("{}.{}", module, owner), attribute);
+}
+
 }  // namespace precdetect

@@ -379,7 +379,8 @@ function safetyBlock(model) {
   const badge = {safe: 'safe', unsafe: 'error', unverified: 'risk'}[safety.verdict];
   const rows = safety.imports.filter((i) => i.class !== 'allowed').map((i) => ({
     attributes: i.class === 'dangerous' ? {class: 'fired'} : {},
-    cells: [`${i.module}.${i.name}`, i.class + (i.family ? ` (${i.family})` : ''), i.why ?? '',
+    cells: [i.spelling ? [`${i.module}.${i.name}`, element('div', {class: 'sub'}, `written ${i.spelling}`)]
+                       : `${i.module}.${i.name}`, i.class + (i.family ? ` (${i.family})` : ''), i.why ?? '',
             `${i.file} @ ${i.offset}`, i.called ? 'called' : 'imported'],
   }));
   return [element('h3', {}, 'Safe to load?'),

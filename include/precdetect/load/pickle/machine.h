@@ -39,6 +39,7 @@ class Machine {
       if (op == '.') break;
     }
     if (stack_.size() != 1 || !marks_.empty()) bad("STOP with an unbalanced stack");
+    note_getattr_held_as_data();
     return {stack_.back(),
             cursor_.offset(),
             cursor_.position(),
@@ -185,6 +186,8 @@ class Machine {
   Ref construct(const Ref& type, const Ref& args);
   void build(Ref& target, const Ref& state);
   Ref call(const Ref& callable, const Ref& args, int depth = 0);
+  std::optional<Ref> method_reference(const Global& getattr, const Tuple& args);
+  void note_getattr_held_as_data();
   Ref rebuild_tensor(const std::vector<Ref>& args, std::optional<std::string> dtype_name);
   Ref persistent(const Ref& pid);
   std::optional<Storage> storage_id(const Ref& id);

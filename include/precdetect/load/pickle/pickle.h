@@ -62,6 +62,7 @@ struct Opaque {
   Ref args;
   Ref state;
   Ref contents;
+  bool instance = false;  ///< made by NEWOBJ, OBJ or INST: an instance of `type` (not what a call of it returned)
 };
 
 struct Value {
@@ -95,6 +96,13 @@ struct Import {
   std::string module, name;
   uint64_t offset = 0;  ///< of the importing opcode, in the file
   bool called = false;
+  /// A method reference, `getattr(G, 'forward')` as pickle writes a method, when G is a global of the pickle or an
+  /// instance of one: `name` is G's (or its class's) name and the attribute (`Segment.forward`), `attribute` the
+  /// attribute, `spelling` how the pickle wrote it. Both empty for a global imported by name.
+  std::string attribute, spelling;
+  /// builtins.getattr used for method references (each logged as an import of its own). It counts only while
+  /// `called` is false: the pickle neither called it any other way nor held it as data.
+  bool references_methods = false;
 };
 /// What no pickler writes and only an attack needs (docs/security.md): each makes a pickle unsafe on its own.
 enum class TamperingKind {

@@ -46,6 +46,11 @@ struct GlobalJudgement {
 /// dangerous wherever it appears.
 GlobalJudgement judge_global(std::string_view module, std::string_view name);
 
+/// Judges a method reference, `getattr(G, 'attribute')` with G the global `module.owner` (or an instance of it),
+/// as the method it names (`name` is `owner.attribute`): dangerous when G is, else as `attribute` of a module
+/// `module.owner` (`torch.serialization` `load` is dangerous; a model class's `forward` is unknown).
+GlobalJudgement judge_method_reference(std::string_view module, std::string_view name, std::string_view attribute);
+
 }  // namespace precdetect
 
 template <>
