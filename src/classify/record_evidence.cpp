@@ -65,7 +65,8 @@ void weigh_records(Verdict& verdict, std::span<const TrainingRecord> records, co
     verdict.admit(winner->candidates);
     verdict.confidence = kConflictConfidence;
   }
-  if (std::vector<std::string> half = half_storage(summary); record.label == Label::kFp32 && !half.empty()) {
+  if (std::vector<std::string> half = half_storage(summary);
+      record.label == Label::kFp32 && !half.empty() && !saves_weights_in_half(record.kind)) {
     verdict.conflicts.push_back(
         {ConflictKind::kStoredInHalf,
          fmt::format("recorded fp32 ({}), but the parameters are stored in {}: the run may have trained in half "

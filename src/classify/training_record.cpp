@@ -29,6 +29,12 @@ std::string_view record_kind_name(RecordKind kind) {
       return "train_config";
     case RecordKind::kNemoConfig:
       return "nemo_config";
+    case RecordKind::kUltralyticsArguments:
+      return "ultralytics_arguments";
+    case RecordKind::kOpenMmlabConfig:
+      return "openmmlab_config";
+    case RecordKind::kEspnetConfig:
+      return "espnet_config";
   }
   return "unknown";
 }
@@ -67,8 +73,25 @@ std::string_view record_basis(RecordKind kind) {
     case RecordKind::kNemoConfig:
       return "NeMo's Megatron-based models copy the trainer's precision into the model config they save in the "
              "archive (megatron_base_model.py: cfg.precision = trainer.precision): bf16-mixed, 16-mixed, 32, ...";
+    case RecordKind::kUltralyticsArguments:
+      return "Ultralytics saves the arguments a YOLO run trained with as train_args (engine/trainer.py save_model): "
+             "amp=True autocasts to float16 on a GPU (unless its AMP check fails on that GPU), amp='bf16' to "
+             "bfloat16; on a CPU or MPS AMP is off (utils/checks.py check_amp), and amp=False or 'fp32' is fp32";
+    case RecordKind::kOpenMmlabConfig:
+      return "OpenMMLab saves the run's config text in the checkpoint's meta: mmengine's Runner as meta.cfg, where "
+             "optim_wrapper's type is OptimWrapper (fp32) or AmpOptimWrapper (autocast to its dtype, float16 by "
+             "default); mmcv 1.x's tools/train.py as meta.config, where a top-level fp16 = dict(...) turns on "
+             "Fp16OptimizerHook (fp16) and its absence leaves fp32";
+    case RecordKind::kEspnetConfig:
+      return "ESPnet dumps the arguments a run trained with to config.yaml beside its model (espnet2/tasks/"
+             "abs_task.py): use_amp with ngpu > 0 autocasts on the GPU, to float16 or, where the GPU supports "
+             "bfloat16 (espnet2/train/trainer.py, release 202511), to bfloat16; use_amp false, or ngpu 0, is fp32";
   }
   return "";
+}
+
+bool saves_weights_in_half(RecordKind kind) {
+  return kind == RecordKind::kUltralyticsArguments;  // engine/trainer.py save_model: deepcopy(ema).half()
 }
 
 std::string record_text(const TrainingRecord& record) {

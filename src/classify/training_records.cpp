@@ -146,6 +146,87 @@ FlagReading read_flags(const Dict* dict, const std::string& path) {
   return reading;
 }
 
+/// Where an Ultralytics run with AMP on trains: a GPU (CUDA indexes "0", "0,1", 0, "cuda:0", or -1 for an idle
+/// one), the host (CPU or Apple's MPS, where check_amp turns AMP off), or unknown (None: the run chose itself).
+enum class AmpDevice { kAccelerator, kHost, kUnknown };
+
+AmpDevice device_kind(const Ref& device) {
+  if (std::holds_alternative<int64_t>(device->v)) return AmpDevice::kAccelerator;
+  const auto* text = std::get_if<std::string>(&device->v);
+  if (!text || text->empty()) return AmpDevice::kUnknown;
+  std::string name = *text;
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (name.starts_with("cpu") || name.starts_with("mps")) return AmpDevice::kHost;
+  bool indexes = std::all_of(name.begin(), name.end(), [](char c) { return std::isdigit(c) || c == ',' || c == ' '; });
+  return indexes || name == "-1" || name.starts_with("cuda") ? AmpDevice::kAccelerator : AmpDevice::kUnknown;
+}
+
+/// The value of a top-level assignment `name = value` in an OpenMMLab config's text (Config.pretty_text: one
+/// statement per unindented line, its continuation lines indented), trimmed; nullopt when there is none.
+std::optional<std::string_view> config_statement(std::string_view text, std::string_view name) {
+  std::string head = fmt::format("{} = ", name);
+  size_t at = text.starts_with(head) ? 0 : text.find(fmt::format("\n{}", head));
+  if (at == std::string_view::npos) return std::nullopt;
+  size_t begin = at + (at == 0 ? 0 : 1) + head.size();
+  size_t end = begin;
+  while ((end = text.find('\n', end)) != std::string_view::npos && end + 1 < text.size() &&
+         (text[end + 1] == ' ' || text[end + 1] == ')' || text[end + 1] == ']' || text[end + 1] == '}'))
+    ++end;
+  std::string_view value = text.substr(begin, end == std::string_view::npos ? text.size() - begin : end - begin);
+  while (!value.empty() && std::isspace(static_cast<unsigned char>(value.back()))) value.remove_suffix(1);
+  return value;
+}
+
+/// A keyword argument of the outermost call in `call` (`dict(type='AmpOptimWrapper', dtype='bfloat16')`: type ->
+/// AmpOptimWrapper), unquoted; nested calls, brackets and strings are skipped whole.
+std::optional<std::string> call_argument(std::string_view call, std::string_view key) {
+  int depth = 0;
+  char quote = 0;
+  size_t value_at = std::string_view::npos;
+  for (size_t i = 0; i < call.size(); ++i) {
+    char c = call[i];
+    if (quote) {
+      if (c == '\\')
+        ++i;
+      else if (c == quote)
+        quote = 0;
+      continue;
+    }
+    if (c == '\'' || c == '"') quote = c;
+    if (c == '(' || c == '[' || c == '{') ++depth;
+    bool closes = c == ')' || c == ']' || c == '}';
+    if (value_at != std::string_view::npos && depth == 1 && (c == ',' || closes)) {
+      std::string value(call.substr(value_at, i - value_at));
+      std::erase_if(value,
+                    [](char ch) { return std::isspace(static_cast<unsigned char>(ch)) || ch == '\'' || ch == '"'; });
+      return value;
+    }
+    if (closes) --depth;
+    bool starts_argument = depth == 1 && (c == '(' || c == ',') && value_at == std::string_view::npos;
+    if (!starts_argument) continue;
+    size_t name_at = call.find_first_not_of(" \n", i + 1);
+    if (name_at != std::string_view::npos && call.substr(name_at).starts_with(fmt::format("{}=", key)))
+      value_at = name_at + key.size() + 1;
+  }
+  return std::nullopt;
+}
+
+/// A top-level `key: value` line of a YAML file (nested keys are indented), its value without quotes or a comment;
+/// nullopt when the file has none.
+std::optional<std::string> top_level_yaml_value(std::string_view yaml, std::string_view key) {
+  for (size_t at = 0; at < yaml.size();) {
+    size_t end = std::min(yaml.find('\n', at), yaml.size());
+    std::string_view line = yaml.substr(at, end - at);
+    at = end + 1;
+    if (!line.starts_with(key) || line.substr(key.size(), 1) != ":") continue;
+    std::string value(line.substr(key.size() + 1));
+    value = value.substr(0, value.find('#'));
+    std::erase_if(value, [](char c) { return c == ' ' || c == '\'' || c == '"' || c == '\r' || c == '\t'; });
+    return value;
+  }
+  return std::nullopt;
+}
+
 bool is_trainer_arguments(const Global& type) {
   return type.name.ends_with("TrainingArguments") || (type.module.starts_with("trl.") && type.name.ends_with("Config"));
 }
@@ -219,6 +300,13 @@ class RecordFinder {
         add(RecordKind::kLossScale, Label::kFp16, {{join_key(path, "scale"), python_text(*scale)}});
     } else if (key == "config" && path == "config") {  // nanoGPT, llama2.c: train.py's settings
       read_train_config(dict, path);
+    } else if (key == "meta") {  // OpenMMLab: the config text mmengine (cfg) or mmcv 1.x (config) saved
+      if (const Ref* text = field(dict, "cfg"); text && std::holds_alternative<std::string>((*text)->v))
+        read_mmengine_config(std::get<std::string>((*text)->v), join_key(path, "cfg"));
+      else if (const Ref* text = field(dict, "config"); text && std::holds_alternative<std::string>((*text)->v))
+        read_mmcv_config(std::get<std::string>((*text)->v), join_key(path, "config"));
+    } else if (key == "train_args") {  // Ultralytics: vars(trainer.args)
+      read_ultralytics_arguments(dict, path);
     } else if (key == "hyper_parameters") {  // Lightning
       if (field(dict, "precision") != nullptr)
         add_flags(RecordKind::kHyperparameters, read_flags(dict, path), path, key);
@@ -241,6 +329,68 @@ class RecordFinder {
     if (!label)
       return unreadable(fmt::format("{}.dtype={} names no precision precdetect knows", path, python_text(*dtype)));
     add(RecordKind::kTrainConfig, *label, std::move(fields));
+  }
+
+  /// mmengine's config (Runner.save_checkpoint: meta.cfg = cfg.pretty_text): optim_wrapper's type and dtype
+  /// (mmengine/optim/optimizer/amp_optimizer_wrapper.py: dtype None autocasts to float16).
+  void read_mmengine_config(std::string_view text, const std::string& path) {
+    std::optional<std::string_view> wrapper = config_statement(text, "optim_wrapper");
+    if (!wrapper) return;
+    std::string type = call_argument(*wrapper, "type").value_or("");
+    std::string dtype = call_argument(*wrapper, "dtype").value_or("None");
+    std::vector<RecordField> fields = {{join_key(path, "optim_wrapper.type"), type}};
+    if (type == "AmpOptimWrapper") fields.push_back({join_key(path, "optim_wrapper.dtype"), dtype});
+    std::optional<Label> label;
+    if (type == "OptimWrapper")
+      label = Label::kFp32;
+    else if (type == "AmpOptimWrapper" || type == "ApexOptimWrapper")
+      label = dtype == "None" ? Label::kFp16 : label_of_name(dtype.substr(dtype.rfind('.') + 1));
+    if (!label)
+      return unreadable(fmt::format("{}: optim_wrapper type={} dtype={} names no precision precdetect knows", path,
+                                    type.empty() ? "(none)" : type, dtype));
+    add(RecordKind::kOpenMmlabConfig, *label, std::move(fields));
+  }
+
+  /// mmcv 1.x's config (tools/train.py: meta['config'] = cfg.pretty_text): `fp16 = dict(loss_scale=...)` makes
+  /// apis/train.py build an Fp16OptimizerHook, as does an optimizer_config of that type; a training config
+  /// (one with optimizer_config) without either trained in fp32.
+  void read_mmcv_config(std::string_view text, const std::string& path) {
+    std::optional<std::string_view> fp16 = config_statement(text, "fp16");
+    std::optional<std::string_view> optimizer = config_statement(text, "optimizer_config");
+    if (!optimizer && !fp16) return;
+    std::string hook = optimizer ? call_argument(*optimizer, "type").value_or("") : "";
+    bool half = (fp16 && *fp16 != "None") || hook.find("Fp16") != std::string::npos;
+    std::vector<RecordField> fields = {{join_key(path, "fp16"), fp16 ? std::string(*fp16) : "(absent)"}};
+    if (!hook.empty()) fields.push_back({join_key(path, "optimizer_config.type"), hook});
+    add(RecordKind::kOpenMmlabConfig, half ? Label::kFp16 : Label::kFp32, std::move(fields));
+  }
+
+  /// Ultralytics' train_args (engine/trainer.py _setup_train, 8.x): `amp` True autocasts to float16 where the
+  /// device is a GPU, "bf16" to bfloat16, False or "fp32" not at all; check_amp turns AMP off on a CPU or MPS.
+  /// Only a dict with Ultralytics' `amp`, `task` and `imgsz` settings is theirs.
+  void read_ultralytics_arguments(const Dict* dict, const std::string& path) {
+    const Ref* amp = field(dict, "amp");
+    const Ref* device = field(dict, "device");
+    if (!amp || !device || !field(dict, "task") || !field(dict, "imgsz")) return;
+    std::vector<RecordField> fields = {{join_key(path, "amp"), python_text(*amp)},
+                                       {join_key(path, "device"), python_text(*device)}};
+    std::optional<std::string> amp_name = name_of(*amp);
+    const bool* amp_on = std::get_if<bool>(&(*amp)->v);
+    std::optional<Label> label;
+    if ((amp_on && !*amp_on) || amp_name == "fp32")
+      label = Label::kFp32;
+    else if (amp_name == "bf16")
+      label = Label::kBf16;
+    else if (amp_on && device_kind(*device) == AmpDevice::kAccelerator)
+      label = Label::kFp16;
+    else if (amp_on && device_kind(*device) == AmpDevice::kHost)
+      label = Label::kFp32;
+    if (!label)
+      return unreadable(
+          fmt::format("{}.amp={}, device={} names no precision precdetect knows (a device the run "
+                      "chose itself, or one AMP may not use)",
+                      path, python_text(*amp), python_text(*device)));
+    add(RecordKind::kUltralyticsArguments, *label, std::move(fields));
   }
 
   /// A DeepSpeed config dict: fp16.enabled, bf16.enabled (legacy "bfloat16"), amp.enabled (apex); no block
@@ -311,24 +461,38 @@ FoundRecords find_training_records(const pickle::Result& pickle, const std::file
 
 FoundRecords find_nemo_config_record(std::string_view model_config_yaml, const std::filesystem::path& file) {
   FoundRecords found;
-  for (size_t at = 0; at < model_config_yaml.size();) {
-    size_t end = std::min(model_config_yaml.find('\n', at), model_config_yaml.size());
-    std::string_view line = model_config_yaml.substr(at, end - at);
-    at = end + 1;
-    if (!line.starts_with("precision:")) continue;  // top level only: nested keys are indented
-    std::string value(line.substr(line.find(':') + 1));
-    value = value.substr(0, value.find('#'));
-    std::erase_if(value, [](char c) { return c == ' ' || c == '\'' || c == '"' || c == '\r' || c == '\t'; });
-    RecordField field{"model_config.yaml: precision", value};
-    if (std::optional<Label> label = label_of_name(value))
-      found.records.push_back({RecordKind::kNemoConfig, *label, {field}, {file.string()}});
-    else
-      found.warnings.push_back(
-          {.code = WarningCode::kRecordUnreadable,
-           .file = file.string(),
-           .names = {fmt::format("model_config.yaml: precision={} names no precision precdetect knows", value)}});
-    break;
-  }
+  std::optional<std::string> value = top_level_yaml_value(model_config_yaml, "precision");
+  if (!value) return found;
+  RecordField field{"model_config.yaml: precision", *value};
+  if (std::optional<Label> label = label_of_name(*value))
+    found.records.push_back({RecordKind::kNemoConfig, *label, {field}, {file.string()}});
+  else
+    found.warnings.push_back(
+        {.code = WarningCode::kRecordUnreadable,
+         .file = file.string(),
+         .names = {fmt::format("model_config.yaml: precision={} names no precision precdetect knows", *value)}});
+  return found;
+}
+
+FoundRecords find_espnet_config_record(std::string_view config_yaml, const std::filesystem::path& file) {
+  FoundRecords found;
+  std::optional<std::string> use_amp = top_level_yaml_value(config_yaml, "use_amp");
+  std::optional<std::string> ngpu = top_level_yaml_value(config_yaml, "ngpu");
+  if (!use_amp || !ngpu) return found;  // another framework's config.yaml
+  std::vector<RecordField> fields = {{"config.yaml: use_amp", *use_amp}, {"config.yaml: ngpu", *ngpu}};
+  std::optional<Label> label;
+  if (*use_amp == "false" || *ngpu == "0")
+    label = Label::kFp32;
+  else if (*use_amp == "true" && std::all_of(ngpu->begin(), ngpu->end(), [](char c) { return std::isdigit(c); }))
+    label = Label::kFp16OrBf16;  // float16, or bfloat16 where the GPU supports it: the file does not say which
+  if (label)
+    found.records.push_back({RecordKind::kEspnetConfig, *label, std::move(fields), {file.string()}});
+  else
+    found.warnings.push_back({.code = WarningCode::kRecordUnreadable,
+                              .file = file.string(),
+                              .names = {fmt::format("config.yaml: use_amp={}, ngpu={} names no precision precdetect "
+                                                    "knows",
+                                                    *use_amp, *ngpu)}});
   return found;
 }
 

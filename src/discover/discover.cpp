@@ -30,8 +30,9 @@ bool is_trainer_state(const fs::path& file) {
          std::find(std::begin(kTrainerState), std::end(kTrainerState), name) != std::end(kTrainerState);
 }
 
-/// Training state whose records precdetect reads: the HF Trainer's arguments and GradScaler state.
-constexpr std::string_view kRecordFiles[] = {"training_args.bin", "scaler.pt"};
+/// Training state whose records precdetect reads: the HF Trainer's arguments and GradScaler state, ESPnet's
+/// config.yaml (the run's arguments beside its model).
+constexpr std::string_view kRecordFiles[] = {"training_args.bin", "scaler.pt", "config.yaml"};
 
 /// Where a Trainer checkpoint keeps its training state: the folder, and its `global_step*` folders (DeepSpeed's).
 std::vector<fs::path> training_state_folders(const fs::path& folder) {

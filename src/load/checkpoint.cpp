@@ -8,6 +8,7 @@
 
 #include "precdetect/classify/training_records.h"
 #include "precdetect/core/error.h"
+#include "precdetect/core/text_file.h"
 #include "precdetect/load/file_format.h"
 #include "precdetect/load/safetensors/safetensors.h"
 
@@ -67,6 +68,12 @@ void check_unique_names(const Checkpoint& checkpoint) {
 void read_training_file(Checkpoint& checkpoint, const std::filesystem::path& file) {
   if (auto record = record_in_file_name(file)) return merge_record(checkpoint.records, std::move(*record));
   try {
+    if (file.filename() == "config.yaml") {
+      FoundRecords found = find_espnet_config_record(read_text_file(file, "ESPnet config"), file);
+      for (TrainingRecord& record : found.records) merge_record(checkpoint.records, std::move(record));
+      checkpoint.warnings.insert(checkpoint.warnings.end(), found.warnings.begin(), found.warnings.end());
+      return;
+    }
     Checkpoint state;
     state.files.push_back(map_file(file, ReadMode::kPread));
     read_file(state, 0);

@@ -24,6 +24,9 @@ enum class RecordKind {
   kHyperparameters,     ///< Lightning's `hyper_parameters.precision`, when the module saved the trainer's precision
   kTrainConfig,         ///< nanoGPT's and llama2.c's `config` (train.py's settings): dtype, the autocast dtype on CUDA
   kNemoConfig,  ///< a NeMo archive's model_config.yaml: `precision`, the trainer's, as Megatron-based models copy it
+  kUltralyticsArguments,  ///< Ultralytics' `train_args` (every YOLO .pt it saves): amp, and the device AMP needs
+  kOpenMmlabConfig,       ///< OpenMMLab's config text in `meta`: mmengine's optim_wrapper, or mmcv 1.x's fp16
+  kEspnetConfig,          ///< ESPnet's config.yaml beside the weights: use_amp, and ngpu
 };
 
 /// snake_case name (JSON `records[].kind`), e.g. "trainer_arguments".
@@ -31,6 +34,10 @@ std::string_view record_kind_name(RecordKind kind);
 
 /// Why a record of this kind names a precision, with the framework source it rests on.
 std::string_view record_basis(RecordKind kind);
+
+/// Whether the framework that writes this kind of record casts the weights it saves to half precision whatever
+/// the run trained in (Ultralytics), so that half storage says nothing against the record.
+bool saves_weights_in_half(RecordKind kind);
 
 /// One value read: its key path in the file ("args.bf16", "cfg.common.fp16") and the value as Python prints it.
 struct RecordField {

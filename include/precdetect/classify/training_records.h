@@ -27,6 +27,10 @@ FoundRecords find_training_records(const pickle::Result& pickle, const std::file
 /// The record a NeMo archive's model_config.yaml holds: its top-level `precision:` line (nothing when it has none).
 FoundRecords find_nemo_config_record(std::string_view model_config_yaml, const std::filesystem::path& file);
 
+/// The record ESPnet's config.yaml holds (the run's arguments, dumped beside its model): `use_amp` and `ngpu`;
+/// nothing for a config.yaml without both (another framework's).
+FoundRecords find_espnet_config_record(std::string_view config_yaml, const std::filesystem::path& file);
+
 /// The record a training-state file's name carries: DeepSpeed's `bf16_zero_pp_rank_*` optimizer shards.
 std::optional<TrainingRecord> record_in_file_name(const std::filesystem::path& file);
 

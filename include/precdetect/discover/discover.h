@@ -16,7 +16,8 @@ struct ModelSource {
   std::map<std::string, std::string> weight_map;  ///< from a shard index: tensor -> shard name; else empty
   std::optional<std::filesystem::path> config;    ///< config.json beside the weights, when present
   /// Training state beside the weights of a folder that is one model, read for its training records
-  /// (training_args.bin, scaler.pt) or its name (DeepSpeed's bf16_zero_pp_rank_* shards, also in global_step*/).
+  /// (training_args.bin, scaler.pt, ESPnet's config.yaml) or its name (DeepSpeed's bf16_zero_pp_rank_* shards,
+  /// also in global_step*/).
   std::vector<std::filesystem::path> training_files;
   /// Files beside the weights of a folder that is one model that loading or resuming it may unpickle, examined
   /// for safety only: the trainer's state (optimizer.pt, scheduler.pt, rng_state*.pth, training_args.bin, also
