@@ -132,6 +132,10 @@ std::optional<Documented> find_documented(const Registry& registry, const ModelI
       found->base_model = found->base_model || (identity.hub_id && !same_id(*identity.hub_id, *identity.name_or_path));
       return found;
     }
+  if (identity.legacy_name)  // only a registry id itself: a slash-less name matches no pattern and no variant
+    if (auto found = by_id(registry, *identity.legacy_name, MatchKind::kLegacyId);
+        found && same_id(found->id, *identity.legacy_name))
+      return found;
   return by_config(registry, identity.config);
 }
 

@@ -12,16 +12,35 @@ std::optional<std::string> repo_of(std::string_view text) {
   return std::string(text.substr(0, text.find('@')));
 }
 
-/// `_name_or_path` names a hub id ("EleutherAI/pythia-1b"), or a hub cache folder when the model was loaded
-/// from a local snapshot; any other local path names nothing the registry knows.
-std::optional<std::string> named_model(const nlohmann::json& config) {
+/// config.json's `_name_or_path`, trailing slashes dropped; nullopt when there is none.
+std::optional<std::string> name_or_path_of(const nlohmann::json& config) {
   if (!config.is_object() || !config.contains("_name_or_path") || !config["_name_or_path"].is_string())
     return std::nullopt;
   std::string value = config["_name_or_path"];
   while (value.size() > 1 && value.back() == '/') value.pop_back();
-  if (value.find('/') == std::string::npos) return std::nullopt;  // "t5-small" and a folder name look alike
-  if (std::optional<std::string> id = repo_of(value)) return id;
-  return cached_repo_id(value);
+  return value;
+}
+
+/// `_name_or_path` names a hub id ("EleutherAI/pythia-1b"), or a hub cache folder when the model was loaded
+/// from a local snapshot; any other local path names nothing the registry knows.
+std::optional<std::string> named_model(const nlohmann::json& config) {
+  std::optional<std::string> value = name_or_path_of(config);
+  if (!value || value->find('/') == std::string::npos) return std::nullopt;  // legacy_name's case
+  if (std::optional<std::string> id = repo_of(*value)) return id;
+  return cached_repo_id(*value);
+}
+
+/// A slash-less `_name_or_path` ("t5-small"), unless a folder of that name is in the working directory, where
+/// from_pretrained("t5-small") looks before the hub, or in `beside` (the folder the scanned model lies in).
+std::optional<std::string> legacy_name_of(const nlohmann::json& config, const std::filesystem::path& beside) {
+  std::optional<std::string> value = name_or_path_of(config);
+  if (!value || value->empty() || value->find('/') != std::string::npos || *value == "." || *value == "..")
+    return std::nullopt;
+  std::error_code ec;
+  if (std::filesystem::is_directory(*value, ec) ||
+      (!beside.empty() && std::filesystem::is_directory(beside / *value, ec)))
+    return std::nullopt;
+  return value;
 }
 
 nlohmann::json read_config(const std::optional<std::filesystem::path>& config_json) {
@@ -48,6 +67,8 @@ std::string_view match_kind_name(MatchKind kind) {
       return "config";
     case MatchKind::kAdapterBase:
       return "adapter_base";
+    case MatchKind::kLegacyId:
+      return "legacy_id";
   }
   return "hub_id";
 }
@@ -64,6 +85,9 @@ ModelIdentity identify_model(const std::string& input, const std::filesystem::pa
     identity.hub_id_source = typed ? MatchKind::kHubId : MatchKind::kCacheFolder;
   }
   identity.name_or_path = named_model(identity.config);
+  std::error_code ec;
+  std::filesystem::path model_folder = std::filesystem::is_directory(path, ec) ? path : path.parent_path();
+  identity.legacy_name = legacy_name_of(identity.config, model_folder.parent_path());
   return identity;
 }
 
@@ -74,7 +98,8 @@ std::optional<std::string> adapter_base_id(const std::string& base_model) {
 
 ModelIdentity identify_live_model(nlohmann::json config) {
   if (!config.is_object()) config = nullptr;
-  ModelIdentity identity{.name_or_path = named_model(config), .config = std::move(config)};
+  ModelIdentity identity{
+      .name_or_path = named_model(config), .legacy_name = legacy_name_of(config, {}), .config = std::move(config)};
   return identity;
 }
 

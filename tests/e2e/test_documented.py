@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import save_file
-from transformers import BloomConfig, GPTNeoXConfig, LlamaConfig
+from transformers import BloomConfig, GPTNeoXConfig, LlamaConfig, T5Config
 
 from helpers import REPO, ScanTestCase, run, scan
 
@@ -143,6 +143,41 @@ class Documented(ScanTestCase):
         self.assertIn("conflict: ranges_not_documented", table)
 
 
+class LegacyIds(ScanTestCase):
+    """`from_pretrained("t5-small")` writes `_name_or_path: "t5-small"`: a hub id from before organisations, which a
+    folder name also looks like."""
+
+    def t5(self, folder, name_or_path):
+        config = T5Config(vocab_size=64, d_model=16, d_ff=32, num_layers=1, num_heads=2, d_kv=8)
+        return write_model(folder, config, name_or_path=name_or_path)
+
+    def documented(self, folder, cwd=None):
+        result = run("--json", folder, cwd=cwd or self.tmp, check_json=True)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return result.document["models"][0]["verdict"]["documented"]
+
+    def test_a_slash_less_registry_id_is_matched_and_says_how(self):
+        for name, entry in (("t5-small", "t5-small"), ("T5-Base", "t5-base"), ("roberta-base", "roberta-base")):
+            with self.subTest(name):
+                documented = self.documented(self.t5(self.tmp / "models" / f"fine-tune-of-{name}", name))
+                self.assertEqual((documented["id"], documented["matched_by"], documented["matched"]),
+                                 (entry, "legacy_id", name))
+
+    def test_a_folder_of_that_name_where_it_would_resolve_is_no_match(self):
+        model = self.t5(self.tmp / "models" / "fine-tune", "t5-small")
+        (self.tmp / "models" / "t5-small").mkdir()  # beside the model
+        self.assertIsNone(self.documented(model))
+        (self.tmp / "models" / "t5-small").rmdir()
+        (self.tmp / "work" / "t5-small").mkdir(parents=True)  # in the working directory
+        self.assertIsNone(self.documented(model, cwd=self.tmp / "work"))
+        self.assertEqual(self.documented(model, cwd=self.tmp)["matched_by"], "legacy_id")
+
+    def test_a_slash_less_name_matches_only_a_registry_id_itself(self):
+        for name in ("t5-small-finetuned", "my-model", "t5"):  # no pattern, no variant, no prefix
+            with self.subTest(name):
+                self.assertIsNone(self.documented(self.t5(self.tmp / name.upper(), name)))
+
+
 class Registry(ScanTestCase):
     def test_every_entry_has_a_source_and_a_grade_and_no_id_is_listed_twice(self):
         entries = json.loads(REGISTRY.read_text())
@@ -162,6 +197,12 @@ class Registry(ScanTestCase):
         self.assertEqual(seen["bigscience/bloom-560m"]["precision"], "fp16")
         self.assertEqual(seen["thudm/cogvideox-2b"]["precision"], "fp16")
         self.assertEqual(seen["thudm/cogvideox-5b"]["precision"], "bf16")
+
+    def test_every_slash_less_id_has_its_organisations_spelling_too(self):
+        for entry in json.loads(REGISTRY.read_text()):
+            for model_id in entry["ids"]:
+                if "/" not in model_id:
+                    self.assertTrue([i for i in entry["ids"] if i.endswith("/" + model_id)], entry["ids"])
 
     def test_instruct_variants_reach_their_base(self):
         cases = {"Qwen/Qwen-7B-Chat": ("Qwen/Qwen-7B", "bf16"),

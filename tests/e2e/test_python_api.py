@@ -5,14 +5,17 @@ verdict that scanning its saved checkpoint gives. The package is staged from pyt
 
 import gc
 import os
+import tempfile
 import threading
 import time
 import unittest
 import weakref
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # peft looks an adapter's base up on the Hub; this one lives nowhere
 import torch
 from safetensors.torch import save_file
+from transformers import T5ForConditionalGeneration
 
 from helpers import REPO, reference_tensor_stats, run, tensors_by_name
 from live_models import DOCUMENTED_BF16, tiny_bert, tiny_t5
@@ -167,6 +170,19 @@ class Check(unittest.TestCase):
         self.assertEqual((result.path, result.label, result.fp16_risk), (DOCUMENTED_BF16, "bf16", True))
         self.assertIn("documented", [r["kind"] for r in result.verdict["fp16_risk_reasons"]])
         self.assertIsNone(precdetect.check(tiny_t5()).verdict["documented"])  # no name: no entry
+
+    def test_a_model_loaded_by_its_legacy_hub_id_reaches_the_registry(self):
+        # from_pretrained("t5-small") from a hub cache (offline): the config says `_name_or_path: "t5-small"`
+        with tempfile.TemporaryDirectory() as hub:
+            snapshot = Path(hub) / "models--t5-small" / "snapshots" / ("0" * 40)
+            tiny_t5().save_pretrained(snapshot)
+            (snapshot.parents[1] / "refs").mkdir()
+            (snapshot.parents[1] / "refs" / "main").write_text("0" * 40)
+            model = T5ForConditionalGeneration.from_pretrained("t5-small", cache_dir=hub, local_files_only=True)
+        self.assertEqual(model.config._name_or_path, "t5-small")
+        documented = precdetect.check(model).verdict["documented"]
+        self.assertEqual((documented["id"], documented["matched_by"], documented["label"]),
+                         ("t5-small", "legacy_id", "bf16"))
 
     def test_buffers_are_what_the_module_says_and_a_state_dicts_are_placed_by_name(self):
         module = torch.nn.Sequential(torch.nn.Conv2d(2, 4, 3), torch.nn.BatchNorm2d(4))

@@ -18,19 +18,28 @@ enum class MatchKind {
   kNameOrPath,   ///< config.json's `_name_or_path`: the model itself, or the base a fine-tune was loaded from
   kConfig,       ///< config.json's family and size fields only: a weaker match, one grade lower
   kAdapterBase,  ///< the base model an adapter names (adapter_config.json's base_model_name_or_path)
+  /// config.json's `_name_or_path` without a slash (`t5-small`: the hub's ids from before organisations), when it
+  /// is exactly a registry id and no folder of that name is where from_pretrained would have found one
+  kLegacyId,
 };
 
-/// "hub_id", "cache_folder", "name_or_path", "config", "adapter_base" (JSON `verdict.documented.matched_by`).
+/// "hub_id", "cache_folder", "name_or_path", "config", "adapter_base", "legacy_id" (JSON
+/// `verdict.documented.matched_by`).
 std::string_view match_kind_name(MatchKind kind);
 
 struct ModelIdentity {
   std::optional<std::string> hub_id;            ///< "org/name", no revision
   MatchKind hub_id_source = MatchKind::kHubId;  ///< kHubId or kCacheFolder
   std::optional<std::string> name_or_path;      ///< config.json's `_name_or_path`, when it names a hub id
-  nlohmann::json config;                        ///< config.json's object; null when absent or unreadable
+  /// config.json's `_name_or_path` when it has no slash (`t5-small`) and no folder of that name is in the working
+  /// directory (where from_pretrained looks first) or beside the model: a hub id from before organisations, or a
+  /// local folder this machine does not have. The registry matches it only exactly (MatchKind::kLegacyId).
+  std::optional<std::string> legacy_name;
+  nlohmann::json config;  ///< config.json's object; null when absent or unreadable
 };
 
-/// Reads what names the model `input` resolved to at `path`, and its config.json when there is one. Never
+/// Reads what names the model `input` resolved to at `path` (a model folder or file), and its config.json when
+/// there is one. Never
 /// throws: a config.json that cannot be read gives no identity from it (the weights are what is scanned).
 ModelIdentity identify_model(const std::string& input, const std::filesystem::path& path,
                              const std::optional<std::filesystem::path>& config_json);
