@@ -89,6 +89,30 @@ def torch_zip(entries=None, compression=zipfile.ZIP_STORED, drop=(), data_pkl=No
     return out.getvalue()
 
 
+def deflated_torch_zip(member, damage):
+    """torch_zip() with every entry deflated (torch.load inflates them), then `damage(data, header_at, name_length)`
+    applied to the central directory record of `member`."""
+    data = bytearray(torch_zip(compression=zipfile.ZIP_DEFLATED))
+    at = data.index(b"PK\x01\x02")
+    while not bytes(data[at + 46:at + 46 + int.from_bytes(data[at + 28:at + 30], "little")]).endswith(member.encode()):
+        at = data.index(b"PK\x01\x02", at + 4)
+    return damage(data, at)
+
+
+def with_uncompressed_size(size):
+    def damage(data, at):
+        data[at + 24:at + 28] = size.to_bytes(4, "little")
+        return bytes(data)
+    return damage
+
+
+def with_garbled_stream(data, at):
+    local = int.from_bytes(data[at + 42:at + 46], "little")
+    start = local + 30 + int.from_bytes(data[local + 26:local + 28], "little") + int.from_bytes(data[local + 28:local + 30], "little")
+    data[start:start + 4] = b"\xff\xff\xff\xff"
+    return bytes(data)
+
+
 def eocd_offset(data):
     return data.rindex(b"PK\x05\x06")
 
@@ -127,7 +151,9 @@ ZIP_AND_PICKLE = {
     "zip-directory-past-the-end": (with_central_directory_at(torch_zip(), 1 << 30), "invalid_zip"),
     "zip-65535-entries-claimed": (with_entry_count(torch_zip(), 65535), "invalid_zip"),
     "zip64-locator-past-the-end": (with_zip64_locator(torch_zip(), 1 << 40), "invalid_zip"),
-    "zip-deflated-pickle": (torch_zip(compression=zipfile.ZIP_DEFLATED), "compressed_entry"),
+    "zip-bzip2-pickle": (torch_zip(compression=zipfile.ZIP_BZIP2), "compressed_entry"),
+    "zip-deflated-storage-size-lies": (deflated_torch_zip("data/0", with_uncompressed_size(1 << 20)), "invalid_zip"),
+    "zip-deflated-pickle-garbled": (deflated_torch_zip("data.pkl", with_garbled_stream), "invalid_zip"),
     "zip-without-data-pkl": (torch_zip(drop=("data.pkl",)), "missing_record"),
     "zip-storage-record-missing": (torch_zip(drop=("data/0",)), "missing_record"),
     "zip-storage-too-small": (torch_zip(entries={"data/0": bytes(8)}), "storage_too_small"),

@@ -212,6 +212,31 @@ class Hostile(ScanTestCase):
                 data, method = result if isinstance(result, tuple) else (result, zipfile.ZIP_STORED)
                 zout.writestr(info.filename, data, compress_type=method)
 
+    def test_a_checkpoint_rezipped_with_deflate_reads_as_torch_load_reads_it(self):
+        # torch.save stores its entries; a checkpoint re-zipped with compression is still one torch.load reads
+        # (its miniz reader inflates), every entry or some of them deflated.
+        torch.manual_seed(11)
+        state = {"w": torch.randn(33, 17) * 50, "b": torch.randn(9).to(torch.bfloat16), "h": torch.randn(4, 4).half()}
+        state["view"] = state["w"][3:9, ::2]  # a strided view of a deflated storage it shares
+        torch.save(state, self.tmp / "stored.pt")
+        self.rewrite_zip(self.tmp / "stored.pt", self.tmp / "deflated.pt", lambda name, data: (data, zipfile.ZIP_DEFLATED))
+        self.rewrite_zip(self.tmp / "stored.pt", self.tmp / "pickle-deflated.pt",
+                         lambda name, data: (data, zipfile.ZIP_DEFLATED) if name.endswith(".pkl") else data)
+        stored = scan(self.tmp / "stored.pt")[1]["models"][0]
+        for name in ("deflated.pt", "pickle-deflated.pt"):
+            with self.subTest(name):
+                loaded = torch.load(self.tmp / name)
+                self.assertTrue(all(torch.equal(loaded[key], value) for key, value in state.items()))
+                code, document, stderr = scan(self.tmp / name)
+                self.assertEqual(code, 0, stderr)
+                model = document["models"][0]
+                for key in ("tensors", "summary", "verdict", "warnings"):
+                    self.assertEqual(model[key], stored[key], key)
+                reported = {t["name"]: t for t in model["tensors"]}
+                for key, tensor in state.items():
+                    self.assertTensorStats(reported[key], tensor, key)
+                self.assertEqual(model["safety"]["verdict"], "safe")
+
     def test_big_endian_storages_are_byte_swapped(self):
         torch.manual_seed(10)
         tensors = {"w": torch.randn(7, 3) * 40, "b": torch.randn(5)}
@@ -235,8 +260,8 @@ class Hostile(ScanTestCase):
         torch.save({"w": torch.randn(16, 16)}, self.tmp / "good.pt")
         raw = (self.tmp / "good.pt").read_bytes()
         (self.tmp / "truncated.pt").write_bytes(raw[: len(raw) // 2])
-        self.rewrite_zip(self.tmp / "good.pt", self.tmp / "compressed.pt",
-                         lambda name, data: (data, zipfile.ZIP_DEFLATED) if name.endswith("data/0") else data)
+        self.rewrite_zip(self.tmp / "good.pt", self.tmp / "compressed.pt",  # a method torch.load does not read either
+                         lambda name, data: (data, zipfile.ZIP_BZIP2) if name.endswith("data/0") else data)
         self.rewrite_zip(self.tmp / "good.pt", self.tmp / "no-record.pt",
                          lambda name, data: None if name.endswith("data/0") else data)
         self.rewrite_zip(self.tmp / "good.pt", self.tmp / "short-storage.pt",
