@@ -178,7 +178,7 @@ TEST(Pickle, RefusesWhatItCannotRead) {
                  "truncated");                                 // huge length: nothing allocated
   expect_invalid(kPad + "\x8b\xff\xff\xff\x7f", "truncated");  // LONG4 of 2 GB
   expect_invalid(kPad + "N", "truncated", 1011);               // no STOP
-  expect_invalid(kPad + "NN.", "unbalanced stack", 1012);
+  expect_invalid(kPad + "(.", "stack underflow", 1011);        // STOP above a MARK with nothing there
   expect_invalid(kPad + "1.", "no MARK");
   expect_invalid(kPad + std::string(5000, '(') + ".", "MARK nesting limit", 1010 + 4096);
   expect_invalid(kPad + "N}a.", "wrong type", 1012);  // APPEND to a dict
@@ -308,12 +308,15 @@ TEST(Pickle, GetattrOfAnythingElseIsACallOfGetattr) {
   }
 }
 
-TEST(Pickle, APopOfAMarkOnTopOfTheStackDropsTheMark) {
+TEST(Pickle, StopAndPopReadAsCPythonReadsThem) {
   // MARK POP, then a value padded with DUP POP: CPython's unpicklers read both as no-ops
   auto result =
       run("\x80\x02(0K\x05"
           "20."s);
   EXPECT_EQ(std::get<int64_t>(result.root->v), 5);
+  // STOP returns the top of the stack: what lies below it, or an open MARK, is left
+  EXPECT_EQ(std::get<int64_t>(run("\x80\x02K\x01K\x02."s).root->v), 2);
+  EXPECT_EQ(std::get<int64_t>(run("\x80\x02(K\x03."s).root->v), 3);
   expect_invalid(
       "\x80\x02"
       "0K\x01."s,

@@ -38,15 +38,13 @@ class Machine {
       leave_frame(at);
       if (op == '.') break;
     }
-    if (stack_.size() != 1 || !marks_.empty()) bad("STOP with an unbalanced stack");
+    // STOP returns the top of the stack, above the last MARK; what lies below is left, as CPython leaves it.
+    Ref root = pop();
+    stack_.push_back(root);  // held as the root while the graph is checked
     note_getattr_held_as_data();
-    return {stack_.back(),
-            cursor_.offset(),
-            cursor_.position(),
-            std::move(not_called_),
-            std::move(storages_),
-            std::move(tensors_),
-            arena_};
+    return {
+        root,  cursor_.offset(), cursor_.position(), std::move(not_called_), std::move(storages_), std::move(tensors_),
+        arena_};
   }
 
  private:
