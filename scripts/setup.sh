@@ -11,7 +11,7 @@ case "${1:-}" in "" | --tests) ;; *) echo "usage: setup.sh [--tests]" >&2; exit 
 tests=${1:+yes}
 
 APT_PACKAGES=(cmake ninja-build g++ python3-venv python3-dev libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev
-  zlib1g-dev libhdf5-dev esbuild node-vega)
+  zlib1g-dev libhdf5-dev libssl-dev esbuild node-vega)
 # python3-dev: the headers of the Python API's extension (for Debian's python3); esbuild and node-vega: the HTML
 # report's script, bundled at build time.
 TEST_APT_PACKAGES=(libgtest-dev libgmock-dev time clang libclang-rt-14-dev clang-format clang-tidy chromium git

@@ -10,11 +10,12 @@ from precdetect.result import DiffResult, ScanResult
 # The options each function takes: the command line's, less those that choose what is printed or written.
 SCAN_OPTIONS = {"device", "include", "exclude", "rules", "registry", "cache", "no_cache", "jobs", "recursive",
                 "all_formats", "hf_cache", "all_revisions", "shard", "io", "expect", "fail_on", "fail_if_fp16_risk",
-                "max_abs", "max_norm", "fail_if_unsafe", "strict_safety"}
+                "max_abs", "max_norm", "fail_if_nonfinite", "fail_if_unsafe", "strict_safety", "verify",
+                "verify_manifest"}
 DIFF_OPTIONS = {"device", "include", "exclude", "rtol", "atol", "eta", "bitwise", "io"}
 # check() reads tensors where they are: no device, files, cache or reading options.
 CHECK_OPTIONS = {"include", "exclude", "rules", "registry", "expect", "fail_on", "fail_if_fp16_risk", "max_abs",
-                 "max_norm"}
+                 "max_norm", "fail_if_nonfinite"}
 
 
 def _extension():

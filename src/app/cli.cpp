@@ -12,6 +12,7 @@
 #include "precdetect/app/output.h"
 #include "precdetect/classify/registry.h"
 #include "precdetect/classify/rules.h"
+#include "precdetect/core/error.h"
 
 namespace precdetect {
 namespace {
@@ -22,8 +23,8 @@ constexpr const char* kOutputHelp =
 
 constexpr const char* kFooter = R"(Exit status:
   0  every model was scanned (and passed every gate)
-  1  a gate failed (--expect, --fail-on, --fail-if-fp16-risk, --max-abs, --max-norm, --fail-if-unsafe;
-     diff --fail-if-changed)
+  1  a gate failed (--expect, --fail-on, --fail-if-fp16-risk, --max-abs, --max-norm, --fail-if-unsafe,
+     --fail-if-nonfinite, --verify; diff --fail-if-changed)
   2  at least one model could not be scanned (the others are still reported) and no gate failed
   3  the run could not be made: a usage error, nothing to scan, an output file that cannot be written
   4  merge refused its set of --jsonl outputs
@@ -40,6 +41,16 @@ std::optional<std::regex> compile_regex(const std::string& pattern, const char* 
     return std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
   } catch (const std::regex_error& e) {
     throw CLI::ValidationError(flag, fmt::format("invalid regular expression `{}`: {}", pattern, e.what()));
+  }
+}
+
+/// --verify's manifest: none (an empty one) unless --verify-manifest names one; a malformed one is a usage error.
+Manifest manifest_of(const std::string& path) {
+  if (path.empty()) return {};
+  try {
+    return read_manifest(path);
+  } catch (const Error& e) {
+    throw CLI::ValidationError("--verify-manifest", e.what());
   }
 }
 
@@ -69,7 +80,13 @@ CLI::Validator shard_validator() {
       "K/N");
 }
 
-void add_batch_options(CLI::App& app, ScanOptions& options, std::string& shard, bool& no_cache) {
+/// What the scan's flags give as text, before it is checked and turned into ScanOptions.
+struct ScanText {
+  std::string include, exclude, rules, registry, shard, verify_manifest;
+  bool no_cache = false, verify = false;
+};
+
+void add_batch_options(CLI::App& app, ScanOptions& options, ScanText& text) {
   // One value per occurrence (allow_extra_args false): a vector option would otherwise swallow the PATHs after it.
   app.add_option("--from", options.lists,
                  "also scan the inputs listed in FILE, one per line ('#' comments; - is stdin)")
@@ -82,12 +99,12 @@ void add_batch_options(CLI::App& app, ScanOptions& options, std::string& shard, 
   app.add_flag("--hf-cache", options.hf_cache, "also scan every model in the local Hugging Face cache");
   app.add_flag("--all-revisions", options.all_revisions, "with --hf-cache: every cached snapshot, not only the latest")
       ->needs("--hf-cache");
-  app.add_option("--shard", shard, "scan only part K of N (0 <= K < N) of the inputs, split by a stable hash")
+  app.add_option("--shard", text.shard, "scan only part K of N (0 <= K < N) of the inputs, split by a stable hash")
       ->check(shard_validator());
   app.add_option("--cache", options.cache,
                  "keep tensor statistics in this SQLite file; unchanged files are not re-read")
       ->envname("PRECDETECT_CACHE");
-  app.add_flag("--no-cache", no_cache, "no results cache, even when --cache or PRECDETECT_CACHE names one");
+  app.add_flag("--no-cache", text.no_cache, "no results cache, even when --cache or PRECDETECT_CACHE names one");
   app.add_flag("-q,--quiet", options.quiet, "no progress line and no warnings on stderr (errors are still printed)");
   app.add_flag_callback(
          "--jsonl", [&options] { options.format = OutputFormat::kJsonl; },
@@ -103,7 +120,7 @@ std::map<std::string, Label> label_names() {
   return names;
 }
 
-void add_gate_options(CLI::App& app, Gates& gates) {
+void add_gate_options(CLI::App& app, Gates& gates, ScanText& text) {
   std::vector<std::string_view> names;
   for (Label label : kLabels) names.push_back(label_name(label));
   app.add_option("--expect", gates.expect,
@@ -126,6 +143,16 @@ void add_gate_options(CLI::App& app, Gates& gates) {
       ->check(CLI::NonNegativeNumber);
   auto* unsafe = app.add_flag("--fail-if-unsafe", gates.fail_if_unsafe,
                               "exit 1 if loading a model would unpickle a dangerous global (docs/security.md)");
+  auto* verify = app.add_flag(
+      "--verify", text.verify,
+      "exit 1 if a weight file's SHA-256 is not the one the HF cache names its blob by (or --verify-manifest "
+      "gives), naming the file");
+  app.add_option("--verify-manifest", text.verify_manifest,
+                 "with --verify: sha256sum's output for files outside the HF cache (paths relative to FILE)")
+      ->check(CLI::ExistingFile)
+      ->needs(verify);
+  app.add_flag("--fail-if-nonfinite", gates.fail_if_nonfinite,
+               "exit 1 if a tensor of a model (a parameter or a buffer) holds NaN or Inf, naming the tensors");
   app.add_flag("--strict-safety", gates.strict_safety,
                "with --fail-if-unsafe: also exit 1 for a model whose safety is unverified")
       ->needs(unsafe);
@@ -144,8 +171,7 @@ void add_io_option(CLI::App& app, Mode& mode, std::string_view default_mode) {
 }
 
 /// The scan options live on the top-level command; `scan` is an alias that hands its arguments back up.
-void add_scan_options(CLI::App& app, ScanOptions& options, std::string& include, std::string& exclude,
-                      std::string& rules, std::string& registry, std::string& shard, bool& no_cache) {
+void add_scan_options(CLI::App& app, ScanOptions& options, ScanText& text) {
   app.add_option("paths", options.inputs, "model folders, checkpoint files, index files or HF ids");
   static const std::map<std::string, OutputFormat> kFormats{{"table", OutputFormat::kTable},
                                                             {"json", OutputFormat::kJson},
@@ -168,15 +194,15 @@ void add_scan_options(CLI::App& app, ScanOptions& options, std::string& include,
   app.add_option("--device", options.device, "cpu, cuda, cuda:N or auto (CUDA when available)")
       ->check(device_validator());
   add_io_option(app, options.read_mode, "pread on CUDA, whose staging buffers copy every byte anyway; mmap on the CPU");
-  app.add_option("--include", include, "analyze only tensors whose name matches REGEX");
-  app.add_option("--exclude", exclude, "skip tensors whose name matches REGEX");
-  app.add_option("--rules", rules, "classification rules file replacing the built-in ones (docs/rules.md)")
+  app.add_option("--include", text.include, "analyze only tensors whose name matches REGEX");
+  app.add_option("--exclude", text.exclude, "skip tensors whose name matches REGEX");
+  app.add_option("--rules", text.rules, "classification rules file replacing the built-in ones (docs/rules.md)")
       ->check(CLI::ExistingFile);
-  app.add_option("--registry", registry,
+  app.add_option("--registry", text.registry,
                  "registry of known models' documented precisions replacing the built-in one (docs/method.md)")
       ->check(CLI::ExistingFile);
-  add_batch_options(app, options, shard, no_cache);
-  add_gate_options(app, options.gates);
+  add_batch_options(app, options, text);
+  add_gate_options(app, options.gates, text);
 }
 
 struct DiffArguments {
@@ -212,13 +238,13 @@ void add_diff_options(CLI::App& diff, DiffArguments& args) {
 
 CommandLine parse_command_line(int argc, const char* const* argv) {
   ScanOptions options;
-  std::string include, exclude, rules, registry, shard;
-  bool print_rules = false, print_registry = false, no_cache = false;
+  ScanText text;
+  bool print_rules = false, print_registry = false;
   CLI::App app("precdetect: was this checkpoint pretrained in fp16, bf16 or fp32, and is it safe in fp16?",
                "precdetect");
   app.footer(kFooter);
   app.set_version_flag("--version", std::string("precdetect ") + PRECDETECT_VERSION);
-  add_scan_options(app, options, include, exclude, rules, registry, shard, no_cache);
+  add_scan_options(app, options, text);
   app.add_flag("--print-rules", print_rules, "print the built-in rules file (a starting point for --rules)");
   app.add_flag("--print-registry", print_registry,
                "print the built-in registry of known models (a starting point for --registry)");
@@ -260,11 +286,12 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
       throw CLI::RequiredError("PATH, --from or --hf-cache (at least one model)");
     if (options.output == kStandardOutput && options.format == OutputFormat::kJsonl)
       throw CLI::ValidationError("-o -", "--jsonl prints its lines on standard output: name a file");
-    if (!shard.empty()) options.shard = *parse_shard(shard);
-    if (no_cache) options.cache.reset();
-    options.filter = {compile_regex(include, "--include"), compile_regex(exclude, "--exclude")};
-    if (!rules.empty()) options.rules = rules;
-    if (!registry.empty()) options.registry = registry;
+    if (!text.shard.empty()) options.shard = *parse_shard(text.shard);
+    if (text.no_cache) options.cache.reset();
+    options.filter = {compile_regex(text.include, "--include"), compile_regex(text.exclude, "--exclude")};
+    if (!text.rules.empty()) options.rules = text.rules;
+    if (!text.registry.empty()) options.registry = text.registry;
+    if (text.verify) options.gates.verify = manifest_of(text.verify_manifest);
     result.scan = std::move(options);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e, out, err);

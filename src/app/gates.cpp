@@ -35,6 +35,24 @@ std::optional<std::string> safety_failure(const ModelReport& model, const Gates&
   return std::nullopt;
 }
 
+constexpr size_t kNamedTensors = 5;
+
+/// --fail-if-nonfinite: every tensor that holds NaN or Inf, buffers too (a NaN running_var breaks the model as
+/// surely as a NaN weight), named, the first few of them.
+std::optional<std::string> nonfinite_failure(const ModelReport& model, const Gates& gates) {
+  if (!gates.fail_if_nonfinite) return std::nullopt;
+  std::vector<std::string> named;
+  size_t tensors = 0;
+  for (const TensorReport& tensor : model.tensors) {
+    if (!tensor.counted || !tensor.stats || tensor.stats->nans + tensor.stats->infs == 0) continue;  // tied: once
+    if (++tensors <= kNamedTensors)
+      named.push_back(fmt::format("{} ({} NaN, {} Inf)", tensor.name, tensor.stats->nans, tensor.stats->infs));
+  }
+  if (tensors == 0) return std::nullopt;
+  std::string more = tensors > kNamedTensors ? fmt::format(" and {} more", tensors - kNamedTensors) : "";
+  return fmt::format("{} tensor(s) hold NaN or Inf: {}{} (--fail-if-nonfinite)", tensors, fmt::join(named, ", "), more);
+}
+
 }  // namespace
 
 bool meets_expectation(Label label, Label expected) { return label == expected || is_within(label, expected); }
@@ -44,6 +62,8 @@ bool may_be(Label label, Label bad) { return label == bad || shares_precision(la
 std::vector<std::string> gate_failures(const ModelReport& model, const Gates& gates) {
   std::vector<std::string> failures;
   if (auto failure = safety_failure(model, gates)) failures.push_back(std::move(*failure));
+  if (gates.verify)  // a model that could not be read too: a damaged file is often why
+    for (std::string& failure : verify_files(model.files, *gates.verify)) failures.push_back(std::move(failure));
   if (model.error) return failures;
   Label label = model.verdict.label;
   const ModelSummary& summary = model.summary;
@@ -56,6 +76,7 @@ std::vector<std::string> gate_failures(const ModelReport& model, const Gates& ga
   for (auto failure : {bound_failure(summary, Stat::kAbsMax, gates.max_abs, "--max-abs", "abs max"),
                        bound_failure(summary, Stat::kNormMax, gates.max_norm, "--max-norm", "norm max")})
     if (failure) failures.push_back(std::move(*failure));
+  if (auto failure = nonfinite_failure(model, gates)) failures.push_back(std::move(*failure));
   return failures;
 }
 

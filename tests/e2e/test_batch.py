@@ -1,5 +1,6 @@
 """Batch scans and CI gates: --recursive, --from, --jobs, --jsonl, and the gates' exit codes and reasons."""
 
+import hashlib
 import json
 import os
 import pty
@@ -11,7 +12,8 @@ import subprocess
 import unittest
 from pathlib import Path
 
-from safetensors.torch import load_file
+import torch
+from safetensors.torch import load_file, save_file
 
 from helpers import BINARY, REPO, ScanTestCase, reference_summary, run, scan
 
@@ -168,6 +170,54 @@ class Gates(Zoo):
             code, failures, _ = self.gate(flag, repr(value * 0.9999), self.bf16)
             self.assertEqual(code, 1, flag)
             self.assertIn(f"exceeds {value * 0.9999:.4g} ({flag})", failures[str(self.bf16)][0])
+
+    def test_nonfinite_tensors_fail_the_gate_by_name(self):
+        weights = {"encoder.weight": torch.ones(4, 4), "encoder.bias": torch.zeros(4)}
+        weights["encoder.weight"][1, 2] = float("nan")
+        weights["norm.running_var"] = torch.tensor([1.0, float("inf"), float("-inf")])  # a buffer counts too
+        save_file(weights, self.tmp / "corrupted.safetensors")
+        self.assertEqual(self.gate("--fail-if-nonfinite", self.fp16, self.bf16)[0], 0)
+        code, failures, stderr = self.gate("--fail-if-nonfinite", self.tmp / "corrupted.safetensors")
+        self.assertEqual(code, 1)
+        expected = ("2 tensor(s) hold NaN or Inf: encoder.weight (1 NaN, 0 Inf), norm.running_var (0 NaN, 2 Inf) "
+                    "(--fail-if-nonfinite)")
+        self.assertEqual(failures[str(self.tmp / "corrupted.safetensors")], [expected])
+        self.assertIn(f"gate failed: {self.tmp / 'corrupted.safetensors'}: {expected}", stderr)
+
+    def test_verify_checks_hf_cache_blobs_and_a_manifest_by_sha256(self):
+        # The hub cache's layout: snapshots/REV/FILE links to blobs/SHA256, the LFS file's hash (hashlib's, here).
+        weights = (self.bf16 / "model.safetensors").read_bytes()
+        digest = hashlib.sha256(weights).hexdigest()
+        repo = self.tmp / "hub" / "models--acme--tiny"
+        (repo / "blobs").mkdir(parents=True)
+        (repo / "blobs" / digest).write_bytes(weights)
+        (repo / "snapshots" / ("0" * 40)).mkdir(parents=True)
+        (repo / "snapshots" / ("0" * 40) / "model.safetensors").symlink_to(Path("..") / ".." / "blobs" / digest)
+        (repo / "refs").mkdir()
+        (repo / "refs" / "main").write_text("0" * 40)
+        env = {"HF_HUB_CACHE": str(self.tmp / "hub")}
+        result = run("--json", "--verify", "acme/tiny", env=env, check_json=True)
+        self.assertEqual((result.returncode, result.document["models"][0]["gate_failures"]), (0, []))
+        damaged = bytearray(weights)
+        damaged[-1] ^= 1  # a flipped bit in the last value: the model still loads
+        (repo / "blobs" / digest).write_bytes(damaged)
+        result = run("--json", "--verify", "acme/tiny", env=env, check_json=True)
+        actual = hashlib.sha256(damaged).hexdigest()
+        [failure] = result.document["models"][0]["gate_failures"]
+        self.assertEqual(result.returncode, 1)
+        self.assertIn(f"model.safetensors: SHA-256 {actual} differs from the expected {digest} (--verify)", failure)
+        # Outside the cache: a manifest in sha256sum's format, else nothing to check against.
+        code, failures, _ = self.gate("--verify", self.fp16)
+        self.assertEqual(code, 1)
+        self.assertIn("no SHA-256 to check it against", failures[str(self.fp16)][0])
+        manifest = self.tmp / "SHA256SUMS"
+        manifest.write_text("".join(f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.relative_to(self.tmp)}\n"
+                                    for p in sorted(self.fp16.iterdir()) if p.suffix == ".safetensors"))
+        self.assertEqual(self.gate("--verify", "--verify-manifest", manifest, self.fp16)[:2], (0, {str(self.fp16): []}))
+        manifest.write_text("not a manifest\n")
+        result = run("--verify", "--verify-manifest", manifest, self.fp16)
+        self.assertEqual(result.returncode, 3)
+        self.assertIn("SHA256SUMS: line 1: not `SHA256  PATH`", result.stderr)
 
     def test_a_gate_failure_wins_over_a_broken_model(self):
         self.assertEqual(self.gate("--expect", "fp16|fp32", self.bf16, self.broken)[0], 1)

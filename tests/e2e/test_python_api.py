@@ -244,6 +244,12 @@ class Check(unittest.TestCase):
         result = precdetect.check(tiny_t5(scale=300), fail_if_fp16_risk=True, include=r"^shared\.")
         self.assertEqual([t["name"] for t in result.to_dict()["tensors"]], ["shared.weight"])
         self.assertEqual(len(result.to_dict()["gate_failures"]), 1)
+        model = tiny_bert()
+        with torch.no_grad():
+            model.bert.embeddings.word_embeddings.weight[3, 1] = float("nan")
+        self.assertEqual(precdetect.check(model, fail_if_nonfinite=True).to_dict()["gate_failures"],
+                         ["1 tensor(s) hold NaN or Inf: bert.embeddings.word_embeddings.weight (1 NaN, 0 Inf) "
+                          "(--fail-if-nonfinite)"])
         with self.assertRaisesRegex(TypeError, "unexpected keyword argument 'device'"):
             precdetect.check(tiny_bert(), device="cuda")  # tensors are read where they are
 

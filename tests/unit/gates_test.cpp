@@ -35,6 +35,21 @@ TEST(Gates, EachGateSaysWhatItFoundAndWhichFlag) {
                                 "abs max 300 exceeds 100 (--max-abs)"}));
 }
 
+TEST(Gates, NonFiniteTensorsAreNamedTheFirstFiveAndCounted) {
+  ModelReport model = scanned(Label::kFp16OrFp32, 1, 1);
+  for (int i = 0; i < 7; ++i) {
+    TensorStats stats;
+    stats.nans = i == 0 ? 0 : static_cast<uint64_t>(i);  // the first tensor is finite
+    stats.infs = i == 6 ? 2 : 0;
+    model.tensors.push_back({.name = "t" + std::to_string(i), .dtype = DType::F32, .stats = stats});
+  }
+  EXPECT_TRUE(gate_failures(model, Gates{}).empty());
+  EXPECT_EQ(gate_failures(model, Gates{.fail_if_nonfinite = true}),
+            (std::vector<std::string>{"6 tensor(s) hold NaN or Inf: t1 (1 NaN, 0 Inf), t2 (2 NaN, 0 Inf), t3 (3 NaN, "
+                                      "0 Inf), t4 (4 NaN, 0 Inf), t5 (5 NaN, 0 Inf) and 1 more "
+                                      "(--fail-if-nonfinite)"}));
+}
+
 // A two-label verdict (the ranges could not decide) meets only an expectation that holds both of its labels, and
 // fails --fail-on for either of them: a gate never reads more into a verdict than its evidence says.
 TEST(Gates, ATwoLabelVerdictMeetsOnlyWhatHoldsBothLabelsAndFailsOnEither) {

@@ -1,5 +1,6 @@
 #pragma once
-/// CI gates: checks a scanned model against --expect, --fail-on, --fail-if-fp16-risk, --max-abs, --max-norm.
+/// CI gates: checks a scanned model against --expect, --fail-on, --fail-if-fp16-risk, --max-abs, --max-norm,
+/// --fail-if-unsafe, --fail-if-nonfinite, --verify.
 
 #include <string>
 #include <vector>
@@ -19,8 +20,8 @@ bool meets_expectation(Label label, Label expected);
 bool may_be(Label label, Label bad);
 
 /// One line per violated gate, saying what was found and which flag it violates; empty when all pass. A model
-/// that could not be scanned is judged by its error, never by gates, except --fail-if-unsafe: its safety was
-/// examined all the same. A bound on a statistic the model does not
+/// that could not be scanned is judged by its error, never by gates, except --fail-if-unsafe (its safety was
+/// examined all the same) and --verify (its files were found). A bound on a statistic the model does not
 /// have (no floating tensors) is not violated.
 std::vector<std::string> gate_failures(const ModelReport& model, const Gates& gates);
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "precdetect/analyze/tensor_filter.h"
+#include "precdetect/app/verify.h"
 #include "precdetect/core/label.h"
 #include "precdetect/diff/diff_options.h"
 #include "precdetect/discover/input_list.h"
@@ -54,7 +55,10 @@ struct Gates {
   std::optional<double> max_abs;   ///< the largest |weight| allowed
   std::optional<double> max_norm;  ///< the largest per-tensor L2 norm allowed
   bool fail_if_unsafe = false;     ///< no model may import a dangerous global (docs/security.md)
-  bool strict_safety = false;      ///< with fail_if_unsafe: nor anything unverified
+  bool fail_if_nonfinite = false;  ///< no tensor of a model, parameter or buffer, may hold NaN or Inf
+  /// --verify: every weight file has the SHA-256 this manifest (empty: none given) or the HF cache names it by
+  std::optional<Manifest> verify;
+  bool strict_safety = false;  ///< with fail_if_unsafe: nor anything unverified
 };
 
 /// What a scan prints on stdout (--format; --json and --jsonl are its short forms).

@@ -1,0 +1,107 @@
+#include "precdetect/app/verify.h"
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <memory>
+
+#include "precdetect/core/error.h"
+#include "precdetect/core/text_file.h"
+
+namespace precdetect {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr size_t kChunk = 1 << 20;
+
+bool is_sha256(std::string_view text) {
+  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
+           return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f');
+         });
+}
+
+fs::path canonical_or_absolute(const fs::path& path) {
+  std::error_code ec;
+  fs::path canonical = fs::weakly_canonical(path, ec);
+  return ec ? fs::absolute(path) : canonical;
+}
+
+}  // namespace
+
+Manifest read_manifest(const fs::path& path) {
+  Manifest manifest;
+  std::string text = read_text_file(path, "--verify manifest", TextOrigin::kList);
+  size_t number = 0;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = std::min(text.find('\n', at), text.size());
+    std::string line = text.substr(at, end - at);
+    at = end + 1;
+    ++number;
+    if (line.empty()) continue;
+    std::string hash = line.substr(0, 64);
+    std::transform(hash.begin(), hash.end(), hash.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (!is_sha256(hash) || line.size() < 67 || line[64] != ' ' || (line[65] != ' ' && line[65] != '*'))
+      fail(ErrorCode::kIo, path, fmt::format("line {}: not `SHA256  PATH` (sha256sum's format)", number));
+    fs::path file = line.substr(66);
+    manifest[canonical_or_absolute(file.is_absolute() ? file : path.parent_path() / file)] = hash;
+  }
+  return manifest;
+}
+
+std::optional<std::string> expected_sha256(const fs::path& file, const Manifest& manifest) {
+  if (auto listed = manifest.find(canonical_or_absolute(file)); listed != manifest.end()) return listed->second;
+  std::error_code ec;
+  if (!fs::is_symlink(file, ec)) return std::nullopt;
+  fs::path target = fs::read_symlink(file, ec);  // snapshots/REV/NAME -> ../../blobs/SHA256 for an LFS file
+  std::string blob = target.filename().string();
+  if (ec || target.parent_path().filename() != "blobs" || !is_sha256(blob)) return std::nullopt;
+  return blob;
+}
+
+std::string sha256_of_file(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) fail(ErrorCode::kIo, file, "cannot be read to verify it");
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (!context || EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr) != 1)
+    fail(ErrorCode::kInternal, file, "OpenSSL has no SHA-256");
+  std::string buffer(kChunk, '\0');
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    EVP_DigestUpdate(context.get(), buffer.data(), static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad()) fail(ErrorCode::kIo, file, "read failed while verifying it");
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_DigestFinal_ex(context.get(), digest, &length);
+  std::string hex;
+  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
+
+std::vector<std::string> verify_files(const std::vector<std::string>& files, const Manifest& manifest) {
+  std::vector<std::string> failures;
+  for (const std::string& file : files) {
+    std::optional<std::string> expected = expected_sha256(file, manifest);
+    if (!expected) {
+      failures.push_back(
+          fmt::format("{}: no SHA-256 to check it against (neither an HF cache LFS blob nor in the "
+                      "manifest) (--verify)",
+                      file));
+      continue;
+    }
+    try {
+      std::string actual = sha256_of_file(file);
+      if (actual != *expected)
+        failures.push_back(
+            fmt::format("{}: SHA-256 {} differs from the expected {} (--verify)", file, actual, *expected));
+    } catch (const Error& e) {
+      failures.push_back(fmt::format("{} (--verify)", e.what()));
+    }
+  }
+  return failures;
+}
+
+}  // namespace precdetect
