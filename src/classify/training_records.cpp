@@ -227,6 +227,27 @@ std::optional<std::string> top_level_yaml_value(std::string_view yaml, std::stri
   return std::nullopt;
 }
 
+/// The precision Ultralytics' `amp` and `device` settings train in: amp True autocasts to float16 on a GPU and
+/// not at all on the host; "bf16" to bfloat16; False or "fp32" not at all. Nullopt when they name none.
+std::optional<Label> ultralytics_precision(const Ref& amp, const Ref& device) {
+  if (const auto* on = std::get_if<bool>(&amp->v)) {
+    if (!*on) return Label::kFp32;
+    switch (device_kind(device)) {
+      case AmpDevice::kAccelerator:
+        return Label::kFp16;
+      case AmpDevice::kHost:
+        return Label::kFp32;
+      case AmpDevice::kUnknown:
+        return std::nullopt;
+    }
+    return std::nullopt;
+  }
+  std::optional<std::string> name = name_of(amp);
+  if (name == "fp32") return Label::kFp32;
+  if (name == "bf16") return Label::kBf16;
+  return std::nullopt;
+}
+
 bool is_trainer_arguments(const Global& type) {
   return type.name.ends_with("TrainingArguments") || (type.module.starts_with("trl.") && type.name.ends_with("Config"));
 }
@@ -374,17 +395,7 @@ class RecordFinder {
     if (!amp || !device || !field(dict, "task") || !field(dict, "imgsz")) return;
     std::vector<RecordField> fields = {{join_key(path, "amp"), python_text(*amp)},
                                        {join_key(path, "device"), python_text(*device)}};
-    std::optional<std::string> amp_name = name_of(*amp);
-    const bool* amp_on = std::get_if<bool>(&(*amp)->v);
-    std::optional<Label> label;
-    if ((amp_on && !*amp_on) || amp_name == "fp32")
-      label = Label::kFp32;
-    else if (amp_name == "bf16")
-      label = Label::kBf16;
-    else if (amp_on && device_kind(*device) == AmpDevice::kAccelerator)
-      label = Label::kFp16;
-    else if (amp_on && device_kind(*device) == AmpDevice::kHost)
-      label = Label::kFp32;
+    std::optional<Label> label = ultralytics_precision(*amp, *device);
     if (!label)
       return unreadable(
           fmt::format("{}.amp={}, device={} names no precision precdetect knows (a device the run "
