@@ -221,6 +221,24 @@ class ReportInChromiumTest(ReportCase):
         self.assertIn("Confidence: 12 of 12 labelled models", section)  # the rule's counted basis
         self.assertIn("The evidence does not rule out: bf16, fp32.", verdict)  # the record decided, the rule left them
 
+    def test_a_method_reference_shows_what_it_resolves_to_and_its_spelling(self):
+        # A module whose forward is another of its bound methods (as fuse() leaves Ultralytics' convolutions):
+        # torch.save writes getattr(<the Linear>, 'extra_repr').
+        module = torch.nn.Linear(2, 2)
+        module.forward = module.extra_repr
+        torch.save({"model": module}, self.tmp / "fused.pt")
+        resolved = "torch.nn.modules.linear.Linear.extra_repr"
+        spelling = "__builtin__.getattr(<torch.nn.modules.linear.Linear object>, 'extra_repr')"
+        table = run("-v", self.tmp / "fused.pt").stdout
+        self.assertIn(f"import (unknown): {resolved} (written {spelling}) in {self.tmp / 'fused.pt'}!fused/data.pkl",
+                      table)
+        result, _ = self.scan_with_report(self.tmp / "fused.pt")
+        self.assertEqual(result.document["models"][0]["safety"]["verdict"], "unverified")
+        page = self.open_page(self.tmp / "report.html")
+        section = page.evaluate("document.getElementById('model-0').innerText")
+        self.assertIn(resolved, section)
+        self.assertIn(f"written {spelling}", section)
+
     def test_failed_model_and_hostile_names(self):
         good = self.write_model({HOSTILE_NAME: torch.ones(4), "b.bias": torch.full((3,), 2.0)}, "good")
         broken = self.tmp / "broken.safetensors"
