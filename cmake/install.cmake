@@ -19,4 +19,7 @@ else()
   # The libtorch it was built against, by its absolute path: PREFIX/bin/precdetect runs from anywhere.
   set_target_properties(precdetect PROPERTIES INSTALL_RPATH ${PRECDETECT_TORCH_DIR}/lib)
 endif()
-install(TARGETS precdetect precdetect-hdf5 RUNTIME DESTINATION ${program_folder})
+install(TARGETS precdetect RUNTIME DESTINATION ${program_folder})
+if(PRECDETECT_HDF5_HELPER)
+  install(TARGETS precdetect-hdf5 RUNTIME DESTINATION ${program_folder})
+endif()
