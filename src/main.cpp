@@ -29,10 +29,10 @@ int run(int argc, char** argv) {
   }
 }
 
-/// Ends the process without static destructors: libtorch's deregister every operator, a third of a short run's
-/// time (docs/benchmarks.md, "Figures behind the code"). By now run() has closed everything of ours (output files, the
-/// results cache) and only stdio needs flushing. Under AddressSanitizer the ordinary exit stays: LeakSanitizer checks
-/// at exit.
+/// Ends the process without static destructors: where the CUDA plugin loaded libtorch, libtorch's deregister every
+/// operator, 0.15 s (docs/benchmarks.md, "Figures behind the code"). By now run() has closed everything of ours (output
+/// files, the results cache) and only stdio needs flushing. Under AddressSanitizer the ordinary exit stays:
+/// LeakSanitizer checks at exit.
 [[noreturn]] void leave(int exit_code) {
   std::fflush(nullptr);
 #ifdef PRECDETECT_UNDER_ASAN

@@ -14,6 +14,7 @@
 #include "precdetect/app/diff.h"
 #include "precdetect/app/scan.h"
 #include "precdetect/core/error.h"
+#include "precdetect/load/live_tensors.h"
 #include "precdetect/report/diff_report.h"
 #include "precdetect/report/html_report.h"
 #include "precdetect/report/json_report.h"

@@ -3,7 +3,9 @@ precdetect._core), with the command line's options as keyword arguments: `device
 `jobs=2`, `all_formats=True`, `fail_if_fp16_risk=True` (a gate fills each result's "gate_failures")."""
 
 import json
+import os
 from collections.abc import Mapping
+from pathlib import Path
 
 from precdetect.result import DiffResult, ScanResult
 
@@ -19,11 +21,17 @@ CHECK_OPTIONS = {"include", "exclude", "rules", "registry", "expect", "fail_on",
 
 
 def _extension():
-    """precdetect._core, after torch: libtorch loaded from the torch package itself, which _core then shares."""
-    import torch  # noqa: F401
+    """precdetect._core, after torch: libtorch loaded from the torch package itself, which _core then shares. The
+    helpers the library starts or loads (the HDF5 helper, the CUDA plugin) are looked for beside the program in
+    an installed package, and the plugin runs with this torch."""
+    import torch
 
     from precdetect import _core
 
+    programs = Path(__file__).resolve().parent / "bin"
+    if programs.is_dir():
+        os.environ.setdefault("PRECDETECT_HELPERS", str(programs))
+    os.environ.setdefault("PRECDETECT_LIBTORCH", str(Path(torch.__file__).parent))
     return _core
 
 

@@ -5,7 +5,6 @@
 #include <map>
 
 #include "precdetect/analyze/cpu_kernel.h"
-#include "precdetect/analyze/torch_stats.h"
 #include "precdetect/core/error.h"
 
 namespace precdetect {
@@ -147,15 +146,6 @@ ModelAnalysis assemble(const std::vector<const TensorRecord*>& selected, const s
   return analysis;
 }
 
-/// A live tensor's statistics where it lives: our kernel over a CPU tensor's own memory (a strided view made
-/// contiguous first), libtorch on a CUDA tensor's device.
-TensorStats live_stats(const at::Tensor& values, DType dtype) {
-  if (values.numel() == 0) return {};
-  if (values.is_cuda()) return torch_tensor_stats(values, dtype);
-  at::Tensor contiguous = values.contiguous();  // the tensor itself when it is contiguous: no copy
-  return cpu_tensor_stats(contiguous.const_data_ptr(), dtype, static_cast<uint64_t>(contiguous.numel()));
-}
-
 }  // namespace
 
 ModelAnalysis analyze_model(const Checkpoint& checkpoint, const TensorFilter& filter, const BufferNames& buffers,
@@ -188,10 +178,10 @@ ModelAnalysis analyze_live_model(const LiveModel& model, const std::string& name
       const TensorRecord& record = model.records[i];
       if (!filter.selects(record.name)) continue;
       selected.push_back(&record);
-      if (is_analyzed(record.dtype)) stats.push_back(live_stats(model.values[i], record.dtype));
+      if (is_analyzed(record.dtype)) stats.push_back(model.stats(i));
     }
-  } catch (const c10::Error& e) {
-    fail(ErrorCode::kDevice, name, fmt::format("tensor `{}`: {}", selected.back()->name, e.what_without_backtrace()));
+  } catch (const Error& e) {
+    fail(e.code(), name, e.what());
   }
   return assemble(selected, stats, /*model_parallel=*/false, filter, buffers);
 }

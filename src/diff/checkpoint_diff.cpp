@@ -4,7 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "precdetect/analyze/tensor_groups.h"
-#include "precdetect/load/tensor_loader.h"
+#include "precdetect/load/host_values.h"
 #include "precdetect/load/torch_layout.h"
 
 namespace precdetect {
@@ -36,8 +36,8 @@ TensorDiff compare(const Checkpoint& base, const TensorRecord& a, const Checkpoi
                   .shape = torch_shape(a)};
   diff.numeric = dtype_kind(a.dtype) == DTypeKind::kFloat && dtype_kind(b.dtype) == DTypeKind::kFloat;
   if (diff.numeric) {  // each side as PyTorch holds it: a Flax kernel transposed, llama.cpp's q and k deinterleaved
-    diff.stats = diff_tensors(to_torch_layout(load_tensor(base, a), a), to_torch_layout(load_tensor(other, b), b),
-                              options, device);
+    diff.stats = diff_values(to_torch_layout(read_values(base, a), a), to_torch_layout(read_values(other, b), b),
+                             options, device);
   } else {  // integers and unanalyzable dtypes: equal bytes or not
     auto bytes_a = base.files[a.file]->view(a.offset, a.storage_nbytes);
     auto bytes_b = other.files[b.file]->view(b.offset, b.storage_nbytes);

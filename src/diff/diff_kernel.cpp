@@ -20,7 +20,7 @@ constexpr size_t kBlock = 1 << 14;  // flush interval of the vector lanes: bound
 constexpr uint64_t kMinElementsPerThread = 1 << 18;
 
 /// Four values of one side: as two float64 pairs for the arithmetic, and as float for the bf16 rounding (exact
-/// for every stored dtype but F64, whose float64 -> float -> bf16 steps are libtorch's `.to(kBFloat16)`).
+/// for every stored dtype but F64, whose float64 -> float -> bf16 steps are what libtorch's `.to(kBFloat16)` does).
 struct Quad {
   Doubles low, high;
   Floats narrow;
@@ -225,20 +225,19 @@ DiffStats diff_arrays(const void* base, const void* other, uint64_t numel, const
 
 }  // namespace
 
-bool has_cpu_diff_kernel(c10::ScalarType dtype) {
-  return dtype == c10::kDouble || dtype == c10::kFloat || dtype == c10::kHalf || dtype == c10::kBFloat16;
+bool has_cpu_diff_kernel(DType dtype) {
+  return dtype == DType::F64 || dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16;
 }
 
-DiffStats cpu_diff_stats(const void* base, const void* other, c10::ScalarType dtype, uint64_t numel,
-                         const DiffOptions& options) {
+DiffStats cpu_diff_stats(const void* base, const void* other, DType dtype, uint64_t numel, const DiffOptions& options) {
   switch (dtype) {
-    case c10::kDouble:
+    case DType::F64:
       return diff_arrays<F64Values>(base, other, numel, options);
-    case c10::kFloat:
+    case DType::F32:
       return diff_arrays<F32Values>(base, other, numel, options);
-    case c10::kHalf:
+    case DType::F16:
       return diff_arrays<F16Values>(base, other, numel, options);
-    case c10::kBFloat16:
+    case DType::BF16:
       return diff_arrays<Bf16Values>(base, other, numel, options);
     default:
       throw std::invalid_argument("cpu_diff_stats: no kernel for this dtype");

@@ -7,7 +7,10 @@
 #include <sstream>
 #include <tuple>
 
-#include "precdetect/load/tensor_loader.h"
+#include "precdetect/analyze/cpu_kernel.h"
+#include "precdetect/core/error.h"
+#include "precdetect/cuda/torch_dtype.h"
+#include "precdetect/cuda/torch_stats.h"
 
 namespace precdetect {
 namespace {
@@ -72,10 +75,25 @@ TensorRecord live_record(const LiveTensor& tensor, DType dtype) {
           .role_from_file = tensor.role.has_value()};
 }
 
+/// A live tensor's statistics where it lives: our kernel over a CPU tensor's own memory (a strided view made
+/// contiguous first), libtorch on a CUDA tensor's device.
+TensorStats live_stats(const at::Tensor& values, const std::string& name) {
+  if (values.numel() == 0) return {};
+  DType dtype = stored_dtype(values.scalar_type());
+  try {
+    if (values.is_cuda()) return torch_tensor_stats(values, dtype);
+    at::Tensor contiguous = values.contiguous();  // the tensor itself when it is contiguous: no copy
+    return cpu_tensor_stats(contiguous.const_data_ptr(), dtype, static_cast<uint64_t>(contiguous.numel()));
+  } catch (const c10::Error& e) {
+    throw Error(ErrorCode::kDevice, fmt::format("tensor `{}`: {}", name, e.what_without_backtrace()));
+  }
+}
+
 }  // namespace
 
 LiveModel open_live_model(std::vector<LiveTensor> tensors, std::vector<std::string> not_tensors) {
   LiveModel model;
+  std::vector<at::Tensor> values;
   std::vector<std::string> skipped = std::move(not_tensors);
   std::map<const void*, std::string> first_on_storage;
   std::map<std::tuple<const void*, int64_t, std::vector<int64_t>, std::vector<int64_t>>, std::string> first_view;
@@ -92,8 +110,13 @@ LiveModel open_live_model(std::vector<LiveTensor> tensors, std::vector<std::stri
         std::tuple(storage, tensor.values.storage_offset(), record.shape, record.stride), tensor.name);
     record.counted = fresh_view;
     model.records.push_back(std::move(record));
-    model.values.push_back(std::move(tensor.values));
+    values.push_back(std::move(tensor.values));
   }
+  std::vector<std::string> names;
+  for (const TensorRecord& record : model.records) names.push_back(record.name);
+  model.stats = [values = std::move(values), names = std::move(names)](size_t i) {
+    return live_stats(values[i], names[i]);
+  };
   warn_about(model.warnings, WarningCode::kLiveTensorsSkipped, "", std::move(skipped));
   return model;
 }

@@ -7,19 +7,38 @@ namespace {
 
 /// Where PyTorch's dimensions come from in a Flax kernel: (3, 2, 0, 1) for a Conv kernel (HWIO to OIHW), all
 /// reversed otherwise (numpy's `.T`, which transformers applies to every other kernel).
-std::vector<int64_t> flax_kernel_order(size_t dims) {
+std::vector<size_t> flax_kernel_order(size_t dims) {
   if (dims == 4) return {3, 2, 0, 1};
-  std::vector<int64_t> order(dims);
+  std::vector<size_t> order(dims);
   std::iota(order.rbegin(), order.rend(), 0);
   return order;
 }
 
+/// `values` (contiguous, of `shape`) with their axes in `order`, as numpy's transpose copies them.
+HostValues permuted(const HostValues& values, const std::vector<int64_t>& shape, const std::vector<size_t>& order,
+                    std::vector<int64_t> result_shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t axis = shape.size(); axis-- > 1;) strides[axis - 1] = strides[axis] * shape[axis];
+  std::vector<int64_t> view_shape, view_strides;
+  for (size_t axis : order) {
+    view_shape.push_back(shape[axis]);
+    view_strides.push_back(strides[axis]);
+  }
+  auto element_size = static_cast<size_t>(dtype_bits(values.dtype()) / 8);
+  return HostValues(values.dtype(), std::move(result_shape),
+                    gather_view(values.bytes(), element_size, view_shape, view_strides, 0));
+}
+
 /// llama.cpp stores row (head, i, half) of q or k where PyTorch holds row (head, half, i): each head's rows are
 /// split back into their two rotary halves (transformers' LlamaTensorProcessor._reverse_permute_weights).
-at::Tensor deinterleave_rope(const at::Tensor& values, int64_t heads) {
-  std::vector<int64_t> split{heads, values.size(0) / heads / 2, 2};
-  for (int64_t axis = 1; axis < values.dim(); ++axis) split.push_back(values.size(axis));
-  return values.reshape(split).transpose(1, 2).reshape(values.sizes());
+HostValues deinterleave_rope(const HostValues& values, int64_t heads) {
+  const std::vector<int64_t>& shape = values.shape();
+  std::vector<int64_t> split{heads, shape[0] / heads / 2, 2};
+  split.insert(split.end(), shape.begin() + 1, shape.end());
+  std::vector<size_t> order(split.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::swap(order[1], order[2]);
+  return permuted(values, split, order, shape);
 }
 
 }  // namespace
@@ -27,16 +46,16 @@ at::Tensor deinterleave_rope(const at::Tensor& values, int64_t heads) {
 std::vector<int64_t> torch_shape(const TensorRecord& record) {
   if (record.torch_layout != TorchLayout::kFlaxKernel) return record.shape;
   std::vector<int64_t> shape;
-  for (int64_t axis : flax_kernel_order(record.shape.size())) shape.push_back(record.shape[axis]);
+  for (size_t axis : flax_kernel_order(record.shape.size())) shape.push_back(record.shape[axis]);
   return shape;
 }
 
-at::Tensor to_torch_layout(const at::Tensor& values, const TensorRecord& record) {
+HostValues to_torch_layout(HostValues values, const TensorRecord& record) {
   switch (record.torch_layout) {
     case TorchLayout::kSame:
       return values;
     case TorchLayout::kFlaxKernel:
-      return values.permute(flax_kernel_order(static_cast<size_t>(values.dim())));
+      return permuted(values, values.shape(), flax_kernel_order(values.shape().size()), torch_shape(record));
     case TorchLayout::kRopeInterleaved:
       return deinterleave_rope(values, record.rope_heads);
   }

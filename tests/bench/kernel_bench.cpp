@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "precdetect/analyze/cpu_kernel.h"
-#include "precdetect/load/tensor_loader.h"
+#include "precdetect/cuda/torch_dtype.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Times the CPU statistics kernel on in-memory values"};

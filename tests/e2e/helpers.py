@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -13,6 +14,7 @@ import torch
 REPO = Path(__file__).resolve().parents[2]
 BINARY = os.environ.get("PRECDETECT_BIN", str(REPO / "build" / "precdetect"))
 CORPUS = REPO.parent / "shared" / "corpus"
+ROOT = os.geteuid() == 0
 
 # safetensors dtype names of the torch dtypes we write
 DTYPE_NAMES = {
@@ -134,6 +136,19 @@ def reference_precision(tensor):
     bins, sizes = torch.unique((exponents - 1).clamp(-127, 128), return_counts=True)
     counts["exponents"] = [[int(e), int(n)] for e, n in zip(bins, sizes)]
     return counts
+
+
+def namespace_available():
+    """Whether in_private_mounts can run: as root, with util-linux's unshare."""
+    return ROOT and shutil.which("unshare") and subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "true"], capture_output=True).returncode == 0
+
+
+def in_private_mounts(script, *args):
+    """Runs the shell `script` (with `args` as $1...) in a mount namespace of its own, as root: what it mounts
+    (a tmpfs over /dev, say) is seen by it alone."""
+    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-euc", script, "sh", *map(str, args)],
+                          capture_output=True, text=True, timeout=300)
 
 
 class ScanTestCase(unittest.TestCase):

@@ -6,29 +6,14 @@ named inside a private mount namespace whose /dev is a fresh tmpfs: a failing te
 
 import json
 import os
-import shutil
 import stat
-import subprocess
 import threading
 import unittest
 
 import torch
 from safetensors.torch import save_file
 
-from helpers import BINARY, ScanTestCase, run, scan
-
-ROOT = os.geteuid() == 0
-
-
-def namespace_available():
-    return ROOT and shutil.which("unshare") and subprocess.run(
-        ["unshare", "--mount", "--propagation", "private", "true"], capture_output=True).returncode == 0
-
-
-def in_private_mounts(script, *args):
-    """Runs the shell `script` (with `args` as $1...) in a mount namespace of its own, as root."""
-    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-euc", script, "sh", *map(str, args)],
-                          capture_output=True, text=True, timeout=300)
+from helpers import BINARY, ROOT, ScanTestCase, in_private_mounts, namespace_available, run, scan
 
 
 class OutputFiles(ScanTestCase):

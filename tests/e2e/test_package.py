@@ -109,7 +109,8 @@ class CmakeInstall(InstalledProgramTestCase):
         with tempfile.TemporaryDirectory() as tmp:
             prefix = Path(tmp) / "prefix"
             checked("cmake", "--install", BUILD_DIR, "--prefix", prefix)
-            self.assertEqual(sorted(p.name for p in (prefix / "bin").iterdir()), ["precdetect", "precdetect-hdf5"])
+            self.assertEqual(sorted(p.name for p in (prefix / "bin").iterdir()),
+                             ["libprecdetect_cuda.so", "precdetect", "precdetect-hdf5"])
             elsewhere = Path(tmp) / "elsewhere"
             elsewhere.mkdir()
             self.assert_same_as_build([prefix / "bin" / "precdetect"], elsewhere)
@@ -151,13 +152,15 @@ class Wheel(InstalledProgramTestCase):
         shutil.unpack_archive(self.wheel, unpacked, "zip")
         vendored = {p.name for p in (unpacked / "precdetect.libs").iterdir()}
         programs = [unpacked / "precdetect" / "bin" / name for name in ("precdetect", "precdetect-hdf5")]
+        plugin = unpacked / "precdetect" / "bin" / "libprecdetect_cuda.so"
         [extension] = (unpacked / "precdetect").glob("_core.*.so")
-        for elf in programs + [extension] + [unpacked / "precdetect.libs" / name for name in vendored]:
+        for elf in programs + [plugin, extension] + [unpacked / "precdetect.libs" / name for name in vendored]:
             self.assertLessEqual(needed_libraries(elf), vendored | BASE_LIBRARIES | TORCH_LIBRARIES, elf)
             for entry in run_paths(elf):
                 self.assertTrue(all(p.startswith("$ORIGIN") for p in entry.split(":") if p), f"{elf}: {entry}")
-        self.assertIn("libtorch_cpu.so", needed_libraries(programs[0]))
-        self.assertIn("$ORIGIN/../../torch/lib", run_paths(programs[0])[0].split(":"))
+        for program in programs:  # torch-free: the plugin alone links libtorch, found by the program at run time
+            self.assertEqual(needed_libraries(program) & TORCH_LIBRARIES, set(), program)
+        self.assertLessEqual({"libtorch_cpu.so", "libc10.so"}, needed_libraries(plugin))
         self.assertLessEqual({"libtorch_cpu.so", "libtorch_python.so"}, needed_libraries(extension))
         self.assertIn("$ORIGIN/../torch/lib", run_paths(extension)[0].split(":"))
 
@@ -177,28 +180,40 @@ class Wheel(InstalledProgramTestCase):
                        "print(precdetect.check({'w': torch.full((4, 4), 300.0)}).fp16_risk)", cwd=elsewhere)
         self.assertEqual(live.stdout, "True\n")  # torch's tensors reach the extension through libtorch_python
 
-    def test_another_torch_gets_one_line_naming_both_versions(self):
+    def test_another_torch_runs_the_cpu_path_and_says_in_one_line_why_not_cuda(self):
         venv = self.copy_of_torch_only("mismatch")
         checked(venv / "bin" / "python", "-m", "pip", "install", "-q", self.wheel)
-        # A torch 2.10.0 distribution's metadata, found before the installed one (the launcher reads metadata only:
-        # installing a second real torch would cost 4 GB for the same check).
+        # A torch 2.10.0 package's layout, found before the installed one (the launcher only locates it, and the
+        # program reads its version.py: installing a second real torch would cost 4 GB for the same check).
         fake = self.tmp / "fake-torch"
-        (fake / "torch-2.10.0.dist-info").mkdir(parents=True)
-        (fake / "torch-2.10.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.10.0\n")
-        result = command(venv / "bin" / "precdetect", *EXAMPLES, env=dict(os.environ, PYTHONPATH=str(fake)))
+        (fake / "torch" / "lib").mkdir(parents=True)
+        (fake / "torch" / "__init__.py").write_text("raise ImportError('never imported')\n")
+        (fake / "torch" / "version.py").write_text("__version__ = '2.10.0+cu128'\n")
+        env = dict(os.environ, PYTHONPATH=str(fake))
+        elsewhere = self.tmp / "elsewhere"
+        elsewhere.mkdir(exist_ok=True)
+        cpu = command(venv / "bin" / "precdetect", "--json", *EXAMPLES, env=env, cwd=elsewhere)
+        self.assertEqual((cpu.returncode, cpu.stderr), (0, ""))
+        self.assertEqual(json.loads(cpu.stdout), scan_json([BINARY], *EXAMPLES, cwd=elsewhere)[1])
+        result = command(venv / "bin" / "precdetect", "--device", "cuda", *EXAMPLES, env=env)
         self.assertEqual(result.returncode, 3)
         self.assertEqual(result.stdout, "")
         [line] = result.stderr.splitlines()
-        self.assertRegex(line, r"^precdetect: built against torch 2\.11\.\d+, runs with torch 2\.11\.\*; "
-                               r"this environment has torch 2\.10\.0: pip install 'torch==2\.11\.\*'")
+        self.assertEqual(line, f"precdetect: --device cuda: the CUDA plugin runs with torch 2.11.*, and "
+                               f"{fake / 'torch'} holds torch 2.10.0+cu128")
 
-    def test_no_torch_gets_one_line(self):
+    def test_without_torch_the_program_runs_as_the_build_does(self):
         venv = make_venv(self.tmp / "no-torch")
         checked(venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", self.wheel)
-        result = command(venv / "bin" / "precdetect", *EXAMPLES)
+        elsewhere = self.tmp / "no-torch-elsewhere"
+        elsewhere.mkdir()
+        self.assert_same_as_build([venv / "bin" / "precdetect"], elsewhere)
+        result = command(venv / "bin" / "precdetect", "--device", "cuda", *EXAMPLES, cwd=elsewhere,
+                         env={k: v for k, v in os.environ.items() if k != "PRECDETECT_LIBTORCH"})
         self.assertEqual(result.returncode, 3)
         [line] = result.stderr.splitlines()
-        self.assertIn("this environment has no torch: pip install 'torch==2.11.*'", line)
+        self.assertEqual(line, "precdetect: --device cuda: no torch to run CUDA with: set PRECDETECT_LIBTORCH to a "
+                               "torch package or libtorch folder")
 
 
 class Unpicklable:

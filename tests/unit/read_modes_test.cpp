@@ -1,5 +1,6 @@
 // --io pread and the CUDA upload against the mapped bytes: every way to a tensor's bytes gives the same bytes.
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/from_blob.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -10,11 +11,12 @@
 #include "precdetect/analyze/analyzer.h"
 #include "precdetect/analyze/device.h"
 #include "precdetect/core/error.h"
-#include "precdetect/load/cuda_upload.h"
+#include "precdetect/cuda/cuda_upload.h"
+#include "precdetect/cuda/torch_dtype.h"
 #include "precdetect/load/safetensors/safetensors.h"
-#include "precdetect/load/tensor_loader.h"
 #include "stats_reference.h"
 #include "test_util.h"
+#include "torch_values.h"
 
 namespace precdetect {
 namespace {
@@ -56,6 +58,20 @@ std::string bytes_of(const at::Tensor& tensor) {
   return {reinterpret_cast<const char*>(bytes.data_ptr()), static_cast<size_t>(bytes.numel())};
 }
 
+/// The record's values through read_values (our gather, byte swap and alignment copy), as a tensor.
+at::Tensor read_tensor(const Checkpoint& checkpoint, const TensorRecord& record) {
+  return testing::tensor_of(read_values(checkpoint, record));
+}
+
+/// The same values as libtorch views them (as_strided and a byte flip over the whole storage): the reference.
+at::Tensor torch_view(const Checkpoint& checkpoint, const TensorRecord& record) {
+  std::vector<std::byte> storage(record.storage_nbytes / (dtype_bits(record.dtype) / 8) *
+                                 (dtype_bits(record.dtype) / 8));
+  checkpoint.files[record.file]->read(record.offset, storage);
+  at::Tensor bytes = at::from_blob(storage.data(), {static_cast<int64_t>(storage.size())}, at::kByte).clone();
+  return view_storage(bytes.view(torch_scalar_type(record.dtype)), record).contiguous();
+}
+
 /// A transposed view of a 2-D storage, and the same storage marked big-endian: layouts torch.save can produce.
 std::vector<TensorRecord> unusual_layouts(const TensorRecord& record) {
   TensorRecord transposed = record, big_endian = record;
@@ -88,10 +104,13 @@ TEST_F(ReadModes, PreadTensorsEqualMappedOnes) {
   Checkpoint mapped = open(ReadMode::kMmap), pread = open(ReadMode::kPread);
   for (size_t i = 1; i < mapped.tensors.size(); ++i) {
     SCOPED_TRACE(mapped.tensors[i].name);
-    EXPECT_EQ(bytes_of(load_tensor(pread, pread.tensors[i])), bytes_of(load_tensor(mapped, mapped.tensors[i])));
+    EXPECT_EQ(bytes_of(read_tensor(pread, pread.tensors[i])), bytes_of(read_tensor(mapped, mapped.tensors[i])));
+    EXPECT_EQ(bytes_of(read_tensor(mapped, mapped.tensors[i])), bytes_of(torch_view(mapped, mapped.tensors[i])));
   }
-  for (const TensorRecord& record : unusual_layouts(mapped.tensors.back() /* F8 1M */))
-    EXPECT_EQ(bytes_of(load_tensor(pread, record)), bytes_of(load_tensor(mapped, record)));
+  for (const TensorRecord& record : unusual_layouts(mapped.tensors.back() /* F8 1M */)) {
+    EXPECT_EQ(bytes_of(read_tensor(pread, record)), bytes_of(torch_view(mapped, record)));
+    EXPECT_EQ(bytes_of(read_tensor(mapped, record)), bytes_of(torch_view(mapped, record)));
+  }
 }
 
 TEST_F(ReadModes, CudaUploadEqualsTheCpuTensor) {
@@ -108,8 +127,8 @@ TEST_F(ReadModes, CudaUploadEqualsTheCpuTensor) {
       upload.ready_on(stream);  // the current stream, which the copies below to the CPU run on
       const at::Tensor& uploaded = upload.values;
       EXPECT_TRUE(uploaded.is_cuda());
-      EXPECT_EQ(uploaded.sizes(), load_tensor(checkpoint, record).sizes());
-      EXPECT_EQ(bytes_of(uploaded), bytes_of(load_tensor(checkpoint, record)));
+      EXPECT_EQ(uploaded.sizes(), torch_view(checkpoint, record).sizes());
+      EXPECT_EQ(bytes_of(uploaded), bytes_of(torch_view(checkpoint, record)));
     }
   }
 }
@@ -130,7 +149,7 @@ TEST_F(ReadModes, AnalyzerMatchesTheReferenceInBothReadModes) {
   ASSERT_EQ(from_pread.size(), records.size());
   for (size_t i = 0; i < records.size(); ++i) {
     SCOPED_TRACE(records[i]->name);
-    std::vector<double> values = testing::torch_decoded(bytes_of(load_tensor(mapped, *records[i])), records[i]->dtype);
+    std::vector<double> values = testing::torch_decoded(bytes_of(torch_view(mapped, *records[i])), records[i]->dtype);
     testing::expect_same_stats(from_mmap[i], testing::reference_stats(values, records[i]->dtype), 1e-12);
     testing::expect_same_stats(from_pread[i], from_mmap[i], 0.0);
   }

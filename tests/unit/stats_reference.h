@@ -14,7 +14,7 @@
 
 #include "precdetect/analyze/tensor_stats.h"
 #include "precdetect/core/dtype.h"
-#include "precdetect/load/tensor_loader.h"
+#include "precdetect/cuda/torch_dtype.h"
 
 namespace precdetect::testing {
 

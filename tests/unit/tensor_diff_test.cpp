@@ -10,8 +10,18 @@
 
 #include <cmath>
 
+#include "precdetect/cuda/torch_diff.h"
+#include "torch_values.h"
+
 namespace precdetect {
 namespace {
+
+using testing::host_values;
+
+DiffStats diff_tensors(const at::Tensor& base, const at::Tensor& other, const DiffOptions& options,
+                       const ComputeDevice& device) {
+  return diff_values(host_values(base), host_values(other), options, device);
+}
 
 TEST(TensorDiff, UpdateBinsArePowersOfTwo) {
   at::Tensor base = at::ones({4}, at::kDouble);
@@ -83,7 +93,7 @@ TEST(TensorDiff, FusedPassAgreesWithLibtorchOps) {
     for (auto [base_dtype, other_dtype] : dtypes) {
       at::Tensor a = base.to(base_dtype), b = other.to(other_dtype);
       for (bool bitwise : {false, true}) {
-        SCOPED_TRACE(testing::Message() << n << " " << base_dtype << " vs " << other_dtype << " bitwise " << bitwise);
+        SCOPED_TRACE(::testing::Message() << n << " " << base_dtype << " vs " << other_dtype << " bitwise " << bitwise);
         DiffOptions options{.bitwise = bitwise};
         expect_same_diff(diff_tensors(a, b, options, {}), diff_tensors_with_ops(a, b, options, at::kCPU));
         // a bitwise copy (the CPU path's shortcut), NaN and Inf included
@@ -98,7 +108,8 @@ TEST(TensorDiff, CudaAgreesWithCpu) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device: the CUDA path is tested on GPU machines";
   at::Tensor base = at::randn({300'001}).to(at::kBFloat16);
   at::Tensor other = base.to(at::kFloat).mul(at::randn({300'001}).mul(0.01).add(1)).to(at::kBFloat16);
-  DiffStats cpu = diff_tensors(base, other, {}, {}), cuda = diff_tensors(base, other, {}, {.cuda = true});
+  DiffStats cpu = diff_tensors(base, other, {}, {});
+  DiffStats cuda = diff_tensors(base, other, {}, {.cuda = true});
   EXPECT_EQ(cpu.changed, cuda.changed);
   EXPECT_EQ(cpu.not_close, cuda.not_close);
   EXPECT_EQ(cpu.abs_updates.bins, cuda.abs_updates.bins);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "precdetect/load/gguf/gguf_names.h"
+#include "torch_values.h"
 
 namespace precdetect {
 namespace {
@@ -90,6 +91,11 @@ TEST(GgufNames, RopeFactorsTheConverterComputesAreBuffers) {
   EXPECT_TRUE(marked[0].role_from_file);  // not a parameter whatever the buffer names say
   EXPECT_EQ(marked[5].role, TensorRole::kModel);
 }
+/// Our to_torch_layout over a libtorch tensor's values.
+at::Tensor in_torch_layout(const at::Tensor& stored, const TensorRecord& record) {
+  return testing::tensor_of(to_torch_layout(testing::host_values(stored), record));
+}
+
 /// convert_hf_to_gguf's LlamaModel.permute, which wrote the rows llama.cpp stores.
 at::Tensor llama_cpp_permute(const at::Tensor& weights, int64_t heads) {
   std::vector<int64_t> split{heads, 2, weights.size(0) / heads / 2};
@@ -104,8 +110,8 @@ TEST(TorchLayout, RopeRowsGoBackInTheOrderLlamaCppTookThemFrom) {
         .name = "q", .shape = {16, 3}, .torch_layout = TorchLayout::kRopeInterleaved, .rope_heads = heads};
     at::Tensor stored = llama_cpp_permute(weights, heads);
     if (heads > 1) EXPECT_FALSE(at::equal(stored, weights));
-    EXPECT_TRUE(at::equal(to_torch_layout(stored, record), weights)) << heads;
-    EXPECT_TRUE(at::equal(to_torch_layout(llama_cpp_permute(bias, heads), record), bias)) << heads;
+    EXPECT_TRUE(at::equal(in_torch_layout(stored, record), weights)) << heads;
+    EXPECT_TRUE(at::equal(in_torch_layout(llama_cpp_permute(bias, heads), record), bias)) << heads;
     EXPECT_EQ(torch_shape(record), record.shape);
   }
 }
@@ -114,11 +120,14 @@ TEST(TorchLayout, FlaxKernelsAsTransformersConvertsThem) {
   at::Tensor conv = at::arange(2 * 2 * 3 * 5, at::kFloat).reshape({2, 2, 3, 5});  // HWIO
   TensorRecord record{.name = "conv/kernel", .shape = {2, 2, 3, 5}, .torch_layout = TorchLayout::kFlaxKernel};
   EXPECT_EQ(torch_shape(record), (std::vector<int64_t>{5, 3, 2, 2}));
-  EXPECT_TRUE(at::equal(to_torch_layout(conv, record), conv.permute({3, 2, 0, 1})));
+  EXPECT_TRUE(at::equal(in_torch_layout(conv, record), conv.permute({3, 2, 0, 1})));
   at::Tensor dense = at::arange(6, at::kFloat).reshape({2, 3});
   record.shape = {2, 3};
   EXPECT_EQ(torch_shape(record), (std::vector<int64_t>{3, 2}));
-  EXPECT_TRUE(at::equal(to_torch_layout(dense, record), dense.t()));
+  EXPECT_TRUE(at::equal(in_torch_layout(dense, record), dense.t()));
+  at::Tensor cube = at::arange(2 * 3 * 4, at::kFloat).reshape({2, 3, 4});  // any other rank: all axes reversed
+  record.shape = {2, 3, 4};
+  EXPECT_TRUE(at::equal(in_torch_layout(cube, record), cube.permute({2, 1, 0})));
   record.shape = {4};
   EXPECT_EQ(torch_shape(record), (std::vector<int64_t>{4}));
 }

@@ -1,5 +1,5 @@
 // The libtorch statistics (the CUDA path's code) agree with the CPU kernel; on a GPU, end to end.
-#include "precdetect/analyze/torch_stats.h"
+#include "precdetect/cuda/torch_stats.h"
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>

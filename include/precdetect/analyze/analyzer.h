@@ -1,5 +1,5 @@
 #pragma once
-/// Stage 3: the statistics of stored tensors, on the CPU (our kernel) or a CUDA device (libtorch ops).
+/// Stage 3: the statistics of stored tensors, on the CPU (our kernel) or a CUDA device (the CUDA plugin).
 
 #include <memory>
 #include <span>
@@ -7,8 +7,8 @@
 
 #include "precdetect/analyze/device.h"
 #include "precdetect/analyze/tensor_stats.h"
+#include "precdetect/cuda/cuda_backend.h"
 #include "precdetect/load/checkpoint.h"
-#include "precdetect/load/cuda_upload.h"
 
 namespace precdetect {
 
@@ -27,13 +27,10 @@ class Analyzer {
   /// straight from the mapping. The CUDA path copies every byte into its staging buffers anyway, and pread
   /// fills them without mapping the file's pages into the process: no page tables to fill and tear down, and
   /// the tensor in hand not resident (a lower peak RSS, docs/benchmarks.md).
-  ReadMode preferred_read_mode() const { return uploader_ ? ReadMode::kPread : ReadMode::kMmap; }
+  ReadMode preferred_read_mode() const { return cuda_ ? ReadMode::kPread : ReadMode::kMmap; }
 
  private:
-  std::vector<TensorStats> analyze_on_cuda(const Checkpoint& checkpoint, std::span<const TensorRecord* const> records);
-
-  ComputeDevice device_;
-  std::unique_ptr<CudaUploader> uploader_;  ///< on CUDA only
+  std::unique_ptr<CudaAnalyzer> cuda_;  ///< on CUDA only: the plugin's
 };
 
 }  // namespace precdetect

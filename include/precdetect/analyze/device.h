@@ -1,5 +1,5 @@
 #pragma once
-/// Where the statistics are computed: our CPU kernel, or libtorch ops on a CUDA device.
+/// Where the statistics are computed: our CPU kernel, or libtorch ops on a CUDA device (the CUDA plugin).
 
 #include <string>
 
@@ -14,12 +14,12 @@ struct ComputeDevice {
 /// True for "cpu", "cuda", "cuda:N" and "auto".
 bool is_device_spec(const std::string& spec);
 
-/// Resolves a --device value ("auto" picks CUDA when libtorch sees a GPU). Throws Error(kDevice) when CUDA
-/// is asked for and not available, or the ordinal does not exist.
+/// Resolves a --device value ("auto" picks CUDA when a GPU driver is present and the CUDA plugin loads and sees a
+/// GPU; a plugin that cannot load is a warning on stderr there, and the CPU). Throws Error(kDevice) when CUDA is
+/// asked for and not available (the plugin's one-line reason), or the ordinal does not exist.
 ComputeDevice resolve_device(const std::string& spec);
 
-/// CUDA devices libtorch can use, loading its CUDA support first (0 without it). Ask this, never
-/// torch::cuda::*, before CUDA support is loaded: libtorch remembers a "no CUDA" answer for the process.
+/// CUDA devices the CUDA plugin sees, loading it first (0 when it cannot be loaded).
 int cuda_device_count();
 
 }  // namespace precdetect

@@ -13,7 +13,7 @@
 #include "precdetect/analyze/tensor_filter.h"
 #include "precdetect/core/warning.h"
 #include "precdetect/load/checkpoint.h"
-#include "precdetect/load/live_tensors.h"
+#include "precdetect/load/live_model.h"
 
 namespace precdetect {
 

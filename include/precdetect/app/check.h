@@ -7,7 +7,7 @@
 
 #include "precdetect/app/options.h"
 #include "precdetect/app/scan.h"
-#include "precdetect/load/live_tensors.h"
+#include "precdetect/load/live_model.h"
 
 namespace precdetect {
 

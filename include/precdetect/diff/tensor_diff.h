@@ -2,13 +2,13 @@
 /// How one tensor changed between two checkpoints: closeness, magnitudes of the update, and bf16-aware update
 /// sparsity (seed 004; docs/diff.md).
 
-#include <ATen/core/Tensor.h>
-
 #include <cstdint>
 #include <map>
 
 #include "precdetect/analyze/device.h"
+#include "precdetect/analyze/tensor_stats.h"
 #include "precdetect/diff/diff_options.h"
+#include "precdetect/load/host_values.h"
 
 namespace precdetect {
 
@@ -41,12 +41,13 @@ struct DiffStats {
 };
 
 /// Compares two tensors of the same shape (any floating dtypes) in float64: on the CPU in one fused pass of our
-/// own (diff_kernel.h), on CUDA with libtorch ops chunk by chunk. Both give the same statistics.
-DiffStats diff_tensors(const at::Tensor& base, const at::Tensor& other, const DiffOptions& options,
-                       const ComputeDevice& device);
+/// own (diff_kernel.h), on CUDA with libtorch ops chunk by chunk in the CUDA plugin (cuda/torch_diff.h). Both give
+/// the same statistics.
+DiffStats diff_values(const HostValues& base, const HostValues& other, const DiffOptions& options,
+                      const ComputeDevice& device);
 
-/// The CUDA path's libtorch ops on any device, exposed so tests can hold it to the CPU kernel without a GPU.
-DiffStats diff_tensors_with_ops(const at::Tensor& base, const at::Tensor& other, const DiffOptions& options,
-                                at::Device device);
+/// A tensor against a bitwise copy of itself, from the scan kernel's statistics of one side (half the reading and
+/// a fraction of the arithmetic): every update is exactly zero but at NaN and Inf, where it is NaN (Inf - Inf).
+DiffStats identical_diff(const TensorStats& values, const DiffOptions& options);
 
 }  // namespace precdetect

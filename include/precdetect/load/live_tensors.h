@@ -1,6 +1,6 @@
 #pragma once
-/// Stage 2 for a model already in memory (precdetect.check): its tensors where they live, as records, with no
-/// file behind them and no copy made.
+/// Stage 2 for a model already in memory (precdetect.check): its libtorch tensors where they live, as records,
+/// with no file behind them and no copy made. The Python extension's side: it links libtorch, the program does not.
 
 #include <ATen/core/Tensor.h>
 
@@ -8,8 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "precdetect/core/warning.h"
-#include "precdetect/load/tensor_record.h"
+#include "precdetect/load/live_model.h"
 
 namespace precdetect {
 
@@ -21,18 +20,13 @@ struct LiveTensor {
   std::optional<TensorRole> role;
 };
 
-struct LiveModel {
-  std::vector<TensorRecord> records;  ///< the tensors that can be read where they are, in the order given
-  std::vector<at::Tensor> values;     ///< records[i]'s tensor (held: it cannot be freed while it is read)
-  std::vector<Warning> warnings;      ///< the tensors skipped, each with why (kLiveTensorsSkipped)
-};
-
 /// Records for `tensors`, and for each one its storage sharing as the file formats report it: a second name of
 /// the same view is counted once (tied weights). A tensor that cannot be read where it is, is skipped with its
 /// reason in a warning, as is each of `not_tensors` (a state dict's names whose values are no tensors, with
 /// their types): a meta or other non-CPU, non-CUDA tensor, a sparse or quantized one, one without storage
 /// (a wrapper subclass such as DTensor), one whose storage no longer holds it (freed, as FSDP frees a sharded
-/// parameter's), one of a dtype precdetect cannot represent.
+/// parameter's), one of a dtype precdetect cannot represent. The model's statistics are computed where each tensor
+/// lives: our kernel over a CPU tensor's own memory, libtorch ops on a CUDA tensor's device.
 LiveModel open_live_model(std::vector<LiveTensor> tensors, std::vector<std::string> not_tensors = {});
 
 }  // namespace precdetect

@@ -2,10 +2,9 @@
 /// A stored tensor seen as the tensor PyTorch holds under its TensorRecord::torch_name: what a diff across
 /// formats compares (a Flax kernel against the PyTorch weight it converts to, llama.cpp's q against q_proj).
 
-#include <ATen/core/Tensor.h>
-
 #include <vector>
 
+#include "precdetect/load/host_values.h"
 #include "precdetect/load/tensor_record.h"
 
 namespace precdetect {
@@ -13,7 +12,7 @@ namespace precdetect {
 /// The shape PyTorch's tensor has: `record.shape` rearranged as `record.torch_layout` says.
 std::vector<int64_t> torch_shape(const TensorRecord& record);
 
-/// `values` (the record's tensor as stored, from load_tensor) rearranged into PyTorch's tensor.
-at::Tensor to_torch_layout(const at::Tensor& values, const TensorRecord& record);
+/// `values` (the record's tensor as stored, from read_values) rearranged into PyTorch's tensor.
+HostValues to_torch_layout(HostValues values, const TensorRecord& record);
 
 }  // namespace precdetect

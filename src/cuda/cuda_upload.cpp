@@ -1,11 +1,11 @@
-#include "precdetect/load/cuda_upload.h"
+#include "precdetect/cuda/cuda_upload.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 
-#include "precdetect/load/tensor_loader.h"
+#include "precdetect/cuda/torch_dtype.h"
 
 namespace precdetect {
 namespace {

@@ -1,4 +1,4 @@
-#include "precdetect/analyze/torch_stats.h"
+#include "precdetect/cuda/torch_stats.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/arange.h>
