@@ -10,7 +10,7 @@
 # Defines PRECDETECT_TORCH_FOUND, and with it the target precdetect_torch_cpu and PRECDETECT_TORCH_VERSION.
 set(PRECDETECT_TORCH_DIR "" CACHE PATH "the torch package or libtorch folder to build against (default: Python's torch)")
 if(NOT PRECDETECT_TORCH_DIR)
-  find_package(Python 3 REQUIRED COMPONENTS Interpreter)
+  find_package(Python 3 COMPONENTS Interpreter)
   execute_process(COMMAND ${Python_EXECUTABLE} -c "import os, torch; print(os.path.dirname(torch.__file__))"
                   OUTPUT_VARIABLE torch_dir OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE failed)
   if(failed)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Configures and builds precdetect (build/precdetect) against the libtorch of .venv's torch wheel.
+# Configures and builds precdetect (build/precdetect, torch-free), and where .venv holds the torch wheel
+# (scripts/setup.sh --tests) also the CUDA plugin and the Python extension against its libtorch.
 #   (no option)   the program alone: what README's first command needs
 #   --tests       also the unit tests, and the end-to-end tests registered with ctest (scripts/setup.sh --tests)
 #   --sanitized   --tests, and first everything again with clang under AddressSanitizer and UndefinedBehaviorSanitizer,
@@ -12,9 +13,10 @@ mode=${1:-}
 case "$mode" in "" | --tests | --sanitized) ;; *) echo "usage: build.sh [--tests | --sanitized]" >&2; exit 2 ;; esac
 tests=OFF
 [ -n "$mode" ] && tests=ON
+python=()
+[ -x .venv/bin/python ] && python=(-DPython_EXECUTABLE="$PWD/.venv/bin/python" -DPRECDETECT_PYTHON="$PWD/.venv/bin/python")
 configure() {
-  cmake -S . -G Ninja -DPython_EXECUTABLE="$PWD/.venv/bin/python" -DPRECDETECT_PYTHON="$PWD/.venv/bin/python" \
-    -DPRECDETECT_BUILD_TESTS="$tests" "$@" >/dev/null
+  cmake -S . -G Ninja "${python[@]}" -DPRECDETECT_BUILD_TESTS="$tests" "$@" >/dev/null
 }
 sanitized_dir=""
 if [ "$mode" = "--sanitized" ]; then

