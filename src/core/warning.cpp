@@ -16,6 +16,8 @@ std::string_view warning_code_name(WarningCode code) {
       return "dtypes_not_read";
     case WarningCode::kLiveTensorsSkipped:
       return "live_tensors_skipped";
+    case WarningCode::kLiveTensorsCopied:
+      return "live_tensors_copied";
     case WarningCode::kNotExecuted:
       return "not_executed";
     case WarningCode::kUnreachedTensors:
@@ -65,6 +67,11 @@ std::string Warning::message() const {
           "{} tensor(s) of the model in memory cannot be read where they are and were skipped: {}. Their values "
           "are in neither the verdict nor the counts: check the model once they are materialized, or the "
           "checkpoint they come from",
+          count, names_text);
+    case WarningCode::kLiveTensorsCopied:
+      return fmt::format(
+          "{} tensor(s) on a GPU were copied to the host in chunks of at most 64 MiB to be read, because the CUDA "
+          "plugin cannot run with this process's torch (`precdetect --device cuda` on any file says why): {}",
           count, names_text);
     case WarningCode::kNotExecuted:
       return fmt::format(

@@ -32,7 +32,7 @@ TORCH_REQUIREMENT = ("-r", str(REPO / "requirements.txt"))  # torch, as README's
 # installed torch package provides.
 BASE_LIBRARIES = {"libc.so.6", "libm.so.6", "libgcc_s.so.1", "libstdc++.so.6", "libpthread.so.0", "libdl.so.2",
                   "librt.so.1", "libresolv.so.2", "libz.so.1", "ld-linux-x86-64.so.2"}
-TORCH_LIBRARIES = {"libtorch_cpu.so", "libc10.so", "libtorch_python.so"}  # the last: the extension's tensors
+TORCH_LIBRARIES = {"libtorch_cpu.so", "libc10.so"}  # the CUDA plugin's alone
 
 
 def command(*args, env=None, cwd=None, timeout=1200):
@@ -126,7 +126,7 @@ class Wheel(InstalledProgramTestCase):
         cls.tmp = Path(tempfile.mkdtemp(prefix="precdetect-wheel-", dir=BUILD_DIR))
         cls.torch_only = make_venv(cls.tmp / "torch-only", *TORCH_REQUIREMENT)
         checked(REPO / "scripts" / "build_wheel.sh", cwd=REPO)
-        [cls.wheel] = (REPO / "dist").glob("precdetect-*-manylinux_*_x86_64.whl")
+        [cls.wheel] = (REPO / "dist").glob("precdetect-*-py3-none-manylinux_*_x86_64.whl")  # any CPython 3
 
     @classmethod
     def tearDownClass(cls):
@@ -151,18 +151,17 @@ class Wheel(InstalledProgramTestCase):
         unpacked = self.tmp / "unpacked"
         shutil.unpack_archive(self.wheel, unpacked, "zip")
         vendored = {p.name for p in (unpacked / "precdetect.libs").iterdir()}
-        programs = [unpacked / "precdetect" / "bin" / name for name in ("precdetect", "precdetect-hdf5")]
+        programs = [unpacked / "precdetect" / "bin" / name
+                    for name in ("precdetect", "precdetect-hdf5", "libprecdetect_api.so")]
         plugin = unpacked / "precdetect" / "bin" / "libprecdetect_cuda.so"
-        [extension] = (unpacked / "precdetect").glob("_core.*.so")
-        for elf in programs + [plugin, extension] + [unpacked / "precdetect.libs" / name for name in vendored]:
+        self.assertEqual(list((unpacked / "precdetect").glob("*.so")), [])  # no CPython extension
+        for elf in programs + [plugin] + [unpacked / "precdetect.libs" / name for name in vendored]:
             self.assertLessEqual(needed_libraries(elf), vendored | BASE_LIBRARIES | TORCH_LIBRARIES, elf)
             for entry in run_paths(elf):
                 self.assertTrue(all(p.startswith("$ORIGIN") for p in entry.split(":") if p), f"{elf}: {entry}")
         for program in programs:  # torch-free: the plugin alone links libtorch, found by the program at run time
             self.assertEqual(needed_libraries(program) & TORCH_LIBRARIES, set(), program)
-        self.assertLessEqual({"libtorch_cpu.so", "libc10.so"}, needed_libraries(plugin))
-        self.assertLessEqual({"libtorch_cpu.so", "libtorch_python.so"}, needed_libraries(extension))
-        self.assertIn("$ORIGIN/../torch/lib", run_paths(extension)[0].split(":"))
+        self.assertLessEqual(TORCH_LIBRARIES, needed_libraries(plugin))
 
     def test_wheel_installs_beside_torch_and_runs_the_same_program(self):
         venv = self.copy_of_torch_only("wheel")
@@ -178,7 +177,7 @@ class Wheel(InstalledProgramTestCase):
         self.assertEqual(json.loads(api.stdout), scan_json([BINARY], *EXAMPLES, cwd=elsewhere)[1]["models"])
         live = checked(venv / "bin" / "python", "-c", "import torch, precdetect; "
                        "print(precdetect.check({'w': torch.full((4, 4), 300.0)}).fp16_risk)", cwd=elsewhere)
-        self.assertEqual(live.stdout, "True\n")  # torch's tensors reach the extension through libtorch_python
+        self.assertEqual(live.stdout, "True\n")  # torch's tensors reach the C interface through DLPack
 
     def test_another_torch_runs_the_cpu_path_and_says_in_one_line_why_not_cuda(self):
         venv = self.copy_of_torch_only("mismatch")
@@ -202,18 +201,39 @@ class Wheel(InstalledProgramTestCase):
         self.assertEqual(line, f"precdetect: --device cuda: the CUDA plugin runs with torch 2.11.*, and "
                                f"{fake / 'torch'} holds torch 2.10.0+cu128")
 
-    def test_without_torch_the_program_runs_as_the_build_does(self):
-        venv = make_venv(self.tmp / "no-torch")
-        checked(venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", self.wheel)
+    def test_without_torch_the_program_and_the_python_api_run_as_the_build_does(self):
+        venv = make_venv(self.tmp / "no-torch", str(self.wheel))  # pip's defaults: nothing but precdetect
+        self.assertEqual(command(venv / "bin" / "python", "-c", "import torch").returncode, 1)
         elsewhere = self.tmp / "no-torch-elsewhere"
         elsewhere.mkdir()
-        self.assert_same_as_build([venv / "bin" / "precdetect"], elsewhere)
+        for program in ([venv / "bin" / "precdetect"], [venv / "bin" / "python", "-m", "precdetect"]):
+            self.assert_same_as_build(program, elsewhere)
+        api = checked(venv / "bin" / "python", "-c", "import json, sys, precdetect; "
+                      "print(json.dumps([[r.to_dict() for r in precdetect.scan(*sys.argv[1:])], "
+                      "[p.to_dict() for p in precdetect.diff(*sys.argv[1:])]]))", *EXAMPLES, cwd=elsewhere)
+        scanned, diffed = json.loads(api.stdout)
+        self.assertEqual(scanned, scan_json([BINARY], *EXAMPLES, cwd=elsewhere)[1]["models"])
+        by_program = json.loads(checked(BINARY, "diff", "--json", *EXAMPLES, cwd=elsewhere).stdout)["pairs"]
+        self.assertEqual(diffed, by_program)
         result = command(venv / "bin" / "precdetect", "--device", "cuda", *EXAMPLES, cwd=elsewhere,
                          env={k: v for k, v in os.environ.items() if k != "PRECDETECT_LIBTORCH"})
         self.assertEqual(result.returncode, 3)
         [line] = result.stderr.splitlines()
         self.assertEqual(line, "precdetect: --device cuda: no torch to run CUDA with: set PRECDETECT_LIBTORCH to a "
                                "torch package or libtorch folder")
+
+    def test_installing_beside_another_torch_release_leaves_it_as_it_was(self):
+        venv = make_venv(self.tmp / "torch-2.10")
+        site = next((venv / "lib").glob("python3*/site-packages"))
+        info = site / "torch-2.10.0.dist-info"  # torch 2.10.0 as pip sees it (its metadata; 4 GB spared)
+        info.mkdir()
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.10.0\n")
+        (info / "RECORD").write_text("")
+        (info / "INSTALLER").write_text("pip\n")
+        checked(venv / "bin" / "python", "-m", "pip", "install", "-q", self.wheel)
+        listed = checked(venv / "bin" / "python", "-m", "pip", "list", "--format", "json").stdout
+        self.assertIn({"name": "torch", "version": "2.10.0"}, json.loads(listed))
+        self.assertEqual([p.name for p in site.glob("torch*")], ["torch-2.10.0.dist-info"])
 
 
 class Unpicklable:

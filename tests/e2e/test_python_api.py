@@ -125,7 +125,9 @@ SUMMARY = ("abs_min", "abs_max", "norm_min", "norm_max", "abs_max_tensor", "norm
            "parameters", "bytes", "dtypes", "nans", "infs")
 
 
-class Check(unittest.TestCase):
+class ModelAssertions(unittest.TestCase):
+    """Comparisons of a check's document with a scan's."""
+
     def assert_close(self, ours, theirs, what):
         if isinstance(theirs, float):
             self.assertAlmostEqual(ours, theirs, delta=1e-12 * max(1.0, abs(theirs)), msg=what)
@@ -148,6 +150,8 @@ class Check(unittest.TestCase):
             for key in theirs:
                 self.assert_close(ours[key], theirs[key], f"fp16 risk reason: {key}")
 
+
+class Check(ModelAssertions):
     def test_a_module_checks_as_its_saved_safetensors_scan(self):
         for label, model in (("bf16|fp32", tiny_t5(scale=300)), ("fp16|fp32", tiny_bert())):
             with self.subTest(model=type(model).__name__):
@@ -224,8 +228,8 @@ class Check(unittest.TestCase):
             "quantized": torch.quantize_per_tensor(torch.randn(3), 0.1, 0, torch.qint8),
             "complex": torch.zeros(2, dtype=torch.complex64), "freed": freed, "step": 5})
         [warning] = [w for w in result.to_dict()["warnings"] if w["code"] == "live_tensors_skipped"]
-        for text in ("step (not a tensor: int)", "meta (on meta)", "sparse (layout Sparse)",
-                     "quantized (quantized QInt8)", "complex (dtype ComplexFloat)",
+        for text in ("step (not a tensor: int)", "meta (on meta)", "sparse (layout torch.sparse_coo)",
+                     "quantized (quantized torch.qint8)", "complex (dtype torch.complex64)",
                      "freed (storage freed or smaller than the tensor: 0 of 40000 bytes)"):
             self.assertIn(text, warning["message"])
         self.assertEqual((result.error, result.summary["tensors"]), (None, 1))
@@ -287,6 +291,103 @@ class Check(unittest.TestCase):
         on_cpu = precdetect.check(model).to_dict()
         on_gpu = precdetect.check(model.cuda()).to_dict()
         self.assert_same_model(on_gpu, on_cpu)
+
+
+class Dlpack(ModelAssertions):
+    """check() reads every array through `__dlpack__` (include/precdetect/load/dlpack.h): torch's versioned and
+    legacy capsules, NumPy and JAX arrays, fp8 as a uint8 view, and a GPU array copied to the host in chunks where
+    the CUDA plugin cannot run. Each is held to the scan of the same values saved by safetensors."""
+
+    def scanned(self, arrays):
+        """The scan of `arrays` (name -> NumPy array) saved by safetensors' NumPy writer."""
+        from safetensors.numpy import save_file as save_numpy
+
+        folder = Path(tempfile.mkdtemp(dir=STAGE))
+        save_numpy(arrays, folder / "model.safetensors")
+        [scanned] = precdetect.scan(folder / "model.safetensors")
+        return scanned.to_dict()
+
+    def test_versioned_and_legacy_capsules_read_alike(self):
+        from precdetect import _live
+
+        weight = torch.randn(64, 48) * 300
+
+        class LegacyOnly:  # a producer that predates DLPack 1.0: no max_version keyword, a "dltensor" capsule
+            def __dlpack__(self, stream=None):
+                return weight.__dlpack__()
+
+        self.assertEqual(_live._dlpack(weight)[2], 1)
+        self.assertEqual(_live._dlpack(LegacyOnly())[2], 0)
+        versioned = precdetect.check({"w": weight}).to_dict()
+        legacy = precdetect.check({"w": LegacyOnly()}).to_dict()
+        self.assert_same_model(legacy, versioned)
+        self.assert_same_model(versioned, self.scanned({"w": weight.numpy()}))
+
+    def test_numpy_and_jax_arrays_are_read_in_place(self):
+        import jax.numpy as jnp
+        import numpy
+
+        generator = numpy.random.default_rng(7)
+        arrays = {"embed": (generator.standard_normal((256, 64)) * 500).astype(numpy.float32),
+                  "norm": generator.standard_normal(64).astype(numpy.float16),
+                  "step": numpy.arange(3, dtype=numpy.int32)}  # JAX keeps 32-bit integers by default
+        scanned = self.scanned(arrays)
+        self.assert_same_model(precdetect.check(arrays).to_dict(), scanned)
+        on_jax = precdetect.check({name: jnp.asarray(value) for name, value in arrays.items()}).to_dict()
+        self.assert_same_model(on_jax, scanned)
+        transposed = precdetect.check({"embed_t": arrays["embed"].T}).to_dict()  # a strided view, gathered
+        for key, value in reference_tensor_stats(torch.from_numpy(arrays["embed"])).items():
+            self.assert_close(tensors_by_name(transposed)["embed_t"][key], value, key)
+
+    def test_fp8_goes_as_a_uint8_view_with_its_dtype_named(self):
+        weight = (torch.randn(32, 32) * 100).to(torch.float8_e4m3fn)
+        folder = Path(tempfile.mkdtemp(dir=STAGE))
+        save_file({"w": weight}, folder / "model.safetensors")
+        [scanned] = precdetect.scan(folder / "model.safetensors")
+        checked = precdetect.check({"w": weight}).to_dict()
+        self.assertEqual(tensors_by_name(checked)["w"]["dtype"], "F8_E4M3")
+        self.assert_same_model(checked, scanned.to_dict())
+
+    @unittest.skipIf(torch.cuda.is_available(), "a GPU is present: the plugin reads the array where it is")
+    def test_a_gpu_array_without_the_plugin_is_copied_in_chunks_and_the_result_says_so(self):
+        import numpy
+
+        values = (numpy.random.default_rng(3).standard_normal(20_000_003) * 70).astype(numpy.float32)  # 2 chunks
+        result = precdetect.check({"w": FakeGpuArray(values)}).to_dict()
+        [copied] = [w for w in result["warnings"] if w["code"] == "live_tensors_copied"]
+        self.assertIn("copied to the host in chunks of at most 64 MiB", copied["message"])
+        self.assertIn(": w", copied["message"])
+        for key, value in reference_tensor_stats(torch.from_numpy(values)).items():
+            self.assert_close(tensors_by_name(result)["w"][key], value, key)
+
+
+class FakeGpuArray:
+    """An array whose DLPack tensor says it lives on CUDA device 0 while its bytes are host memory: on a machine
+    where the CUDA plugin cannot run, check() must copy it through `__array__` (the chunked path)."""
+
+    def __init__(self, values):
+        import ctypes
+
+        self.values = values
+        self.shape = (ctypes.c_int64 * 1)(values.size)
+        # DLManagedTensor: data, device (type 2 = kDLCUDA, id 0), ndim, dtype (float, 32 bits, 1 lane), shape,
+        # strides, byte_offset, manager_ctx, deleter
+        self.managed = (ctypes.c_uint8 * 72)()
+        ctypes.memmove(ctypes.addressof(self.managed), ctypes.byref(ctypes.c_void_p(values.ctypes.data)), 8)
+        ctypes.memmove(ctypes.addressof(self.managed) + 8, bytes([2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2, 32, 1, 0]),
+                       16)
+        ctypes.memmove(ctypes.addressof(self.managed) + 24, ctypes.byref(ctypes.c_void_p(ctypes.addressof(self.shape))),
+                       8)
+
+    def __dlpack__(self, stream=None):
+        import ctypes
+
+        new_capsule = ctypes.pythonapi.PyCapsule_New
+        new_capsule.restype, new_capsule.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        return new_capsule(ctypes.addressof(self.managed), b"dltensor", None)
+
+    def __array__(self, dtype=None, copy=None):
+        return self.values
 
 
 if __name__ == "__main__":

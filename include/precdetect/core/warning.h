@@ -12,6 +12,7 @@ namespace precdetect {
 enum class WarningCode {
   kDtypesNotRead,        ///< load: tensors of dtypes precdetect cannot represent (quantized, complex128) skipped
   kLiveTensorsSkipped,   ///< load: tensors of a model in memory that cannot be read where they are (meta, freed)
+  kLiveTensorsCopied,    ///< load: GPU tensors of a model in memory copied to the host in chunks (no CUDA plugin)
   kNotExecuted,          ///< load: the pickle asks to call globals outside the allowlist; none was called
   kUnreachedTensors,     ///< load: tensors the pickle rebuilt that no key path reaches, named "(unreached).N"
   kRecordUnreadable,     ///< load: a training record whose precision cannot be read (unknown layout, "auto", fp8)

@@ -25,12 +25,23 @@ class CudaAnalyzer {
                                            std::span<const TensorRecord* const> records) = 0;
 };
 
+/// A tensor already on a GPU (precdetect.check of a CUDA model), as DLPack describes it.
+struct DeviceValues {
+  const void* data = nullptr;  ///< its first element
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> stride;  ///< in elements; empty: contiguous row-major
+  int device_index = 0;
+};
+
 class CudaBackend {
  public:
   virtual ~CudaBackend() = default;
   /// CUDA devices the loaded libtorch can use.
   virtual int device_count() const = 0;
   virtual std::unique_ptr<CudaAnalyzer> analyzer(int device_index) const = 0;
+  /// The statistics of a tensor on its GPU, read where it is. Throws Error(kDevice).
+  virtual TensorStats device_stats(const DeviceValues& values) const = 0;
   /// diff_values on CUDA device `device_index`.
   virtual DiffStats diff(const HostValues& base, const HostValues& other, const DiffOptions& options,
                          int device_index) const = 0;
