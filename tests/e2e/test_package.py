@@ -249,8 +249,8 @@ class PreCommit(InstalledProgramTestCase):
     The scratch repository's config names this repository at HEAD, as `pre-commit try-repo` would generate it, and
     adds a second use of the hook with args. pre-commit makes the hook's environment as it does for a user: a
     fresh virtualenv, then `pip install .` of its clone of this repository with pip's defaults (an isolated build
-    environment with torch and scikit-build-core, the whole compile, torch installed as the dependency). That
-    environment is also README's from-source install, checked here against the build's program. try-repo itself
+    environment with scikit-build-core alone, the whole compile; no torch anywhere: issue 47). That environment is
+    also README's from-source install, checked here against the build's program. try-repo itself
     is not run: it builds in a store it deletes, so each call would compile precdetect again (6.5 min in CI).
     """
 
@@ -308,6 +308,8 @@ class PreCommit(InstalledProgramTestCase):
         elsewhere.mkdir(exist_ok=True)
         for program in ([venv / "bin" / "precdetect"], [venv / "bin" / "python", "-m", "precdetect"]):
             self.assert_same_as_build(program, elsewhere)
+        self.assertEqual(command(venv / "bin" / "python", "-c", "import torch").returncode, 1)  # never installed
+        self.assertEqual(list(venv.glob("lib/python3*/site-packages/precdetect/bin/*cuda*")), [])  # built torch-free
 
     def test_only_checkpoint_files_reach_the_hook(self):
         result = self.pre_commit_run("run", "defaults", "--files", "notes.txt")
