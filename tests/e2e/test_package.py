@@ -230,6 +230,10 @@ class Wheel(InstalledProgramTestCase):
         (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.10.0\n")
         (info / "RECORD").write_text("")
         (info / "INSTALLER").write_text("pip\n")
+        report = self.tmp / "dry-run.json"
+        checked(venv / "bin" / "python", "-m", "pip", "install", "-q", "--dry-run", "--report", report, self.wheel)
+        self.assertEqual([item["metadata"]["name"] for item in json.loads(report.read_text())["install"]],
+                         ["precdetect"])
         checked(venv / "bin" / "python", "-m", "pip", "install", "-q", self.wheel)
         listed = checked(venv / "bin" / "python", "-m", "pip", "list", "--format", "json").stdout
         self.assertIn({"name": "torch", "version": "2.10.0"}, json.loads(listed))

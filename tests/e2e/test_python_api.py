@@ -339,6 +339,19 @@ class Dlpack(ModelAssertions):
         for key, value in reference_tensor_stats(torch.from_numpy(arrays["embed"])).items():
             self.assert_close(tensors_by_name(transposed)["embed_t"][key], value, key)
 
+    def test_modules_of_each_dtype_check_as_their_saved_file(self):
+        for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.float8_e4m3fn, torch.float8_e5m2):
+            with self.subTest(dtype=dtype):
+                torch.manual_seed(5)
+                module = torch.nn.Sequential(torch.nn.Linear(48, 32), torch.nn.LayerNorm(32))
+                with torch.no_grad():
+                    module[0].weight.mul_(40)
+                module = module.to(dtype)
+                folder = Path(tempfile.mkdtemp(dir=STAGE))
+                save_file(module.state_dict(), folder / "model.safetensors")
+                [scanned] = precdetect.scan(folder / "model.safetensors")
+                self.assert_same_model(precdetect.check(module).to_dict(), scanned.to_dict())
+
     def test_fp8_goes_as_a_uint8_view_with_its_dtype_named(self):
         weight = (torch.randn(32, 32) * 100).to(torch.float8_e4m3fn)
         folder = Path(tempfile.mkdtemp(dir=STAGE))
