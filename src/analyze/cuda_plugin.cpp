@@ -39,7 +39,7 @@ std::string series(const std::string& release) {
   return std::regex_search(release, match, kSeries) ? match[1].str() : release;
 }
 
-/// The dynamic linker's complaint, on one line.
+/// The dynamic linker's complaint, on one line, for the end of ours.
 std::string linker_error() {
   const char* error = dlerror();
   std::string text = error ? error : "unknown error";
@@ -68,10 +68,11 @@ LoadedBackend load_backend() {
   if (!std::filesystem::exists(torch_cuda, ec))
     return {.missing = fmt::format("torch {} at {} has no CUDA support", *release, folder.string())};
   // libtorch_cuda by its path, global: the plugin's own libtorch dependencies then resolve to these, by soname.
-  if (!dlopen(torch_cuda.c_str(), RTLD_NOW | RTLD_GLOBAL)) return {.missing = linker_error()};
+  if (!dlopen(torch_cuda.c_str(), RTLD_NOW | RTLD_GLOBAL))
+    return {.missing = fmt::format("torch {} at {} cannot be loaded ({})", *release, folder.string(), linker_error())};
   std::filesystem::path plugin = helper_path("libprecdetect_cuda.so");
   void* handle = dlopen(plugin.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) return {.missing = linker_error()};
+  if (!handle) return {.missing = fmt::format("the CUDA plugin cannot be loaded ({})", linker_error())};
   auto entry = reinterpret_cast<CudaBackendEntry>(dlsym(handle, kCudaBackendEntry));
   if (!entry) return {.missing = fmt::format("{} has no {}", plugin.string(), kCudaBackendEntry)};
   return {.backend = entry()};

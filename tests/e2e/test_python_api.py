@@ -3,6 +3,7 @@ precdetect._core extension answers exactly what the program's --json does, its H
 carry their codes, and the GIL is free while files are read; check() on a model in memory gives the statistics and
 verdict that scanning its saved checkpoint gives. The package is staged from python/ with the built extension."""
 
+import ast
 import gc
 import os
 import tempfile
@@ -401,6 +402,41 @@ class FakeGpuArray:
 
     def __array__(self, dtype=None, copy=None):
         return self.values
+
+
+class Layout(unittest.TestCase):
+    def test_the_package_has_no_import_cycle(self):
+        """Module-level imports between precdetect's own modules form no cycle (imports inside functions are
+        deferred on purpose and left out)."""
+        package = REPO / "python" / "precdetect"
+        sources = {".".join(("precdetect", *path.relative_to(package).with_suffix("").parts)).removesuffix(".__init__"):
+                   path for path in package.rglob("*.py")}
+        graph = {}
+        for module, path in sources.items():
+            imported = set()
+            for node in ast.parse(path.read_text()).body:  # top level only
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("precdetect"):
+                    # `from precdetect import _binding` imports the submodule; `from precdetect.api import scan` the module
+                    imported |= {f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in sources
+                                 else node.module for alias in node.names}
+                elif isinstance(node, ast.Import):
+                    imported |= {alias.name for alias in node.names if alias.name in sources}
+            graph[module] = imported - {module}
+        self.assertGreaterEqual(len(graph), 8)
+        visiting, done = set(), set()
+
+        def visit(module, path):
+            self.assertNotIn(module, visiting, f"import cycle: {' -> '.join(path + [module])}")
+            if module in done:
+                return
+            visiting.add(module)
+            for imported in sorted(graph[module]):
+                visit(imported, path + [module])
+            visiting.discard(module)
+            done.add(module)
+
+        for module in sorted(graph):
+            visit(module, [])
 
 
 if __name__ == "__main__":
