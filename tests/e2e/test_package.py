@@ -175,6 +175,12 @@ class Wheel(InstalledProgramTestCase):
                       "print(json.dumps([r.to_dict() for r in precdetect.scan(*sys.argv[1:])]))", *EXAMPLES,
                       cwd=elsewhere)
         self.assertEqual(json.loads(api.stdout), scan_json([BINARY], *EXAMPLES, cwd=elsewhere)[1]["models"])
+        hdf5 = checked(venv / "bin" / "python", "-c", "import os, sys, precdetect; [r] = precdetect.scan(sys.argv[1]); "
+                       "print(r.to_dict()['format'], r.summary['abs_max'], os.environ['PRECDETECT_HELPERS'])",
+                       write_hdf5(elsewhere / "api.h5"), cwd=elsewhere)
+        site_packages = next((venv / "lib").glob("python3*/site-packages"))
+        # the package's own helper, which the binding names (the build folder it was compiled in exists only here)
+        self.assertEqual(hdf5.stdout, f"hdf5 2.0 {site_packages / 'precdetect' / 'bin'}\n")
         live = checked(venv / "bin" / "python", "-c", "import torch, precdetect; "
                        "print(precdetect.check({'w': torch.full((4, 4), 300.0)}).fp16_risk)", cwd=elsewhere)
         self.assertEqual(live.stdout, "True\n")  # torch's tensors reach the C interface through DLPack
