@@ -50,8 +50,8 @@ def diff(base, *others, **options) -> list:
 
 def check(model, **options) -> ScanResult:
     """Checks a model in memory: a torch nn.Module (its parameters and buffers, as the module tells them apart) or a
-    mapping of names to arrays (a state dict; NumPy, JAX or any array with `__dlpack__`), placed by the rules'
-    buffer names as a file's are. Arrays are read where they live through DLPack, with no copy of a contiguous one:
+    mapping of names to arrays (a state dict; NumPy, JAX or any array with `__dlpack__`; nested mappings such as a
+    Flax `params` tree give dotted names), placed by the rules' buffer names as a file's are. Arrays are read where they live through DLPack, with no copy of a contiguous one:
     on the host by precdetect's kernel, on their GPU by the CUDA plugin (or, where it cannot run with this torch,
     copied to the host in chunks, which the result's warnings say). An HF model's config (its `_name_or_path`,
     architecture and sizes) identifies it to the registry of documented precisions. Returns one ScanResult, which
@@ -62,9 +62,9 @@ def check(model, **options) -> ScanResult:
         entries += [(name, tensor, "buffer") for name, tensor in model.named_buffers()]
         not_tensors, kind = [], "module"
     elif isinstance(model, Mapping):
-        entries = [(str(name), value, "") for name, value in model.items() if _is_array(value)]
-        not_tensors = [f"{name} (not a tensor: {type(value).__name__})" for name, value in model.items()
-                       if not _is_array(value)]
+        flat = _flattened(model)
+        entries = [(name, value, "") for name, value in flat if _is_array(value)]
+        not_tensors = [f"{name} (not a tensor: {type(value).__name__})" for name, value in flat if not _is_array(value)]
         kind = "state_dict"
     else:
         raise TypeError(f"check() takes an nn.Module or a state dict, not {type(model).__name__}")
@@ -77,6 +77,15 @@ def check(model, **options) -> ScanResult:
 
 def _is_array(value) -> bool:
     return hasattr(value, "__dlpack__")
+
+
+def _flattened(mapping: Mapping, prefix: str = "") -> list:
+    """(name, value) of a mapping, nested mappings (a Flax `params` tree) joined into dotted names."""
+    flat = []
+    for key, value in mapping.items():
+        name = f"{prefix}{key}"
+        flat += _flattened(value, name + ".") if isinstance(value, Mapping) else [(name, value)]
+    return flat
 
 
 def _identity(model) -> tuple:

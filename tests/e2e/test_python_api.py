@@ -336,6 +336,9 @@ class Dlpack(ModelAssertions):
         self.assert_same_model(precdetect.check(arrays).to_dict(), scanned)
         on_jax = precdetect.check({name: jnp.asarray(value) for name, value in arrays.items()}).to_dict()
         self.assert_same_model(on_jax, scanned)
+        nested = precdetect.check({"params": {"embed": jnp.asarray(arrays["embed"])}}).to_dict()  # a Flax tree
+        self.assertEqual([t["name"] for t in nested["tensors"]], ["params.embed"])
+        self.assertEqual(nested["summary"]["abs_max"], scanned["tensors"][0]["abs_max"])
         transposed = precdetect.check({"embed_t": arrays["embed"].T}).to_dict()  # a strided view, gathered
         for key, value in reference_tensor_stats(torch.from_numpy(arrays["embed"])).items():
             self.assert_close(tensors_by_name(transposed)["embed_t"][key], value, key)
