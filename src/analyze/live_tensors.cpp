@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <tuple>
 
 #include "precdetect/analyze/cpu_kernel.h"
@@ -41,25 +42,7 @@ std::vector<int64_t> shape_of(const dlpack::Tensor& values) { return {values.sha
 /// The strides in elements: DLPack's, or row-major ones where it gives none.
 std::vector<int64_t> strides_of(const dlpack::Tensor& values) {
   if (values.strides) return {values.strides, values.strides + values.ndim};
-  std::vector<int64_t> strides(static_cast<size_t>(values.ndim), 1);
-  for (int32_t axis = values.ndim - 1; axis > 0; --axis) strides[axis - 1] = strides[axis] * values.shape[axis];
-  return strides;
-}
-
-uint64_t numel_of(const dlpack::Tensor& values) {
-  uint64_t numel = 1;
-  for (int32_t axis = 0; axis < values.ndim; ++axis) numel *= static_cast<uint64_t>(values.shape[axis]);
-  return numel;
-}
-
-/// The elements a view spans from its first one, plus one (0 for an empty view).
-uint64_t extent_of(const dlpack::Tensor& values) {
-  if (numel_of(values) == 0) return 0;
-  std::vector<int64_t> strides = strides_of(values);
-  uint64_t last = 0;
-  for (int32_t axis = 0; axis < values.ndim; ++axis)
-    last += static_cast<uint64_t>((values.shape[axis] - 1) * strides[static_cast<size_t>(axis)]);
-  return last + 1;
+  return contiguous_strides(shape_of(values));
 }
 
 /// Why `tensor` (not marked unreadable by the caller) cannot be read where it is; nullopt when it can.
@@ -72,21 +55,23 @@ std::optional<std::string> unreadable(const LiveTensor& tensor, std::optional<DT
                        values.dtype.lanes == 1 ? "" : fmt::format(" x {} lanes", values.dtype.lanes));
   std::vector<int64_t> strides = strides_of(values);
   if (std::any_of(strides.begin(), strides.end(), [](int64_t stride) { return stride < 0; })) return "negative strides";
-  if (numel_of(values) && !values.data) return "no data";
+  if (view_extent(shape_of(values), strides, 0) && !values.data) return "no data";
   return std::nullopt;
 }
 
 TensorRecord live_record(const LiveTensor& tensor, DType dtype) {
-  const dlpack::Tensor& values = *tensor.values;
-  uint64_t element_size = static_cast<uint64_t>(dtype_bits(dtype)) / 8;
-  bool strided = values.strides && strides_of(values) != strides_of({.ndim = values.ndim, .shape = values.shape});
+  auto element_size = static_cast<uint64_t>(dtype_bits(dtype)) / 8;
+  std::vector<int64_t> shape = shape_of(*tensor.values), strides = strides_of(*tensor.values);
+  auto numel = static_cast<uint64_t>(std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()));
+  auto extent = static_cast<uint64_t>(view_extent(shape, strides, 0));
+  bool contiguous = strides == contiguous_strides(shape);
   return {.name = tensor.name,
           .dtype = dtype,
-          .shape = shape_of(values),
-          .stride = strided ? strides_of(values) : std::vector<int64_t>(),
-          .numel = numel_of(values),
-          .nbytes = numel_of(values) * element_size,
-          .storage_nbytes = extent_of(values) * element_size,
+          .shape = std::move(shape),
+          .stride = contiguous ? std::vector<int64_t>() : std::move(strides),
+          .numel = numel,
+          .nbytes = numel * element_size,
+          .storage_nbytes = extent * element_size,
           .role = tensor.role.value_or(TensorRole::kModel),
           .role_from_file = tensor.role.has_value()};
 }
@@ -171,7 +156,7 @@ LiveModel open_live_model(std::vector<LiveTensor> tensors, std::vector<std::stri
       if (!fresh_storage) record.shares_storage_with = first->second;
     }
     auto view_key = std::tuple(tensor.storage_key, static_cast<const void*>(first_element(*tensor.values)),
-                               record.shape, strides_of(*tensor.values));
+                               record.shape, record.stride);
     record.counted = first_view.emplace(view_key, tensor.name).second;
     if (!on_host(*tensor.values) && cuda_device_count() == 0) copied.push_back(tensor.name);
     model.records.push_back(std::move(record));

@@ -13,23 +13,6 @@ namespace {
 
 size_t element_size(DType dtype) { return static_cast<size_t>(dtype_bits(dtype) / 8); }
 
-/// Row-major strides of `shape`, in elements.
-std::vector<int64_t> contiguous_strides(std::span<const int64_t> shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t axis = shape.size(); axis-- > 1;) strides[axis - 1] = strides[axis] * shape[axis];
-  return strides;
-}
-
-/// The last element a view reaches, plus one (0 for an empty view).
-int64_t view_extent(std::span<const int64_t> shape, std::span<const int64_t> strides, int64_t offset) {
-  int64_t last = offset;
-  for (size_t axis = 0; axis < shape.size(); ++axis) {
-    if (shape[axis] == 0) return 0;
-    last += (shape[axis] - 1) * strides[axis];
-  }
-  return last + 1;
-}
-
 /// Reverses the bytes of every element in place: big-endian storage read on a little-endian host.
 void swap_bytes(std::span<std::byte> bytes, size_t element_size) {
   for (size_t at = 0; at + element_size <= bytes.size(); at += element_size)
@@ -43,6 +26,21 @@ HostValues::HostValues(DType dtype, std::vector<int64_t> shape, std::span<const 
 
 HostValues::HostValues(DType dtype, std::vector<int64_t> shape, std::vector<std::byte> owned)
     : dtype_(dtype), shape_(std::move(shape)), owned_(std::move(owned)), bytes_(owned_) {}
+
+std::vector<int64_t> contiguous_strides(std::span<const int64_t> shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t axis = shape.size(); axis-- > 1;) strides[axis - 1] = strides[axis] * shape[axis];
+  return strides;
+}
+
+int64_t view_extent(std::span<const int64_t> shape, std::span<const int64_t> strides, int64_t offset) {
+  int64_t last = offset;
+  for (size_t axis = 0; axis < shape.size(); ++axis) {
+    if (shape[axis] == 0) return 0;
+    last += (shape[axis] - 1) * strides[axis];
+  }
+  return last + 1;
+}
 
 uint64_t HostValues::numel() const { return bytes_.size() / element_size(dtype_); }
 

@@ -17,8 +17,7 @@ std::vector<size_t> flax_kernel_order(size_t dims) {
 /// `values` (contiguous, of `shape`) with their axes in `order`, as numpy's transpose copies them.
 HostValues permuted(const HostValues& values, const std::vector<int64_t>& shape, const std::vector<size_t>& order,
                     std::vector<int64_t> result_shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t axis = shape.size(); axis-- > 1;) strides[axis - 1] = strides[axis] * shape[axis];
+  std::vector<int64_t> strides = contiguous_strides(shape);
   std::vector<int64_t> view_shape, view_strides;
   for (size_t axis : order) {
     view_shape.push_back(shape[axis]);

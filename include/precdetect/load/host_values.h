@@ -40,6 +40,13 @@ std::optional<std::span<const std::byte>> values_in_place(const Checkpoint& chec
 /// Throws Error(kMalformed) when the view (offset, shape, strides) reaches past its storage.
 HostValues read_values(const Checkpoint& checkpoint, const TensorRecord& record);
 
+/// Row-major strides of `shape`, in elements.
+std::vector<int64_t> contiguous_strides(std::span<const int64_t> shape);
+
+/// The elements a view (shape, strides and offset in elements) reaches into its storage: its last one's index
+/// plus one; 0 for an empty view.
+int64_t view_extent(std::span<const int64_t> shape, std::span<const int64_t> strides, int64_t offset);
+
 /// The elements of a view into `storage` (elements of `element_size` bytes; shape, strides and offset in
 /// elements, as torch.as_strided takes them), copied out in row-major order. The caller has checked that the view
 /// lies inside the storage.
