@@ -1,6 +1,6 @@
 # libtorch's CPU libraries, from an installed torch package (site-packages/torch) or an unpacked libtorch archive:
 # both hold include/, lib/ and share/cmake/Torch. Only the torch side links them (src/CMakeLists.txt: the CUDA
-# plugin, the Python extension and the tests); without torch, the program and its CPU path build alone
+# plugin and the tests); without torch, the program, its CPU path and the C interface build alone
 # (PRECDETECT_TORCH_FOUND off). find_package(Torch) is not used: for the CUDA wheels its config
 # demands the CUDA toolkit at configure time, and precdetect compiles no CUDA code (analyze/device.cpp loads
 # libtorch_cuda at run time).
@@ -14,8 +14,8 @@ if(NOT PRECDETECT_TORCH_DIR)
   execute_process(COMMAND ${Python_EXECUTABLE} -c "import os, torch; print(os.path.dirname(torch.__file__))"
                   OUTPUT_VARIABLE torch_dir OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE failed)
   if(failed)
-    message(STATUS "no torch (${Python_EXECUTABLE} cannot import it): building without the CUDA plugin and the "
-                   "Python extension; pass -DPRECDETECT_TORCH_DIR to name one")
+    message(STATUS "no torch (${Python_EXECUTABLE} cannot import it): building without the CUDA plugin; "
+                   "pass -DPRECDETECT_TORCH_DIR to name one")
     set(PRECDETECT_TORCH_FOUND OFF)
     return()
   endif()

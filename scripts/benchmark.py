@@ -406,14 +406,15 @@ def live_llama(dtype, size_gb, device):
 
 
 def staged_precdetect():
-    """precdetect from this build: python/precdetect with build/src's extension, staged in a scratch folder."""
+    """precdetect from this build: python/precdetect with build/'s C interface in its bin/, staged in a scratch
+    folder."""
     import shutil
     import sys
 
     stage = Path(tempfile.mkdtemp(prefix="precdetect-benchmark-"))
     shutil.copytree(REPO / "python" / "precdetect", stage / "precdetect")
-    [extension] = (REPO / "build" / "src").glob("_core.*.so")
-    shutil.copy(extension, stage / "precdetect")
+    (stage / "precdetect" / "bin").mkdir()
+    shutil.copy(REPO / "build" / "libprecdetect_api.so", stage / "precdetect" / "bin")
     sys.path.insert(0, str(stage))
     import precdetect
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Configures and builds precdetect (build/precdetect, torch-free), and where .venv holds the torch wheel
-# (scripts/setup.sh --tests) also the CUDA plugin and the Python extension against its libtorch.
+# (scripts/setup.sh --tests) also the CUDA plugin against its libtorch.
 #   (no option)   the program alone: what README's first command needs
 #   --tests       also the unit tests, and the end-to-end tests registered with ctest (scripts/setup.sh --tests)
 #   --sanitized   --tests, and first everything again with clang under AddressSanitizer and UndefinedBehaviorSanitizer,

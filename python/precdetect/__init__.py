@@ -4,8 +4,9 @@
     >>> [result] = precdetect.scan("t5-base")   # a folder, a file, or a hub id in the local cache
     >>> result.label, result.candidates, result.fp16_risk
 
-The scanner is C++ (precdetect._core, and the program in precdetect/bin that the `precdetect` command runs),
-linked against the libtorch of the installed torch package. Nothing here imports torch until a scan is made.
+The scanner is C++: the program in precdetect/bin that the `precdetect` command runs, and the C interface beside
+it that this package calls through ctypes (precdetect._binding). Nothing here imports torch, and nothing links it
+but the CUDA plugin, which the scanner loads only for a GPU.
 """
 
 from importlib.metadata import PackageNotFoundError, version
