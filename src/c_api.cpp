@@ -77,6 +77,15 @@ precdetect::LiveTensor live_tensor(const precdetect_live_tensor& tensor) {
   return live;
 }
 
+/// The probe's measurements: [{"module", "output", "input"}, ...].
+std::vector<precdetect::ActivationPeak> activation_peaks(const nlohmann::json& list) {
+  std::vector<precdetect::ActivationPeak> peaks;
+  for (const nlohmann::json& item : list)
+    peaks.push_back(
+        {item.at("module").get<std::string>(), item.at("output").get<double>(), item.at("input").get<double>()});
+  return peaks;
+}
+
 }  // namespace
 
 extern "C" {
@@ -97,7 +106,8 @@ char* precdetect_diff(const char* const* args, size_t count) {
 
 char* precdetect_check(const char* const* args, size_t count, const char* name, const char* format,
                        const precdetect_live_tensor* tensors, size_t tensor_count, const char* const* not_tensors,
-                       size_t not_tensor_count, const char* config, precdetect_copy_to_host copy_to_host) {
+                       size_t not_tensor_count, const char* config, const char* activations,
+                       precdetect_copy_to_host copy_to_host) {
   return answer([&] {
     std::vector<std::string> with_input = strings(args, count);
     with_input.insert(with_input.end(), {"--", name});  // the parser wants an input; the check has none
@@ -113,7 +123,11 @@ char* precdetect_check(const char* const* args, size_t count, const char* name, 
         options.registry ? precdetect::load_registry(*options.registry) : precdetect::default_registry();
     precdetect::ModelReport report = precdetect::check_live_model(
         precdetect::open_live_model(std::move(live), strings(not_tensors, not_tensor_count), std::move(copy)),
-        {.name = name, .format = format, .config = nlohmann::json::parse(config)}, options, {rules, registry});
+        {.name = name,
+         .format = format,
+         .config = nlohmann::json::parse(config),
+         .activations = activation_peaks(nlohmann::json::parse(activations))},
+        options, {rules, registry, options.gpu});
     return precdetect::json_text(precdetect::to_json(precdetect::ScanReport{.models = {std::move(report)}}), 2);
   });
 }

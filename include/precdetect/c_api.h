@@ -35,12 +35,13 @@ typedef int (*precdetect_copy_to_host)(size_t index, uint64_t offset, void* into
 PRECDETECT_API char* precdetect_scan(const char* const* args, size_t count);
 PRECDETECT_API char* precdetect_diff(const char* const* args, size_t count);
 /* The check of a model in memory: `args` are scan's options; `format` is "module" or "state_dict"; `config` is
- * the model's config as JSON text ("null" without one). Reads the tensors during the call: a caller that holds
- * Python's GIL across it keeps other threads from freeing them meanwhile. */
+ * the model's config as JSON text ("null" without one); `activations` what a forward pass measured, as JSON text:
+ * [{"module": ..., "output": largest |output|, "input": largest |input|}, ...] ("[]" without one). Reads the tensors
+ * during the call: a caller that holds Python's GIL across it keeps other threads from freeing them meanwhile. */
 PRECDETECT_API char* precdetect_check(const char* const* args, size_t count, const char* name, const char* format,
                                       const precdetect_live_tensor* tensors, size_t tensor_count,
                                       const char* const* not_tensors, size_t not_tensor_count, const char* config,
-                                      precdetect_copy_to_host copy_to_host);
+                                      const char* activations, precdetect_copy_to_host copy_to_host);
 /* The HTML report (--report) of a scan's JSON document. */
 PRECDETECT_API char* precdetect_html(const char* document);
 PRECDETECT_API void precdetect_free(char* text);

@@ -12,6 +12,7 @@ but the CUDA plugin, which the scanner loads only for a GPU.
 from importlib.metadata import PackageNotFoundError, version
 
 from precdetect.api import check, diff, scan
+from precdetect.probe import probe
 from precdetect.errors import Error
 from precdetect.result import DiffResult, ScanResult
 
@@ -20,4 +21,4 @@ try:
 except PackageNotFoundError:  # imported from a source tree
     __version__ = None
 
-__all__ = ["scan", "diff", "check", "Error", "ScanResult", "DiffResult"]
+__all__ = ["scan", "diff", "check", "probe", "Error", "ScanResult", "DiffResult"]

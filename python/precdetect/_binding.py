@@ -44,7 +44,7 @@ def _library(kind):
                                 "precdetect_diff": [strings, ctypes.c_size_t],
                                 "precdetect_check": [strings, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_char_p,
                                                      ctypes.POINTER(LiveTensor), ctypes.c_size_t, strings,
-                                                     ctypes.c_size_t, ctypes.c_char_p, CopyToHost],
+                                                     ctypes.c_size_t, ctypes.c_char_p, ctypes.c_char_p, CopyToHost],
                                 "precdetect_html": [ctypes.c_char_p]}.items():
             function = getattr(library, name)
             function.argtypes, function.restype = arguments, ctypes.c_void_p  # freed by precdetect_free
@@ -84,11 +84,13 @@ def html(document):
     return _answer(library, library.precdetect_html(json.dumps(document).encode()))
 
 
-def check(arguments, name, kind, tensors, not_tensors, config, copy_to_host):
+def check(arguments, name, kind, tensors, not_tensors, config, copy_to_host, activations):
     """`tensors`: LiveTensor structures whose DLPack capsules the caller keeps alive; `copy_to_host(index, offset,
-    address, length)` copies a GPU tensor's bytes when the CUDA plugin cannot run."""
+    address, length)` copies a GPU tensor's bytes when the CUDA plugin cannot run; `activations` is JSON text
+    (precdetect.probe's measurements, "[]" without)."""
     library = _library(ctypes.PyDLL)
     array = (LiveTensor * max(len(tensors), 1))(*tensors)
     callback = CopyToHost(copy_to_host)
     return _answer(library, library.precdetect_check(*_strings(arguments), name.encode(), kind.encode(), array,
-                                                     len(tensors), *_strings(not_tensors), config.encode(), callback))
+                                                     len(tensors), *_strings(not_tensors), config.encode(),
+                                                     activations.encode(), callback))

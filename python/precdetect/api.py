@@ -13,11 +13,11 @@ from precdetect.result import DiffResult, ScanResult
 SCAN_OPTIONS = {"device", "include", "exclude", "rules", "registry", "cache", "no_cache", "jobs", "recursive",
                 "all_formats", "hf_cache", "all_revisions", "shard", "io", "expect", "fail_on", "fail_if_fp16_risk",
                 "max_abs", "max_norm", "fail_if_nonfinite", "fail_if_unsafe", "strict_safety", "verify",
-                "verify_manifest"}
+                "verify_manifest", "gpu"}
 DIFF_OPTIONS = {"device", "include", "exclude", "rtol", "atol", "eta", "bitwise", "io"}
 # check() reads tensors where they are: no device, files, cache or reading options.
 CHECK_OPTIONS = {"include", "exclude", "rules", "registry", "expect", "fail_on", "fail_if_fp16_risk", "max_abs",
-                 "max_norm", "fail_if_nonfinite"}
+                 "max_norm", "fail_if_nonfinite", "gpu"}
 
 
 def _arguments(options: dict, allowed: set, function: str) -> list:
@@ -48,14 +48,14 @@ def diff(base, *others, **options) -> list:
     return [DiffResult(pair) for pair in _binding.diff(arguments)["pairs"]]
 
 
-def check(model, **options) -> ScanResult:
+def check(model, *, activations=(), **options) -> ScanResult:
     """Checks a model in memory: a torch nn.Module (its parameters and buffers, as the module tells them apart) or a
     mapping of names to arrays (a state dict; NumPy, JAX or any array with `__dlpack__`; nested mappings such as a
     Flax `params` tree give dotted names), placed by the rules' buffer names as a file's are. Arrays are read where they live through DLPack, with no copy of a contiguous one:
     on the host by precdetect's kernel, on their GPU by the CUDA plugin (or, where it cannot run with this torch,
     copied to the host in chunks, which the result's warnings say). An HF model's config (its `_name_or_path`,
     architecture and sizes) identifies it to the registry of documented precisions. Returns one ScanResult, which
-    holds no reference to the model's arrays."""
+    holds no reference to the model's arrays. `activations` is what precdetect.probe measured (its callers pass it)."""
     torch = sys.modules.get("torch")  # a torch model means torch is imported already: never import it here
     if torch is not None and isinstance(model, torch.nn.Module):
         entries = [(name, tensor, "model") for name, tensor in model.named_parameters()]
@@ -71,7 +71,8 @@ def check(model, **options) -> ScanResult:
     name, config = _identity(model)
     live = [_live.LiveArray(entry_name, value, role) for entry_name, value, role in entries]
     document = _binding.check(_arguments(options, CHECK_OPTIONS, "check"), name, kind,
-                              [array.structure for array in live], not_tensors, config, _live.copier(live))
+                              [array.structure for array in live], not_tensors, config, _live.copier(live),
+                              json.dumps(list(activations)))
     return ScanResult(document["models"][0], document)
 
 

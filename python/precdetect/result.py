@@ -49,6 +49,18 @@ class ScanResult:
         return bool(self.verdict.get("fp16_risk"))
 
     @property
+    def advice(self) -> dict:
+        """What to run the model in on the GPU class given as `gpu=` (default: any GPU with bf16): `plans` (each
+        target's and tool's precision and setting), `keep_in_fp32`, `gguf_keep` and `why` (docs/json-schema.md)."""
+        return self.verdict.get("advice") or {}
+
+    @property
+    def activations(self) -> list:
+        """precdetect.probe's measurements, module by module: largest |output| and |input| and their headroom to
+        fp16's and fp8 E4M3's largest values; empty for scan() and check()."""
+        return self._model.get("activations", [])
+
+    @property
     def adapter(self):
         """{"format", "base_model", "found_by", "base_scan"} when the weights are an adapter (PEFT, diffusers, kohya
         LoRA), whose verdict is its base model's; None for a model."""

@@ -11,8 +11,12 @@ ModelReport check_live_model(const LiveModel& model, const LiveModelInfo& info, 
                              const Judgement& judgement) {
   ModelReport report{.input = info.name, .path = info.name, .format = info.format, .warnings = model.warnings};
   try {
-    judge_model(report, analyze_live_model(model, info.name, options.filter, judgement.rules.buffers),
-                identify_live_model(info.config), {}, judgement);
+    take_analysis(report, analyze_live_model(model, info.name, options.filter, judgement.rules.buffers));
+    report.verdict = judge({.summary = report.summary,
+                            .tensors = report.tensors,
+                            .identity = identify_live_model(info.config),
+                            .activations = info.activations},
+                           judgement);
   } catch (const Error& e) {
     fail_model(report, {std::string(to_string(e.code())), e.what()});
   } catch (const std::exception& e) {

@@ -54,6 +54,18 @@ Manifest manifest_of(const std::string& path) {
   }
 }
 
+/// --gpu: a GPU name, a compute capability, or cpu.
+CLI::Validator gpu_validator() {
+  return CLI::Validator(
+      [](std::string& text) {
+        return parse_gpu(text) ? std::string()
+                               : "must name a GPU (T4, V100, A100, L4, H100, ...), a compute capability (7.5, "
+                                 "sm_75) or cpu, not `" +
+                                     text + "`";
+      },
+      "GPU");
+}
+
 /// --device, for every command that computes.
 CLI::Validator device_validator() {
   return CLI::Validator(
@@ -82,7 +94,7 @@ CLI::Validator shard_validator() {
 
 /// What the scan's flags give as text, before it is checked and turned into ScanOptions.
 struct ScanText {
-  std::string include, exclude, rules, registry, shard, verify_manifest;
+  std::string include, exclude, rules, registry, shard, verify_manifest, gpu;
   bool no_cache = false, verify = false;
 };
 
@@ -194,6 +206,10 @@ void add_scan_options(CLI::App& app, ScanOptions& options, ScanText& text) {
   app.add_option("--device", options.device, "cpu, cuda, cuda:N or auto (CUDA when available)")
       ->check(device_validator());
   add_io_option(app, options.read_mode, "pread on CUDA, whose staging buffers copy every byte anyway; mmap on the CPU");
+  app.add_option("--gpu", text.gpu,
+                 "plan the advice for this GPU (T4, V100, A100, H100, ..., or a compute capability: 7.5, sm_75) or "
+                 "cpu; default: any GPU with bf16 (docs/using.md, \"What should I run it in?\")")
+      ->check(gpu_validator());
   app.add_option("--include", text.include, "analyze only tensors whose name matches REGEX");
   app.add_option("--exclude", text.exclude, "skip tensors whose name matches REGEX");
   app.add_option("--rules", text.rules, "classification rules file replacing the built-in ones (docs/rules.md)")
@@ -291,6 +307,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     options.filter = {compile_regex(text.include, "--include"), compile_regex(text.exclude, "--exclude")};
     if (!text.rules.empty()) options.rules = text.rules;
     if (!text.registry.empty()) options.registry = text.registry;
+    if (!text.gpu.empty()) options.gpu = *parse_gpu(text.gpu);
     if (text.verify) options.gates.verify = manifest_of(text.verify_manifest);
     result.scan = std::move(options);
   } catch (const CLI::ParseError& e) {

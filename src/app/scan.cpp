@@ -14,8 +14,7 @@
 #include "precdetect/app/gates.h"
 #include "precdetect/app/output.h"
 #include "precdetect/app/progress.h"
-#include "precdetect/classify/adapter.h"
-#include "precdetect/classify/documented.h"
+#include "precdetect/classify/judge.h"
 #include "precdetect/core/error.h"
 #include "precdetect/core/output_file.h"
 #include "precdetect/discover/discover.h"
@@ -47,32 +46,13 @@ std::string rendered(const ScanReport& report, const ScanOptions& options) {
   }
 }
 
-Hints storage_hints(const ModelSummary& summary, const ModelIdentity& identity) {
-  Hints hints;
-  for (const auto& [dtype, census] : summary.census) hints.stored_dtypes.push_back(dtype);
-  hints.config_dtype = config_dtype(identity.config);
-  return hints;
-}
-
-/// The registry's entry for the base an adapter names, matched as such.
-std::optional<Documented> base_documented(const Adapter& adapter, const Registry& registry) {
-  std::optional<std::string> id = adapter.base_model ? adapter_base_id(*adapter.base_model) : std::nullopt;
-  if (!id) return std::nullopt;
-  return find_documented(registry, {.hub_id = id, .hub_id_source = MatchKind::kAdapterBase});
-}
-
 }  // namespace
 
-void judge_model(ModelReport& report, ModelAnalysis analysis, const ModelIdentity& identity,
-                 std::span<const TrainingRecord> records, const Judgement& judgement) {
+void take_analysis(ModelReport& report, ModelAnalysis analysis) {
   report.warnings.insert(report.warnings.end(), analysis.warnings.begin(), analysis.warnings.end());
   report.summary = std::move(analysis.summary);
   report.buffers = std::move(analysis.buffers);
   report.tensors = std::move(analysis.tensors);
-  std::optional<Documented> documented = report.adapter ? base_documented(*report.adapter, judgement.registry)
-                                                        : find_documented(judgement.registry, identity);
-  report.verdict = classify(report.summary, report.tensors, judgement.rules, storage_hints(report.summary, identity),
-                            {.records = records, .documented = documented, .adapter = report.adapter.has_value()});
 }
 
 void fail_model(ModelReport& report, ModelError error) {
@@ -93,23 +73,26 @@ std::vector<std::string> tensor_names(const ModelAnalysis& analysis) {
 }
 
 /// An adapter's pretraining answer is its base's: the base is scanned where it lies on this machine (the HF cache,
-/// a path) and its verdict taken; elsewhere the registry's entry for it stands (judge_model), or nothing does,
-/// which a warning says.
-void weigh_adapter_base(ModelReport& report, const ScanOptions& options, const Judgement& judgement, Analyzer& analyzer,
-                        StatsCache* cache) {
+/// a path); nullopt when the adapter names none, which a warning says.
+std::optional<ModelReport> scan_adapter_base(ModelReport& report, const ScanOptions& options,
+                                             const Judgement& judgement, Analyzer& analyzer, StatsCache* cache) {
   const Adapter& adapter = *report.adapter;
   if (!adapter.base_model) {
     report.warnings.push_back({.code = WarningCode::kAdapterWithoutBase, .names = {adapter.found_by}});
-    return;
+    return std::nullopt;
   }
   ModelReport base = scan_model(*adapter.base_model, options, judgement, analyzer, cache, BaseFollowing::kNo);
   bool absent = base.error && (base.error->code == to_string(ErrorCode::kNotFound) ||
                                base.error->code == to_string(ErrorCode::kHfCacheMiss));
   if (!absent) report.base_scan = BaseScan{.path = base.path, .verdict = base.verdict, .error = base.error};
-  if (!base.error) return adopt_base_verdict(report.verdict, base.verdict);
-  if (!report.verdict.documented)
+  return base;
+}
+
+/// A base that could not be scanned leaves the registry's entry for it (judge), or nothing, which a warning says.
+void warn_if_base_unknown(ModelReport& report, const std::optional<ModelReport>& base) {
+  if (base && base->error && !report.verdict.documented)
     report.warnings.push_back(
-        {.code = WarningCode::kAdapterBaseUnknown, .names = {*adapter.base_model, base.error->message}});
+        {.code = WarningCode::kAdapterBaseUnknown, .names = {*report.adapter->base_model, base->error->message}});
 }
 
 }  // namespace
@@ -130,10 +113,19 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     ModelAnalysis analysis = analyze_model(*checkpoint, options.filter, judgement.rules.buffers, analyzer, cache);
     report.warnings = checkpoint->warnings;
     report.adapter = identify_adapter(source->path, tensor_names(analysis));
-    judge_model(report, std::move(analysis), identify_model(input, source->path, source->config), checkpoint->records,
-                judgement);
+    take_analysis(report, std::move(analysis));
+    std::optional<ModelReport> base;
     if (report.adapter && base_following == BaseFollowing::kYes)
-      weigh_adapter_base(report, options, judgement, analyzer, cache);
+      base = scan_adapter_base(report, options, judgement, analyzer, cache);
+    report.verdict = judge({.summary = report.summary,
+                            .tensors = report.tensors,
+                            .identity = identify_model(input, source->path, source->config),
+                            .records = checkpoint->records,
+                            .adapter = report.adapter ? &*report.adapter : nullptr,
+                            .base_verdict = base && !base->error ? &base->verdict : nullptr,
+                            .gguf_names = checkpoint->format == "gguf"},
+                           judgement);
+    warn_if_base_unknown(report, base);
   } catch (const Error& e) {
     fail_model(report, {std::string(to_string(e.code())), e.what()});
   } catch (const std::exception& e) {
@@ -245,7 +237,7 @@ ScanReport scan_all(const ScanOptions& options, const ScanEvents& events) {
         std::lock_guard lock(reporting);
         events.started(inputs[i]);
       }
-      ModelReport model = scan_model(inputs[i], options, {rules, registry}, analyzer, cache.get());
+      ModelReport model = scan_model(inputs[i], options, {rules, registry, options.gpu}, analyzer, cache.get());
       model.gate_failures = gate_failures(model, options.gates);
       if (plan.part) model.list_position = plan.positions[i];
       std::lock_guard lock(reporting);

@@ -1,7 +1,5 @@
 #include "precdetect/classify/fp16_risk.h"
 
-#include "precdetect/analyze/cast_safety.h"
-
 namespace precdetect {
 
 std::string_view risk_kind_name(Fp16RiskKind kind) {
@@ -14,30 +12,10 @@ std::string_view risk_kind_name(Fp16RiskKind kind) {
       return "flush_to_zero";
     case Fp16RiskKind::kDocumented:
       return "documented";
+    case Fp16RiskKind::kActivation:
+      return "activation";
   }
   return "range";
-}
-
-std::vector<Fp16RiskReason> cast_risks(const AnalyzedTensor& tensor) {
-  std::vector<Fp16RiskReason> risks;
-  if (!tensor.stats || !tensor.counted || tensor.role == TensorRole::kOptimizer) return risks;
-  const TensorStats& stats = *tensor.stats;
-  FormatFit fit = format_fit(stats, kFp16Format);
-  if (fit.overflow > 0)
-    risks.push_back({.kind = Fp16RiskKind::kOverflow,
-                     .tensor = tensor.name,
-                     .role = tensor.role,
-                     .value = stats.abs_max,
-                     .values = fit.overflow});
-  uint64_t nonzero_finite = stats.numel - stats.zeros - stats.nans - stats.infs;
-  // "En masse": more than half of the tensor's non-zero values; a few tiny values lost to rounding are not a risk.
-  if (fit.underflow > 0 && 2 * fit.underflow > nonzero_finite)
-    risks.push_back({.kind = Fp16RiskKind::kFlushToZero,
-                     .tensor = tensor.name,
-                     .role = tensor.role,
-                     .value = static_cast<double>(fit.underflow) / static_cast<double>(nonzero_finite),
-                     .values = fit.underflow});
-  return risks;
 }
 
 }  // namespace precdetect

@@ -103,4 +103,15 @@ ModelIdentity identify_live_model(nlohmann::json config) {
   return identity;
 }
 
+bool same_hub_id(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](char x, char y) { return std::tolower(static_cast<unsigned char>(x)) == std::tolower(y); });
+}
+
+size_t hub_id_match(std::string_view pattern, std::string_view id) {
+  if (!pattern.ends_with('*')) return same_hub_id(pattern, id) ? SIZE_MAX : 0;
+  std::string_view prefix = pattern.substr(0, pattern.size() - 1);
+  return id.size() >= prefix.size() && same_hub_id(prefix, id.substr(0, prefix.size())) ? prefix.size() + 1 : 0;
+}
+
 }  // namespace precdetect

@@ -6,10 +6,10 @@
 #include <map>
 #include <set>
 
-#include "precdetect/classify/training_records.h"
 #include "precdetect/core/error.h"
 #include "precdetect/core/text_file.h"
 #include "precdetect/load/file_format.h"
+#include "precdetect/load/records/find_records.h"
 #include "precdetect/load/safetensors/safetensors.h"
 
 namespace precdetect {

@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "precdetect/analyze/cast_safety.h"
-#include "precdetect/classify/record_evidence.h"
-#include "precdetect/classify/storage_cast.h"
+#include "precdetect/classify/evidence/records.h"
+#include "precdetect/classify/evidence/storage_casts.h"
 #include "precdetect/report/batch_counts.h"
 
 namespace precdetect {
@@ -111,7 +111,7 @@ ordered_json labels_json(const std::map<Label, size_t>& counts) {
   return item;
 }
 
-ordered_json evidence_json(const Evidence& evidence) {
+ordered_json evidence_json(const RuleEvidence& evidence) {
   ordered_json observations = ordered_json::array();
   for (const Observation& o : evidence.observations)
     observations.push_back({{"stat", stat_def(o.stat).key},
@@ -138,8 +138,10 @@ ordered_json risk_reason_json(const Fp16RiskReason& reason) {
                        {"value", number(reason.value)}};
   if (reason.kind == Fp16RiskKind::kRange || reason.kind == Fp16RiskKind::kDocumented)
     item["rule"] = reason.rule;
-  else
+  else if (reason.kind != Fp16RiskKind::kActivation)
     item["values"] = reason.values;
+  if (reason.kind == Fp16RiskKind::kActivation) item["role"] = "module";
+  if (!reason.source.empty()) item["source"] = reason.source;
   return item;
 }
 
@@ -172,9 +174,34 @@ ordered_json documented_json(const std::optional<Documented>& documented) {
           {"quote", documented->quote.empty() ? ordered_json(nullptr) : ordered_json(documented->quote)}};
 }
 
+ordered_json advice_json(const std::optional<Advice>& advice) {
+  if (!advice) return nullptr;
+  ordered_json plans = ordered_json::array();
+  for (const ToolPlan& plan : advice->plans)
+    plans.push_back({{"target", plan_target_name(plan.target)},
+                     {"tool", plan.tool},
+                     {"precision", run_precision_name(plan.precision)},
+                     {"setting", plan.setting}});
+  ordered_json keep = ordered_json::array();
+  for (const KeepModule& module : advice->keep_in_fp32)
+    keep.push_back({{"module", module.module}, {"basis", keep_basis_name(module.basis)}, {"why", module.why}});
+  const GpuClass& gpu = advice->gpu;
+  return {{"gpu",
+           {{"name", gpu.assumed ? ordered_json(nullptr) : ordered_json(gpu.name)},
+            {"compute_capability",
+             gpu.cpu || gpu.assumed ? ordered_json(nullptr) : ordered_json(fmt::format("{}.{}", gpu.major, gpu.minor))},
+            {"bf16", gpu.bf16()},
+            {"describes", gpu.describe()}}},
+          {"why", advice->why},
+          {"plans", plans},
+          {"keep_in_fp32", keep},
+          {"gguf_keep", advice->gguf_keep},
+          {"gguf_unnamed", advice->gguf_unnamed}};
+}
+
 ordered_json verdict_json(const Verdict& verdict) {
   ordered_json evidence = ordered_json::array();
-  for (const Evidence& item : verdict.evidence) evidence.push_back(evidence_json(item));
+  for (const RuleEvidence& item : verdict.evidence) evidence.push_back(evidence_json(item));
   ordered_json reasons = ordered_json::array();
   for (const Fp16RiskReason& reason : verdict.fp16_risk_reasons) reasons.push_back(risk_reason_json(reason));
   ordered_json records = ordered_json::array();
@@ -191,6 +218,7 @@ ordered_json verdict_json(const Verdict& verdict) {
           {"records", records},
           {"documented", documented_json(verdict.documented)},
           {"conflicts", conflicts},
+          {"advice", advice_json(verdict.advice)},
           {"evidence", evidence},
           {"hints",
            {{"stored_dtypes", verdict.hints.stored_dtypes},

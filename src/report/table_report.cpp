@@ -6,8 +6,8 @@
 #include <array>
 
 #include "precdetect/analyze/cast_safety.h"
-#include "precdetect/classify/record_evidence.h"
-#include "precdetect/classify/storage_cast.h"
+#include "precdetect/classify/evidence/records.h"
+#include "precdetect/classify/evidence/storage_casts.h"
 #include "precdetect/report/batch_counts.h"
 #include "precdetect/report/exponent_chart.h"
 #include "precdetect/report/stat_text.h"
@@ -142,6 +142,20 @@ void append_records(std::string& out, const Verdict& verdict) {
     out += fmt::format("  conflict ({}): {}\n", conflict.kind, conflict.detail);
 }
 
+/// Under -v: what to run the model in on the run's GPU class, each tool's setting, and the keep list.
+void append_advice(std::string& out, const Verdict& verdict) {
+  if (!verdict.advice) return;
+  const Advice& advice = *verdict.advice;
+  out += fmt::format("  advice for {}: {}\n", advice.gpu.describe(), advice.why);
+  for (const ToolPlan& plan : advice.plans)
+    out += fmt::format("    {:<11} {:<33} {:<9} {}\n", plan_target_name(plan.target), plan.tool, plan.precision,
+                       plan.setting);
+  for (const KeepModule& keep : advice.keep_in_fp32)
+    out += fmt::format("    keep in fp32: {} ({}: {})\n", keep.module, keep_basis_name(keep.basis), keep.why);
+  if (advice.gguf_unnamed > 0)
+    out += fmt::format("    {} tensor(s) of the keep list have no known GGUF name\n", advice.gguf_unnamed);
+}
+
 /// Under -v: what casts to narrower formats would do, the groups, and the exponent chart.
 void append_precision(std::string& out, const ModelReport& model) {
   const ModelSummary& summary = model.summary;
@@ -197,6 +211,7 @@ std::string render_table(const ScanReport& report, bool per_tensor) {
       append_metadata(out, model);
       append_tensor_rows(out, model);
       append_records(out, model.verdict);
+      append_advice(out, model.verdict);
       append_precision(out, model);
     }
     if (per_tensor) append_safety(out, model);

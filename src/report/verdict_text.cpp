@@ -8,6 +8,17 @@
 namespace precdetect {
 namespace {
 
+/// "documented bf16 pretraining, documented fp16 failure (sdxl-vae)": a documented precision's reason has no source
+/// of its own (the verdict's `documented` entry holds it); a documented failure's names its entry.
+std::string documented_text(const Verdict& verdict) {
+  std::vector<std::string> parts;
+  for (const Fp16RiskReason& reason : verdict.fp16_risk_reasons)
+    if (reason.kind == Fp16RiskKind::kDocumented)
+      parts.push_back(reason.source.empty() ? "documented bf16 pretraining"
+                                            : fmt::format("documented fp16 failure ({})", reason.rule));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 /// "overflow in 2 tensors (conv2_BN.running_var 4.970e+05, ...)" for the reasons of one kind.
 std::string kind_text(const Verdict& verdict, Fp16RiskKind kind) {
   const Fp16RiskReason* first = nullptr;
@@ -16,7 +27,10 @@ std::string kind_text(const Verdict& verdict, Fp16RiskKind kind) {
     if (reason.kind == kind) first = first ? first : &reason, ++count;
   if (!first) return "";
   if (kind == Fp16RiskKind::kRange) return "range";
-  if (kind == Fp16RiskKind::kDocumented) return "documented bf16 pretraining";
+  if (kind == Fp16RiskKind::kDocumented) return documented_text(verdict);
+  if (kind == Fp16RiskKind::kActivation)
+    return fmt::format("activations over 65504 in {} module{} ({} {}{})", count, count == 1 ? "" : "s", first->tensor,
+                       format_stat(true, first->value), count > 1 ? ", ..." : "");
   std::string value = kind == Fp16RiskKind::kOverflow ? format_stat(true, first->value)
                                                       : fmt::format("{:.0f}% to 0", 100 * first->value);
   return fmt::format("{} in {} tensor{} ({}{} {}{})", kind == Fp16RiskKind::kOverflow ? "overflow" : "flush to zero",
@@ -62,8 +76,8 @@ std::string adapter_text(const ModelReport& model) {
 
 std::string risk_reasons_text(const Verdict& verdict) {
   std::vector<std::string> parts;
-  for (Fp16RiskKind kind :
-       {Fp16RiskKind::kRange, Fp16RiskKind::kDocumented, Fp16RiskKind::kOverflow, Fp16RiskKind::kFlushToZero})
+  for (Fp16RiskKind kind : {Fp16RiskKind::kRange, Fp16RiskKind::kDocumented, Fp16RiskKind::kOverflow,
+                            Fp16RiskKind::kFlushToZero, Fp16RiskKind::kActivation})
     if (std::string part = kind_text(verdict, kind); !part.empty()) parts.push_back(std::move(part));
   return fmt::format("{}", fmt::join(parts, ", "));
 }

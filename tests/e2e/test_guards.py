@@ -34,10 +34,10 @@ class TransformersGuard(unittest.TestCase):
         trainer.train()
         return trainer
 
-    def assert_stopped_before_any_step(self, model, evidence, **precision):
+    def assert_stopped_before_any_step(self, model, evidence, guard=None, **precision):
         before = weights(model)
         with self.assertRaises(Fp16RiskError) as raised:
-            self.train(model, **precision)
+            self.train(model, guard, **precision)
         for name, parameter in model.named_parameters():
             self.assertTrue(torch.equal(parameter, before[name]), f"{name} changed: an optimizer step ran")
         message = str(raised.exception)
@@ -95,14 +95,25 @@ class TransformersGuard(unittest.TestCase):
             PrecisionGuardCallback(on_risk="ignore")
 
 
+    def test_probe_names_the_module_the_first_batch_overflows(self):
+        model = tiny_t5()
+        with torch.no_grad():
+            model.get_submodule("encoder.block.0.layer.1.DenseReluDense.wo").weight.mul_(1e5)
+        guard = PrecisionGuardCallback(probe=True)
+        message = self.assert_stopped_before_any_step(model, "encoder.block.0.layer.1.DenseReluDense.wo reached",
+                                                      guard=guard, fp16=True)
+        self.assertIn("Keep in fp32 if fp16 it must be:", message)
+
+
 class LightningGuard(unittest.TestCase):
-    def fit(self, module, precision, guard=None):
+    def fit(self, module, precision, guard=None, scale=1.0):
         import lightning.pytorch as pl
 
         trainer = pl.Trainer(accelerator="cpu", precision=precision, max_steps=1, callbacks=[guard or PrecisionGuard()],
                              logger=False, enable_checkpointing=False, enable_progress_bar=False,
                              enable_model_summary=False)
-        data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(8, 16)), batch_size=4)
+        torch.manual_seed(1)
+        data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(8, 16) * scale), batch_size=4)
         trainer.fit(module, data)
         return trainer
 
@@ -116,6 +127,14 @@ class LightningGuard(unittest.TestCase):
         self.assertEqual(module.steps, 0)
         for name, parameter in module.named_parameters():
             self.assertTrue(torch.equal(parameter, before[name]), name)
+
+    def test_probe_stops_a_module_whose_first_batch_overflows_though_its_weights_fit(self):
+        module = Regressor(scale=90)  # weights below 100: no range rule fires, the check alone lets it train
+        self.assertFalse(precdetect.check(module).fp16_risk)
+        with self.assertRaises(Fp16RiskError) as raised:
+            self.fit(module, "16-true", PrecisionGuard(probe=True), scale=100.0)
+        self.assertIn("module layers.1 reached", str(raised.exception))
+        self.assertEqual(module.steps, 0)
 
     def test_bf16_runs_and_safe_modules_train(self):
         with warnings.catch_warnings():

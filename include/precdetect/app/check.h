@@ -13,9 +13,10 @@ namespace precdetect {
 
 /// What the check knows of the model beside its tensors.
 struct LiveModelInfo {
-  std::string name;       ///< how reports name it (its `_name_or_path`, or its class)
-  std::string format;     ///< "module" (parameters and buffers from the module) or "state_dict"
-  nlohmann::json config;  ///< its config's object (the registry's identity); null when it has none
+  std::string name;                         ///< how reports name it (its `_name_or_path`, or its class)
+  std::string format;                       ///< "module" (parameters and buffers from the module) or "state_dict"
+  nlohmann::json config;                    ///< its config's object (the registry's identity); null when it has none
+  std::vector<ActivationPeak> activations;  ///< what a forward pass measured (precdetect.probe); empty for check()
 };
 
 /// The report on `model`, with `options`' filter and gates (its rules and registry are `judgement`). Never throws

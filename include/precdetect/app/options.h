@@ -8,6 +8,7 @@
 
 #include "precdetect/analyze/tensor_filter.h"
 #include "precdetect/app/verify.h"
+#include "precdetect/classify/gpu.h"
 #include "precdetect/core/label.h"
 #include "precdetect/diff/diff_options.h"
 #include "precdetect/discover/input_list.h"
@@ -85,6 +86,7 @@ struct ScanOptions {
   TensorFilter filter;
   std::optional<std::filesystem::path> rules;
   std::optional<std::filesystem::path> registry;  ///< --registry: replaces the built-in registry of known models
+  GpuClass gpu = assumed_gpu();                   ///< --gpu: the machine the advice plans for
   Gates gates;
 };
 

@@ -8,23 +8,13 @@
 #include "precdetect/analyze/model_analysis.h"
 #include "precdetect/analyze/stats_cache.h"
 #include "precdetect/app/options.h"
-#include "precdetect/classify/model_identity.h"
-#include "precdetect/classify/registry.h"
-#include "precdetect/classify/rules.h"
+#include "precdetect/classify/judge.h"
 #include "precdetect/report/report.h"
 
 namespace precdetect {
 
-/// What the verdicts are judged by: the range rules and the registry of documented precisions.
-struct Judgement {
-  const RuleSet& rules;
-  const Registry& registry;
-};
-
-/// Fills `report` with `analysis` (its warnings after the report's own) and the verdict on it: its statistics,
-/// the training `records` and the registry's entry for `identity`.
-void judge_model(ModelReport& report, ModelAnalysis analysis, const ModelIdentity& identity,
-                 std::span<const TrainingRecord> records, const Judgement& judgement);
+/// Moves `analysis` into `report`: its warnings after the report's own, the summary, buffers and tensors.
+void take_analysis(ModelReport& report, ModelAnalysis analysis);
 
 /// Marks `report` failed with `error`: no partial statistics or verdict stay.
 void fail_model(ModelReport& report, ModelError error);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "precdetect/core/named_enum.h"
 
@@ -51,6 +52,13 @@ std::optional<std::string> adapter_base_id(const std::string& base_model);
 /// What names a model in memory: its config's object (an HF model's config.to_dict() with `_name_or_path`); null
 /// or any other value names nothing.
 ModelIdentity identify_live_model(nlohmann::json config);
+
+/// Whether two hub ids are the same: hub ids compare case-insensitively.
+bool same_hub_id(std::string_view a, std::string_view b);
+
+/// How well `pattern` names the hub id `id` (a trailing `*` matches every id that starts with what precedes it):
+/// exact ids rank above every prefix, longer prefixes above shorter; 0 for none.
+size_t hub_id_match(std::string_view pattern, std::string_view id);
 
 }  // namespace precdetect
 

@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "precdetect/classify/training_record.h"
 #include "precdetect/core/warning.h"
 #include "precdetect/discover/discover.h"
 #include "precdetect/load/file_format.h"
 #include "precdetect/load/pickle/pickle.h"
+#include "precdetect/load/records/training_record.h"
 #include "precdetect/load/source/byte_source.h"
 #include "precdetect/load/tensor_record.h"
 

@@ -9,8 +9,8 @@
 
 #include "precdetect/analyze/analyzed_tensor.h"
 #include "precdetect/analyze/summary.h"
-#include "precdetect/classify/adapter.h"
-#include "precdetect/classify/classifier.h"
+#include "precdetect/classify/evidence/adapters.h"
+#include "precdetect/classify/verdict.h"
 #include "precdetect/core/error.h"
 #include "precdetect/core/warning.h"
 #include "precdetect/discover/input_list.h"

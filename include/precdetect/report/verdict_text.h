@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "precdetect/classify/classifier.h"
+#include "precdetect/classify/verdict.h"
 #include "precdetect/report/report.h"
 
 namespace precdetect {

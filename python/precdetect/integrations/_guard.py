@@ -2,9 +2,11 @@
 is safe for it, and otherwise raise Fp16RiskError (or warn) naming the evidence and what to train in instead. A
 model that cannot be checked never blocks a run: the guard says so and lets it go on."""
 
+import sys
 import warnings
 
 from precdetect.api import check
+from precdetect.probe import probe
 from precdetect.errors import Fp16RiskError, PrecisionGuardWarning
 
 ON_RISK = ("raise", "warn")
@@ -16,11 +18,14 @@ def validated(on_risk: str) -> str:
     return on_risk
 
 
-def guard(model, on_risk: str, why_fp16: str, instead: dict):
+def guard(model, on_risk: str, why_fp16: str, instead: dict, batch=None, forward=None):
     """Checks `model` before a run that computes in fp16 (`why_fp16` says what makes it so); `instead` maps "bf16" and
-    "fp32" to how this framework asks for them. Returns the check's ScanResult, or None when none could be made."""
+    "fp32" to how this framework asks for them. With a `batch` (the first training batch), probes it instead
+    (precdetect.probe: the activations join the evidence; `forward` runs the batch where model(**batch) does not).
+    The advice is planned for this machine's GPU. Returns the check's ScanResult, or None when none could be made."""
     try:
-        result = check(model)
+        gpu = _this_gpu()
+        result = check(model, gpu=gpu) if batch is None else probe(model, batch, forward=forward, gpu=gpu)
     except Exception as e:  # noqa: BLE001 - whatever stops the check, it must not stop the run
         _unchecked(f"the model could not be checked ({type(e).__name__}: {e})")
         return None
@@ -30,7 +35,8 @@ def guard(model, on_risk: str, why_fp16: str, instead: dict):
     skipped = [w for w in result.to_dict()["warnings"] if w["code"] == "live_tensors_skipped"]
     if result.fp16_risk:
         message = (f"precdetect: fp16 is unsafe for {result.path}, and this run computes in fp16 ({why_fp16}): "
-                   f"{evidence_text(result)}. Train in {_advice(instead)}")
+                   f"{evidence_text(result)}. Train in {_advice(instead)}. {result.advice.get('why', '')}"
+                   f"{_keep_text(result)}")
         if on_risk == "raise":
             raise Fp16RiskError(message, result)
         warnings.warn(message, PrecisionGuardWarning, stacklevel=3)
@@ -46,8 +52,12 @@ def evidence_text(result) -> str:
     clauses = []
     for reason in result.verdict.get("fp16_risk_reasons", []):
         kind, tensor, value = reason["kind"], reason.get("tensor", ""), reason.get("value", 0.0)
-        if kind == "documented":
+        if kind == "documented" and reason.get("source"):
+            clauses.append(f"documented fp16 failure ({reason.get('rule')}: {reason['source']})")
+        elif kind == "documented":
             clauses.append(f"documented bf16-pretrained ({reason.get('rule')})")
+        elif kind == "activation":
+            clauses.append(f"module {tensor} reached {value:.4g} in the first batch, over fp16's 65504")
         elif kind == "range":
             clauses.append(f"range rule {reason.get('rule')} ({tensor}: {value:.4g})")
         elif kind == "overflow":
@@ -68,6 +78,22 @@ def _advice(instead: dict) -> str:
             return f"bf16 ({instead['bf16']}): this machine's GPU supports it"
         return f"fp32 ({instead['fp32']}): this machine's GPU has no bf16"
     return f"bf16 ({instead['bf16']}) where the hardware has it, else fp32 ({instead['fp32']})"
+
+
+def _this_gpu():
+    """This machine's GPU as --gpu takes it (its compute capability), "cpu" without one; None when torch is absent."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    if not torch.cuda.is_available():
+        return "cpu"
+    major, minor = torch.cuda.get_device_capability()
+    return f"{major}.{minor}"
+
+
+def _keep_text(result) -> str:
+    keep = [k["module"] for k in result.advice.get("keep_in_fp32", [])]
+    return f" Keep in fp32 if fp16 it must be: {', '.join(keep)}." if keep else ""
 
 
 def _unchecked(what: str):

@@ -2,7 +2,8 @@
 
     trainer = Trainer(model, args, ..., callbacks=[PrecisionGuardCallback()])
 
-The run computes in fp16 when `args.fp16` or `args.fp16_full_eval` is set, or when the model's parameters are stored
+With probe=True the first training batch runs forward once more before step 1, its activations measured module by
+module (precdetect.probe). The run computes in fp16 when `args.fp16` or `args.fp16_full_eval` is set, or when the model's parameters are stored
 in float16 (loaded with dtype=torch.float16). Then a model fp16 is unsafe for stops the run with Fp16RiskError
 (on_risk="raise") or a PrecisionGuardWarning (on_risk="warn"); one it is safe for passes silently."""
 
@@ -15,14 +16,25 @@ INSTEAD = {"bf16": "TrainingArguments(bf16=True)", "fp32": "TrainingArguments(fp
 
 
 class PrecisionGuardCallback(TrainerCallback):
-    def __init__(self, on_risk: str = "raise"):
+    def __init__(self, on_risk: str = "raise", probe: bool = False):
         self.on_risk = validated(on_risk)
+        self.probe = probe  # also run the first training batch forward and weigh its activations (precdetect.probe)
         self.result = None  # the last check's ScanResult
 
-    def on_train_begin(self, args, state, control, model=None, **kwargs):
+    def on_train_begin(self, args, state, control, model=None, train_dataloader=None, **kwargs):
         why = fp16_cause(args, model)
         if model is not None and why:
-            self.result = guard(model, self.on_risk, why, INSTEAD)
+            batch = first_batch(train_dataloader, model) if self.probe else None
+            self.result = guard(model, self.on_risk, why, INSTEAD, batch=batch)
+
+
+def first_batch(dataloader, model):
+    """The dataloader's first batch on the model's device: a fresh iterator, so training still sees it first."""
+    if dataloader is None:
+        return None
+    batch = next(iter(dataloader))
+    device = next(model.parameters()).device
+    return {key: value.to(device) if isinstance(value, torch.Tensor) else value for key, value in batch.items()}
 
 
 def fp16_cause(args, model) -> str:

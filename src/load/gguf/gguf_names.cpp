@@ -99,6 +99,25 @@ void name_like_transformers(std::vector<TensorRecord>& records, const ordered_js
   }
 }
 
+std::optional<std::string> gguf_name(std::string_view name) {
+  size_t last = name.rfind('.');
+  if (last == std::string_view::npos) return std::nullopt;
+  std::string_view stem = name.substr(0, last), suffix = name.substr(last);
+  if (suffix != ".weight" && suffix != ".bias") return std::nullopt;
+  for (auto [gguf, hf] : kModelTensors)
+    if (stem == hf) return fmt::format("{}{}", gguf, suffix);
+  constexpr std::string_view kLayers = "model.layers.";
+  if (!stem.starts_with(kLayers)) return std::nullopt;
+  std::string_view rest = stem.substr(kLayers.size());
+  size_t dot = rest.find('.');
+  std::string_view block = rest.substr(0, dot);
+  if (dot == std::string_view::npos || block.empty() || !std::all_of(block.begin(), block.end(), ::isdigit))
+    return std::nullopt;
+  for (auto [gguf, hf] : kBlockTensors)
+    if (rest.substr(dot + 1) == hf) return fmt::format("blk.{}.{}{}", block, gguf, suffix);
+  return std::nullopt;
+}
+
 void mark_computed_from_config(std::vector<TensorRecord>& records) {
   for (TensorRecord& record : records) {
     auto parts = parse(record.name);

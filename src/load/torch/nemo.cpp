@@ -1,7 +1,7 @@
 #include <fmt/format.h>
 
-#include "precdetect/classify/training_records.h"
 #include "precdetect/core/error.h"
+#include "precdetect/load/records/find_records.h"
 #include "precdetect/load/torch/torch_formats.h"
 #include "precdetect/load/zip/zip_archive.h"
 

@@ -6,9 +6,9 @@
 #include <map>
 #include <set>
 
-#include "precdetect/classify/training_records.h"
 #include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
+#include "precdetect/load/records/find_records.h"
 
 namespace precdetect {
 namespace {

@@ -236,9 +236,15 @@ function riskReason(reason) {
     return `The parameters were learned wider than fp16 holds: rule ${reason.rule} fired (${scientific(reason.value)}` +
            `${where ? ` in${where}` : ''}).`;
   }
+  if (reason.kind === 'documented' && reason.source) {
+    return `Its fp16 failure is documented (${reason.rule}): ${reason.source}.`;
+  }
   if (reason.kind === 'documented') {
     return `Documented as pretrained in bf16 (${reason.rule}): bf16-pretrained models learn activations beyond ` +
            `fp16's range even where their weights fit it.`;
+  }
+  if (reason.kind === 'activation') {
+    return `A forward pass measured module ${reason.tensor} at ${scientific(reason.value)}, over fp16's 65504.`;
   }
   if (reason.kind === 'overflow') {
     return `Cast to fp16,${where} becomes inf: ${count(reason.values)} value(s) above 65504 (abs max ` +
@@ -246,6 +252,19 @@ function riskReason(reason) {
   }
   return `Cast to fp16,${where} flushes ${(100 * reason.value).toFixed(0)}% of its non-zero values ` +
          `(${count(reason.values)}) to zero.`;
+}
+
+// What to run the model in (docs/json-schema.md, verdict.advice): each tool's setting, and the keep list.
+function adviceBlock(model) {
+  const advice = model.verdict.advice;
+  if (!advice) return null;
+  const rows = advice.plans.map((plan) => ({cells: [plan.target.replace('_', '-'), plan.tool, plan.precision,
+                                                    element('code', {}, plan.setting)]}));
+  const keep = advice.keep_in_fp32.map((k) => element('li', {}, element('code', {}, k.module), ` (${k.basis}): ${k.why}`));
+  return [element('h3', {}, `What to run it in, on ${advice.gpu.describes}`),
+          element('p', {}, advice.why), table(['target', 'tool', 'precision', 'setting'], rows, 4),
+          keep.length ? [element('p', {class: 'sub'}, 'Keep in fp32 when the rest runs in fp16:'),
+                         element('ul', {}, keep)] : null];
 }
 
 // The CSS class of a label: its own for one precision, `open` for a two-label value such as fp16|fp32.
@@ -408,7 +427,7 @@ function modelSection(model) {
   return element('section', {class: 'model', id: anchor(model)},
       element('h2', {}, model.input),
       element('p', {class: 'sub'}, `${model.format}, ${model.files.length} file(s): ${model.path}`),
-      verdictBlock(model), numbersGrid(summary), notes,
+      verdictBlock(model), adviceBlock(model), numbersGrid(summary), notes,
       recordsTable(model), documentedBlock(model), safetyBlock(model),
       element('h3', {}, 'Range evidence'), evidenceTable(model),
       element('h3', {}, 'Will it fit fp16?'),

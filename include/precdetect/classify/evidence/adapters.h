@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "precdetect/classify/classifier.h"
+#include "precdetect/classify/verdict.h"
 #include "precdetect/core/named_enum.h"
 
 namespace precdetect {

@@ -1,4 +1,4 @@
-#include "precdetect/classify/training_records.h"
+#include "precdetect/load/records/find_records.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,4 +1,4 @@
-#include "precdetect/classify/storage_cast.h"
+#include "precdetect/classify/evidence/storage_casts.h"
 
 namespace precdetect {
 

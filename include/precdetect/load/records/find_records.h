@@ -7,9 +7,9 @@
 #include <string_view>
 #include <vector>
 
-#include "precdetect/classify/training_record.h"
 #include "precdetect/core/warning.h"
 #include "precdetect/load/pickle/pickle.h"
+#include "precdetect/load/records/training_record.h"
 
 namespace precdetect {
 

@@ -4,7 +4,7 @@
 
 #include <span>
 
-#include "precdetect/classify/classifier.h"
+#include "precdetect/classify/verdict.h"
 
 namespace precdetect {
 
@@ -21,6 +21,6 @@ inline constexpr double kConflictConfidence = 0.5;
 /// rule rules out, or an fp32 record for parameters stored in fp16 or bf16, is a conflict: the other side's
 /// labels join the candidates and the confidence falls to kConflictConfidence.
 void weigh_records(Verdict& verdict, std::span<const TrainingRecord> records, const ModelSummary& summary,
-                   const Evidence* ranges_winner);
+                   const RuleEvidence* ranges_winner);
 
 }  // namespace precdetect

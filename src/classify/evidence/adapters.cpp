@@ -1,4 +1,4 @@
-#include "precdetect/classify/adapter.h"
+#include "precdetect/classify/evidence/adapters.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 #pragma once
-/// Stage 4: a verdict on training precision, with the evidence behind it.
+/// Stage 4's answer: a verdict on training precision, with the evidence behind it (judge.h gives it).
 
 #include <optional>
 #include <span>
@@ -7,11 +7,12 @@
 #include <vector>
 
 #include "precdetect/analyze/summary.h"
+#include "precdetect/classify/advice.h"
 #include "precdetect/classify/conflict.h"
-#include "precdetect/classify/documented.h"
+#include "precdetect/classify/evidence/documented_precision.h"
 #include "precdetect/classify/fp16_risk.h"
 #include "precdetect/classify/rules.h"
-#include "precdetect/classify/training_record.h"
+#include "precdetect/load/records/training_record.h"
 
 namespace precdetect {
 
@@ -25,7 +26,7 @@ struct Observation {
 };
 
 /// One rule, evaluated: every rule appears in the evidence, fired or not.
-struct Evidence {
+struct RuleEvidence {
   std::string rule;
   bool fired = false;
   Label label = Label::kUnknown;
@@ -63,38 +64,17 @@ struct Verdict {
   double confidence = 0.0;
   std::vector<Fp16RiskReason> fp16_risk_reasons;  ///< why the model is at risk in fp16, one entry per reason
   bool fp16_risk() const { return !fp16_risk_reasons.empty(); }
-  std::vector<Evidence> evidence;        ///< every range rule, fired or not
+  std::vector<RuleEvidence> evidence;    ///< every range rule, fired or not
   std::vector<TrainingRecord> records;   ///< what the training frameworks wrote down, merged across files
   std::optional<Documented> documented;  ///< the registry entry of the model or its base, when one matched
   std::vector<Conflict> conflicts;       ///< where records, documentation and weights disagree, each side in words
   Hints hints;
+  /// What to run the model in on the run's GPU class (advice.h); nullopt only for a verdict not judged (a failed
+  /// model).
+  std::optional<Advice> advice;
 
   /// Adds the labels not yet among the candidates, after them.
   void admit(std::span<const Label> labels);
 };
-
-/// What a model's files say about it beside the weights: training records and the documented precision.
-struct ModelEvidence {
-  std::span<const TrainingRecord> records;
-  std::optional<Documented> documented;
-  /// The weights are an adapter's (classify/adapter.h): its ranges and records describe the adapter's training,
-  /// never its base's pretraining, so they are shown and never decide; `documented` is its base's.
-  bool adapter = false;
-};
-
-/// The rules see the parameters' summary: the fired rule with the highest confidence (the first on ties) gives
-/// candidates and confidence, and as label what its candidates leave open (two candidates: a two-label value such
-/// as fp16|fp32, never one precision the ranges cannot decide); no fired rule, or no floating values at all, gives
-/// "unknown". A documented precision, then training records, decide instead when there are any (documented_evidence.h,
-/// record_evidence.h). An adapter's verdict comes from its base's documented precision alone (`unknown` without
-/// one), its rules and records listed as evidence only. fp16_risk is true when a fired rule says so (a `range` reason),
-/// when the model or its base is documented as bf16-pretrained (`documented`), or when casting one of `tensors`,
-/// parameter or buffer, to fp16 overflows or flushes most of it to zero (fp16_risk.h).
-Verdict classify(const ModelSummary& summary, std::span<const AnalyzedTensor> tensors, const RuleSet& rules,
-                 Hints hints, const ModelEvidence& evidence = {});
-
-/// config.json's declared dtype: "dtype", then "torch_dtype", then the same inside "text_config". nullopt when
-/// absent (config is null when there is no readable config.json: a hint is never worth failing a scan for).
-std::optional<std::string> config_dtype(const nlohmann::json& config);
 
 }  // namespace precdetect

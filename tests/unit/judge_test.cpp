@@ -1,10 +1,10 @@
 // The built-in rules on seed 000's table, and the rules file's validation.
-#include "precdetect/classify/classifier.h"
+#include "precdetect/classify/judge.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "precdetect/classify/documented.h"
+#include "precdetect/classify/evidence/documented_precision.h"
 #include "precdetect/core/error.h"
 
 namespace precdetect {
@@ -43,6 +43,12 @@ constexpr SeedRow kSeedTable[] = {
     {"EleutherAI/gpt-neo-2.7B", "fp32", 2.319e-11, 3.563e+00, 1.322e+00, 9.850e+02},
 };
 
+/// The verdict on `summary` alone: no tensors, records or identity.
+Verdict judged(const ModelSummary& summary, const RuleSet& rules, const ModelIdentity& identity = {},
+               std::span<const TrainingRecord> records = {}) {
+  return judge({.summary = summary, .identity = identity, .records = records}, {rules, default_registry()});
+}
+
 ModelSummary summary_of(const SeedRow& row) {
   ModelSummary summary;
   summary.abs_min = row.abs_min;
@@ -58,7 +64,7 @@ TEST(Classifier, SeedTableHasItsTwentyThreeRows) { EXPECT_EQ(std::size(kSeedTabl
 TEST(Classifier, Fp16GroupIsFp16AndSafe) {
   for (const SeedRow& row : kSeedTable) {
     if (std::string(row.group) != "fp16") continue;
-    Verdict verdict = classify(summary_of(row), {}, default_rules(), {});
+    Verdict verdict = judged(summary_of(row), default_rules());
     EXPECT_EQ(verdict.label, Label::kFp16OrFp32) << row.model;  // ranges never decide fp16 alone
     EXPECT_EQ(verdict.candidates.front(), Label::kFp16) << row.model;
     EXPECT_FALSE(verdict.fp16_risk()) << row.model;
@@ -69,7 +75,7 @@ TEST(Classifier, Fp16GroupIsFp16AndSafe) {
 TEST(Classifier, Bf16GroupCarriesFp16Risk) {
   for (const SeedRow& row : kSeedTable) {
     if (std::string(row.group) != "bf16") continue;
-    Verdict verdict = classify(summary_of(row), {}, default_rules(), {});
+    Verdict verdict = judged(summary_of(row), default_rules());
     EXPECT_TRUE(verdict.fp16_risk()) << row.model;
     EXPECT_EQ(verdict.label, Label::kBf16OrFp32) << row.model;
     EXPECT_EQ(verdict.candidates.front(), Label::kBf16) << row.model;
@@ -80,16 +86,16 @@ TEST(Classifier, Bf16GroupCarriesFp16Risk) {
 TEST(Classifier, Fp32GroupFollowsItsRange) {
   for (const SeedRow& row : kSeedTable) {
     if (std::string(row.group) != "fp32") continue;
-    Verdict verdict = classify(summary_of(row), {}, default_rules(), {});
+    Verdict verdict = judged(summary_of(row), default_rules());
     bool large = row.abs_max > 100 || row.norm_max > 1000;
     EXPECT_EQ(verdict.fp16_risk(), large) << row.model;
   }
 }
 
 TEST(Classifier, EvidenceListsEveryRuleWithObservedValues) {
-  Verdict verdict = classify(summary_of(kSeedTable[9]), {}, default_rules(), {});  // t5-small
+  Verdict verdict = judged(summary_of(kSeedTable[9]), default_rules());  // t5-small
   ASSERT_EQ(verdict.evidence.size(), default_rules().rules.size());
-  const Evidence& abs_max_rule = verdict.evidence[1];
+  const RuleEvidence& abs_max_rule = verdict.evidence[1];
   EXPECT_EQ(abs_max_rule.rule, "abs-max-above-1e2");
   EXPECT_TRUE(abs_max_rule.fired);
   ASSERT_EQ(abs_max_rule.observations.size(), 1u);
@@ -112,7 +118,7 @@ TEST(Classifier, RangeClaimsHoldOnSeedTable) {
     RuleSet alone{.rules = {rule}};
     size_t fired = 0, within = 0;
     for (const SeedRow& row : kSeedTable) {
-      if (classify(summary_of(row), {}, alone, {}).decided_by != VerdictBasis::kRanges) continue;
+      if (judged(summary_of(row), alone).decided_by != VerdictBasis::kRanges) continue;
       ++fired;
       for (Label candidate : rule.candidates) within += label_name(candidate) == row.group;
     }
@@ -127,7 +133,7 @@ TEST(Classifier, RangeClaimsHoldOnSeedTable) {
 
 TEST(Classifier, ValuesBeyondFp16MaxRuleOutFp16) {
   SeedRow row{"huge", "bf16", 0, 7e4, 1, 1e6};
-  Verdict verdict = classify(summary_of(row), {}, default_rules(), {});
+  Verdict verdict = judged(summary_of(row), default_rules());
   EXPECT_EQ(verdict.label, Label::kBf16OrFp32);
   EXPECT_EQ(verdict.candidates, (std::vector<Label>{Label::kBf16, Label::kFp32}));
   EXPECT_TRUE(verdict.evidence[0].fired);
@@ -136,7 +142,9 @@ TEST(Classifier, ValuesBeyondFp16MaxRuleOutFp16) {
 }
 
 TEST(Classifier, NoFloatingValuesIsUnknown) {
-  Verdict verdict = classify(ModelSummary{}, {}, default_rules(), {.stored_dtypes = {"I64"}});
+  ModelSummary integers;
+  integers.census["I64"] = {};
+  Verdict verdict = judged(integers, default_rules());
   EXPECT_EQ(verdict.label, Label::kUnknown);
   EXPECT_FALSE(verdict.fp16_risk());
   EXPECT_EQ(verdict.confidence, 0.0);
@@ -148,7 +156,7 @@ TEST(Rules, CustomRulesReplaceTheDefault) {
   RuleSet rules = parse_rules(R"({"rules":[{"id":"tiny","when":[{"stat":"abs_max","op":"<","value":1}],)"
                               R"("label":"fp32","confidence":0.4,"fp16_risk":false}]})",
                               "custom.json");
-  Verdict verdict = classify(summary_of({"m", "?", 0, 0.5, 1, 2}), {}, rules, {});
+  Verdict verdict = judged(summary_of({"m", "?", 0, 0.5, 1, 2}), rules);
   EXPECT_EQ(verdict.label, Label::kFp32);
   EXPECT_DOUBLE_EQ(verdict.confidence, 0.4);
 }
@@ -245,8 +253,7 @@ TEST(Registry, ARecordOutranksTheDocumentedPrecisionAndTheirConflictIsShown) {
   TrainingRecord fp16_run{.kind = RecordKind::kTrainerArguments, .label = Label::kFp16, .files = {"training_args.bin"}};
   const SeedRow& t5_small = kSeedTable[9];
   ASSERT_STREQ(t5_small.model, "t5-small");
-  Verdict verdict = classify(summary_of(t5_small), {}, default_rules(), {},
-                             {.records = std::span(&fp16_run, 1), .documented = documented_id("t5-small")});
+  Verdict verdict = judged(summary_of(t5_small), default_rules(), {.hub_id = "t5-small"}, std::span(&fp16_run, 1));
   EXPECT_EQ(verdict.decided_by, VerdictBasis::kRecords);
   EXPECT_EQ(verdict.label, Label::kFp16);
   ASSERT_EQ(verdict.conflicts.size(), 2u);  // the ranges and the documentation both disagree with the record
@@ -259,8 +266,7 @@ TEST(Registry, ARecordOutranksTheDocumentedPrecisionAndTheirConflictIsShown) {
 
 TEST(Registry, Fp8TrainingIsShownButNotWeighed) {
   const SeedRow& t5_small = kSeedTable[9];
-  Verdict verdict =
-      classify(summary_of(t5_small), {}, default_rules(), {}, {.documented = documented_id("deepseek-ai/DeepSeek-V3")});
+  Verdict verdict = judged(summary_of(t5_small), default_rules(), {.hub_id = "deepseek-ai/DeepSeek-V3"});
   ASSERT_TRUE(verdict.documented);
   EXPECT_EQ(verdict.documented->precision, Precision::kFp8Mixed);
   EXPECT_EQ(verdict.decided_by, VerdictBasis::kRanges);

@@ -1,4 +1,4 @@
-#include "precdetect/classify/record_evidence.h"
+#include "precdetect/classify/evidence/records.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -33,7 +33,7 @@ std::vector<std::string> half_storage(const ModelSummary& summary) {
 double record_confidence(Label label) { return label == Label::kFp32 ? 0.9 : 0.95; }
 
 void weigh_records(Verdict& verdict, std::span<const TrainingRecord> records, const ModelSummary& summary,
-                   const Evidence* winner) {
+                   const RuleEvidence* winner) {
   if (records.empty()) return;
   verdict.records.assign(records.begin(), records.end());
   std::set<Label> recorded;

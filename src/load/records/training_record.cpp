@@ -1,4 +1,4 @@
-#include "precdetect/classify/training_record.h"
+#include "precdetect/load/records/training_record.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,4 +1,4 @@
-#include "precdetect/classify/documented.h"
+#include "precdetect/classify/evidence/documented_precision.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -7,6 +7,8 @@
 #include <array>
 #include <cctype>
 #include <utility>
+
+#include "precdetect/classify/evidence/records.h"
 
 namespace precdetect {
 namespace {
@@ -20,18 +22,6 @@ constexpr std::array<std::pair<std::string_view, std::array<std::string_view, 3>
     {"num_hidden_layers", {"n_layer", "num_layers", ""}},
     {"num_attention_heads", {"n_head", "num_heads", ""}},
 }};
-
-bool same_id(std::string_view a, std::string_view b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                    [](char x, char y) { return std::tolower(static_cast<unsigned char>(x)) == std::tolower(y); });
-}
-
-/// How well `pattern` names `id`: exact ids rank above every prefix, longer prefixes above shorter; 0 for none.
-size_t id_match(std::string_view pattern, std::string_view id) {
-  if (!pattern.ends_with('*')) return same_id(pattern, id) ? SIZE_MAX : 0;
-  std::string_view prefix = pattern.substr(0, pattern.size() - 1);
-  return id.size() >= prefix.size() && same_id(prefix, id.substr(0, prefix.size())) ? prefix.size() + 1 : 0;
-}
 
 const json* config_field(const json& config, std::string_view key) {
   if (config.contains(key)) return &config[std::string(key)];
@@ -80,7 +70,7 @@ Documented documented(const RegistryEntry& entry, std::string id, MatchKind kind
 const std::string* base_of_variant(const RegistryEntry& entry, std::string_view variant) {
   const std::string* base = nullptr;
   for (const std::string& id : entry.ids)
-    if (!id.ends_with('*') && id.size() < variant.size() && same_id(id, variant.substr(0, id.size())) &&
+    if (!id.ends_with('*') && id.size() < variant.size() && same_hub_id(id, variant.substr(0, id.size())) &&
         (base == nullptr || id.size() > base->size()))
       base = &id;
   return base;
@@ -96,7 +86,7 @@ std::optional<Documented> by_id(const Registry& registry, const std::string& id,
   for (const RegistryEntry& entry : registry.entries)
     for (bool variant : {false, true})
       for (const std::string& pattern : variant ? entry.variants : entry.ids)
-        if (size_t rank = id_match(pattern, id); rank > best_rank)
+        if (size_t rank = hub_id_match(pattern, id); rank > best_rank)
           best = &entry, best_pattern = &pattern, best_is_variant = variant, best_rank = rank;
   if (best == nullptr) return std::nullopt;
   std::string named = best_pattern->ends_with('*') ? id : *best_pattern;
@@ -119,6 +109,49 @@ std::optional<Documented> by_config(const Registry& registry, const json& config
   return documented(weakest, weakest.ids.front(), MatchKind::kConfig, config_text(weakest.config));
 }
 
+/// "documented bf16 for EleutherAI/pythia-1b (grade high: the EleutherAI/pythia README ...)", naming a base as
+/// such.
+std::string documented_text(const Documented& documented) {
+  return fmt::format("documented {} for {}{} (grade {}: {})", documented.precision,
+                     documented.base_model ? "its base model " : "", documented.id, documented.grade,
+                     documented.source);
+}
+
+void decide_over_ranges(Verdict& verdict, const Documented& documented, const RuleEvidence* winner) {
+  verdict.decided_by = VerdictBasis::kDocumented;
+  verdict.label = documented.label;
+  verdict.candidates = {documented.label};
+  verdict.confidence = documented.confidence;
+  if (winner == nullptr) return;
+  const std::vector<Label>& ranges = winner->candidates;
+  if (std::find(ranges.begin(), ranges.end(), documented.label) != ranges.end()) {
+    verdict.confidence = agreeing_confidence(documented.confidence, winner->confidence);
+    return;
+  }
+  verdict.conflicts.push_back(
+      {ConflictKind::kRangesNotDocumented,
+       fmt::format("{}, but range rule {} says {} ({}): the weights were changed after pretraining (a fine-tune, "
+                   "a conversion), or the entry does not describe this checkpoint",
+                   documented_text(documented), winner->rule, fmt::join(ranges, "|"), winner->observed_text())});
+  verdict.admit(ranges);
+  verdict.confidence = kConflictConfidence;
+}
+
+void weigh_against_records(Verdict& verdict, const Documented& documented) {
+  if (verdict.label == Label::kUnknown) return;  // the records disagree among themselves: shown already
+  if (verdict.label == documented.label) {
+    verdict.confidence = agreeing_confidence(verdict.confidence, documented.confidence);
+    return;
+  }
+  verdict.conflicts.push_back(
+      {ConflictKind::kRecordNotDocumented,
+       fmt::format("recorded {} ({}), but {}: the record describes the run that saved this checkpoint, often a "
+                   "fine-tune in another precision than pretraining",
+                   verdict.label, record_text(verdict.records.front()), documented_text(documented))});
+  verdict.admit(std::array{documented.label});
+  verdict.confidence = kConflictConfidence;
+}
+
 }  // namespace
 
 std::optional<Documented> find_documented(const Registry& registry, const ModelIdentity& identity) {
@@ -129,14 +162,35 @@ std::optional<Documented> find_documented(const Registry& registry, const ModelI
     }
   if (identity.name_or_path)
     if (auto found = by_id(registry, *identity.name_or_path, MatchKind::kNameOrPath)) {
-      found->base_model = found->base_model || (identity.hub_id && !same_id(*identity.hub_id, *identity.name_or_path));
+      found->base_model =
+          found->base_model || (identity.hub_id && !same_hub_id(*identity.hub_id, *identity.name_or_path));
       return found;
     }
   if (identity.legacy_name)  // only a registry id itself: a slash-less name matches no pattern and no variant
     if (auto found = by_id(registry, *identity.legacy_name, MatchKind::kLegacyId);
-        found && same_id(found->id, *identity.legacy_name))
+        found && same_hub_id(found->id, *identity.legacy_name))
       return found;
   return by_config(registry, identity.config);
+}
+
+std::optional<Documented> find_base_documented(const Registry& registry, const std::string& base_model) {
+  std::optional<std::string> id = adapter_base_id(base_model);
+  if (!id) return std::nullopt;
+  return find_documented(registry, {.hub_id = id, .hub_id_source = MatchKind::kAdapterBase});
+}
+
+double agreeing_confidence(double a, double b) { return std::min(0.99, 1.0 - (1.0 - a) * (1.0 - b)); }
+
+void weigh_documented(Verdict& verdict, const std::optional<Documented>& documented, const RuleEvidence* winner) {
+  if (!documented) return;
+  verdict.documented = documented;
+  if (documented->label == Label::kUnknown) return;
+  if (documented->label == Label::kBf16)
+    verdict.fp16_risk_reasons.push_back({.kind = Fp16RiskKind::kDocumented, .rule = documented->id});
+  if (verdict.decided_by == VerdictBasis::kRecords)
+    weigh_against_records(verdict, *documented);
+  else
+    decide_over_ranges(verdict, *documented, winner);
 }
 
 }  // namespace precdetect
