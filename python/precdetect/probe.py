@@ -8,6 +8,7 @@ check() computes with these measurements as evidence. Run it on the model as it 
 bf16): it names the module before any inf, where transformers' DebugUnderflowOverflow names it after one."""
 
 import sys
+import weakref
 from collections.abc import Mapping
 
 from precdetect.api import check
@@ -37,10 +38,11 @@ def probe(model, inputs, *, forward=None, **options) -> ScanResult:
 def _measure(torch, model, inputs, forward) -> dict:
     """{module name: (largest |output|, largest |input|, holds parameters itself)}, the model's own module first."""
     running = {}
+    measured = {}  # id(tensor) -> (weak reference, peak): a module's input is the previous one's output, measured once
 
     def hook_for(name):
         def hook(module, args, output):
-            out, inp = _largest(torch, output), _largest(torch, args)
+            out, inp = _largest(torch, output, measured), _largest(torch, args, measured)
             if name in running:
                 out, inp = torch.maximum(out, running[name][0]), torch.maximum(inp, running[name][1])
             running[name] = (out, inp)
@@ -66,22 +68,31 @@ def _measure(torch, model, inputs, forward) -> dict:
             for name, (out, inp) in running.items()}
 
 
-def _largest(torch, value):
+def _largest(torch, value, measured):
     """The largest magnitude among the floating tensors in `value` (a tensor, or tuples, lists and mappings of them,
-    as model outputs are), as a 0-dim float32 tensor; NaN is no magnitude and counts as 0."""
+    as model outputs are), as a 0-dim float32 tensor; NaN is no magnitude and counts as 0. A tensor still alive in
+    `measured` is not reduced again (containers return their last child's output, modules take the previous one's)."""
     largest = torch.zeros((), dtype=torch.float32)
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, torch.Tensor):
             if item.is_floating_point() and item.numel() > 0:
-                peak = torch.linalg.vector_norm(item.detach(), ord=float("inf")).float()
-                largest = torch.maximum(largest.to(peak.device), torch.nan_to_num(peak, nan=0.0))
+                largest = torch.maximum(largest.to(item.device), _peak(torch, item, measured))
         elif isinstance(item, Mapping):
             stack.extend(item.values())
         elif isinstance(item, (tuple, list)):
             stack.extend(item)
     return largest
+
+
+def _peak(torch, tensor, measured):
+    known = measured.get(id(tensor))
+    if known is not None and known[0]() is tensor:
+        return known[1]
+    peak = torch.nan_to_num(torch.linalg.vector_norm(tensor.detach(), ord=float("inf")).float(), nan=0.0)
+    measured[id(tensor)] = (weakref.ref(tensor), peak)
+    return peak
 
 
 def _finite(value: float) -> float:
