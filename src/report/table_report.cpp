@@ -146,7 +146,7 @@ void append_records(std::string& out, const Verdict& verdict) {
 void append_advice(std::string& out, const Verdict& verdict) {
   if (!verdict.advice) return;
   const Advice& advice = *verdict.advice;
-  out += fmt::format("  advice for {}: {}\n", advice.gpu.describe(), advice.why);
+  out += fmt::format("  advice: {}\n", advice.why);
   for (const ToolPlan& plan : advice.plans)
     out += fmt::format("    {:<11} {:<33} {:<9} {}\n", plan_target_name(plan.target), plan.tool, plan.precision,
                        plan.setting);

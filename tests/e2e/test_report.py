@@ -206,6 +206,9 @@ class ReportInChromiumTest(ReportCase):
         section = page.evaluate("document.getElementById('model-0').innerText")
         self.assertIn("Buffers (not in the verdict)", section)
         self.assertIn("abs max 7.000e+4 (bn.running_var)", section)
+        self.assertIn("What to run it in, on a GPU with bf16 (compute capability 8.0 or newer)", section)
+        self.assertIn("TrainingArguments(bf16=True)", section)
+        self.assertIn("bn (weights): bn.running_var overflows fp16", section)
 
     def test_the_page_shows_the_training_record_its_basis_and_the_conflict(self):
         folder = self.write_model({"w": torch.full((4,), 300.0)})

@@ -274,3 +274,90 @@ TEST(Registry, Fp8TrainingIsShownButNotWeighed) {
 
 }  // namespace
 }  // namespace precdetect
+
+namespace precdetect {
+namespace {
+
+TEST(Gpu, NamesAndComputeCapabilitiesParse) {
+  EXPECT_EQ(parse_gpu("T4")->major, 7);
+  EXPECT_EQ(parse_gpu("Tesla T4")->minor, 5);
+  EXPECT_EQ(parse_gpu("nvidia-a100")->major, 8);
+  EXPECT_EQ(parse_gpu("RTX 4090")->minor, 9);
+  EXPECT_EQ(parse_gpu("sm_75")->major, 7);
+  EXPECT_EQ(parse_gpu("sm_120")->major, 12);
+  EXPECT_EQ(parse_gpu("8.6")->minor, 6);
+  EXPECT_TRUE(parse_gpu("CPU")->cpu);
+  EXPECT_FALSE(parse_gpu("cpu")->bf16());
+  EXPECT_FALSE(parse_gpu("V100")->bf16());
+  EXPECT_TRUE(parse_gpu("L4")->bf16());
+  EXPECT_TRUE(assumed_gpu().bf16());
+  for (const char* bad : {"Z80", "", "7", "7.", ".5", "sm_7", "sm_7x", "99.0", "a100x"})
+    EXPECT_FALSE(parse_gpu(bad)) << bad;
+}
+
+/// An fp16 failure list of one entry, parsed as the built-in one is.
+std::vector<Fp16Failure> one_failure(const std::string& entry) {
+  return parse_fp16_failures("[" + entry + "]", "test.json");
+}
+
+TEST(DocumentedFp16Failures, MatchByArchitectureModelTypeOrIdWithEveryConfigField) {
+  std::vector<Fp16Failure> failures =
+      one_failure(R"({"id": "x", "architectures": ["XForCausalLM"], "ids": ["org/x-*"], "config": {"variant": 2},)"
+                  R"( "says": "s", "source": "src", "quote": "q"})");
+  auto matches = [&](ModelIdentity identity) { return find_fp16_failures(failures, identity).size() == 1; };
+  EXPECT_TRUE(matches({.config = {{"architectures", {"XForCausalLM"}}, {"variant", 2}}}));
+  EXPECT_FALSE(matches({.config = {{"architectures", {"XForCausalLM"}}, {"variant", 3}}}));
+  EXPECT_FALSE(matches({.config = {{"architectures", {"YForCausalLM"}}, {"variant", 2}}}));
+  EXPECT_TRUE(matches({.hub_id = "Org/X-7B", .config = {{"variant", 2}}}));
+  EXPECT_FALSE(matches({.hub_id = "org/y-7b", .config = {{"variant", 2}}}));
+  std::vector<Fp16Failure> by_type =
+      one_failure(R"({"id": "t", "model_types": ["gemma2"], "says": "s", "source": "src", "quote": "q"})");
+  EXPECT_EQ(find_fp16_failures(by_type, {.config = {{"text_config", {{"model_type", "gemma2"}}}}}).size(), 1u);
+}
+
+TEST(DocumentedFp16Failures, AnEntryWithoutSourceQuoteOrNamesIsRefused) {
+  for (const char* entry : {R"({"id": "a", "model_types": ["t5"], "says": "s", "quote": "q"})",
+                            R"({"id": "a", "model_types": ["t5"], "says": "s", "source": "src"})",
+                            R"({"id": "a", "says": "s", "source": "src", "quote": "q"})",
+                            R"({"id": "a", "model_types": "t5", "says": "s", "source": "src", "quote": "q"})"}) {
+    try {
+      one_failure(entry);
+      ADD_FAILURE() << "accepted: " << entry;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidRegistry) << entry;
+    }
+  }
+  EXPECT_GE(documented_fp16_failures().size(), 3u);
+}
+
+/// The serving precision transformers gets for `summary` on `gpu`.
+RunPrecision serving(const Verdict& verdict) {
+  for (const ToolPlan& plan : verdict.advice->plans)
+    if (plan.target == PlanTarget::kServing && plan.tool == "transformers") return plan.precision;
+  return RunPrecision::kBf16;
+}
+
+TEST(Advice, ARangeRiskNeedsBf16OrFp32AndADocumentedRemedyAllowsFp16WithItsKeepList) {
+  const SeedRow& t5_small = kSeedTable[9];  // abs max in the hundreds: a range risk
+  Judgement t4{default_rules(), default_registry(), *parse_gpu("T4")};
+  Judgement a100{default_rules(), default_registry(), *parse_gpu("A100")};
+  ModelSummary summary = summary_of(t5_small);
+  EXPECT_EQ(serving(judge({.summary = summary, .identity = {}}, t4)), RunPrecision::kFp32);
+  EXPECT_EQ(serving(judge({.summary = summary, .identity = {}}, a100)), RunPrecision::kBf16);
+  ModelIdentity t5{.config = {{"model_type", "t5"}, {"architectures", {"T5ForConditionalGeneration"}}}};
+  Verdict verdict = judge({.summary = summary, .identity = t5}, t4);
+  EXPECT_EQ(serving(verdict), RunPrecision::kFp16Keep);
+  ASSERT_EQ(verdict.advice->keep_in_fp32.size(), 1u);
+  EXPECT_EQ(verdict.advice->keep_in_fp32[0].module, "wo");
+  EXPECT_EQ(verdict.advice->keep_in_fp32[0].basis, KeepBasis::kDocumented);
+  for (const ToolPlan& plan : verdict.advice->plans)
+    EXPECT_NE(plan.precision, plan.tool == "transformers" ? RunPrecision::kFp16 : RunPrecision::kFp16Keep) << plan.tool;
+  // A probe that measured where the activations go over answers the range risk too.
+  ActivationPeak peak{.module = "encoder.block.0.layer.1.DenseReluDense.wo", .output = 1e5, .input = 10};
+  Verdict probed = judge({.summary = summary, .identity = {}, .activations = std::span(&peak, 1)}, t4);
+  EXPECT_EQ(serving(probed), RunPrecision::kFp16Keep);
+  EXPECT_EQ(probed.advice->keep_in_fp32[0].basis, KeepBasis::kActivation);
+}
+
+}  // namespace
+}  // namespace precdetect

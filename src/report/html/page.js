@@ -263,8 +263,8 @@ function adviceBlock(model) {
   const keep = advice.keep_in_fp32.map((k) => element('li', {}, element('code', {}, k.module), ` (${k.basis}): ${k.why}`));
   return [element('h3', {}, `What to run it in, on ${advice.gpu.describes}`),
           element('p', {}, advice.why), table(['target', 'tool', 'precision', 'setting'], rows, 4),
-          keep.length ? [element('p', {class: 'sub'}, 'Keep in fp32 when the rest runs in fp16:'),
-                         element('ul', {}, keep)] : null];
+          keep.length ? element('div', {}, element('p', {class: 'sub'}, 'Keep in fp32 when the rest runs in fp16:'),
+                                element('ul', {}, keep)) : null];
 }
 
 // The CSS class of a label: its own for one precision, `open` for a two-label value such as fp16|fp32.
