@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "precdetect/analyze/analyzer.h"
@@ -21,6 +22,7 @@
 #include "precdetect/discover/hf_cache.h"
 #include "precdetect/discover/input_list.h"
 #include "precdetect/load/checkpoint.h"
+#include "precdetect/load/components.h"
 #include "precdetect/report/batch_counts.h"
 #include "precdetect/report/csv_report.h"
 #include "precdetect/report/html_report.h"
@@ -103,11 +105,13 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
   report.input = report.path = input;
   std::optional<ModelSource> source;
   std::optional<Checkpoint> checkpoint;
+  std::optional<ComponentInput> component = component_input(input);
   try {
-    source = discover(input, hf_hub_cache());
+    source = discover(component ? component->file : input, hf_hub_cache());
     report.path = source->path.string();
     for (const auto& file : source->files) report.files.push_back(file.string());
     checkpoint = open_checkpoint(*source, options.read_mode.value_or(analyzer.preferred_read_mode()));
+    if (component) keep_component(checkpoint->tensors, component->component, source->path.string());
     report.format = checkpoint->format;
     if (!checkpoint->metadata.empty()) report.metadata = nlohmann::ordered_json::parse(checkpoint->metadata);
     ModelAnalysis analysis = analyze_model(*checkpoint, options.filter, judgement.rules.buffers, analyzer, cache);
@@ -152,6 +156,26 @@ struct RunPlan {
   std::vector<ListPosition> positions;
 };
 
+/// A single-file pipeline checkpoint as its components ("sd_xl_base_1.0.safetensors#vae", ...: load/components.h);
+/// any other model as itself. Only a model of one file is opened to see (a folder of one file too: ComfyUI's
+/// models/checkpoints may hold one); a folder of several models was split into them by models_in.
+std::vector<std::string> components_of(const std::string& model) {
+  try {
+    if (component_input(model)) return {model};
+    ModelSource source = discover(model, hf_hub_cache());
+    // The layouts are saved as safetensors and as torch's .ckpt: other formats are not opened twice to see.
+    static const std::set<std::string> kPipelineExtensions = {".safetensors", ".ckpt", ".pt", ".pth", ".bin"};
+    if (source.files.size() != 1 || !kPipelineExtensions.contains(source.files.front().extension().string()))
+      return {model};
+    std::vector<std::string> parts;
+    for (const std::string& name : single_file_components(open_checkpoint(source).tensors))
+      parts.push_back(fmt::format("{}#{}", model, name));
+    if (!parts.empty()) return parts;
+  } catch (const std::exception&) {  // scanning it as typed names the problem
+  }
+  return {model};
+}
+
 RunPlan plan_run(const ScanOptions& options) {
   std::vector<std::string> inputs;
   auto add = [&](const std::string& input) {
@@ -176,10 +200,11 @@ RunPlan plan_run(const ScanOptions& options) {
     if (options.shard && !in_shard(inputs[index], *options.shard)) continue;
     if (plan.part) ++plan.part->inputs;
     uint64_t of_input = 0;
-    for (std::string& model : models_in(inputs[index], hf_hub_cache(), options.all_formats)) {
-      plan.models.push_back(std::move(model));
-      if (plan.part) plan.positions.push_back({index, of_input++});
-    }
+    for (const std::string& model : models_in(inputs[index], hf_hub_cache(), options.all_formats))
+      for (std::string& part : components_of(model)) {
+        plan.models.push_back(std::move(part));
+        if (plan.part) plan.positions.push_back({index, of_input++});
+      }
   }
   return plan;
 }

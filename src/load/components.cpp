@@ -1,0 +1,75 @@
+#include "precdetect/load/components.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+
+#include "precdetect/core/error.h"
+
+namespace precdetect {
+namespace {
+
+struct ComponentPrefix {
+  std::string_view prefix, component;
+};
+
+constexpr std::array<ComponentPrefix, 9> kPrefixes = {{
+    {"model.diffusion_model.", "diffusion_model"},
+    {"first_stage_model.", "vae"},
+    {"vae.", "vae"},
+    {"cond_stage_model.", "text_encoder"},
+    {"conditioner.embedders.0.", "text_encoder"},
+    {"conditioner.embedders.1.", "text_encoder_2"},
+    {"text_encoders.clip_l.", "clip_l"},
+    {"text_encoders.clip_g.", "clip_g"},
+    {"text_encoders.t5xxl.", "t5xxl"},
+}};
+
+constexpr std::string_view kOther = "other";
+
+bool is_component(std::string_view name) {
+  return name == kOther ||
+         std::any_of(kPrefixes.begin(), kPrefixes.end(), [&](const ComponentPrefix& p) { return p.component == name; });
+}
+
+}  // namespace
+
+std::string_view component_of(std::string_view tensor) {
+  for (const ComponentPrefix& entry : kPrefixes)
+    if (tensor.starts_with(entry.prefix)) return entry.component;
+  return kOther;
+}
+
+std::vector<std::string> single_file_components(std::span<const TensorRecord> tensors) {
+  std::vector<std::string_view> found;
+  for (const TensorRecord& tensor : tensors)
+    if (std::string_view component = component_of(tensor.name);
+        std::find(found.begin(), found.end(), component) == found.end())
+      found.push_back(component);
+  std::vector<std::string> components;  // in kPrefixes' order, "other" last: the same order whatever the file's
+  for (const ComponentPrefix& entry : kPrefixes)
+    if (std::find(found.begin(), found.end(), entry.component) != found.end() &&
+        std::find(components.begin(), components.end(), entry.component) == components.end())
+      components.emplace_back(entry.component);
+  if (components.size() < 2) return {};
+  if (std::find(found.begin(), found.end(), kOther) != found.end()) components.emplace_back(kOther);
+  return components;
+}
+
+std::optional<ComponentInput> component_input(std::string_view input) {
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::path(input), ec)) return std::nullopt;
+  size_t hash = input.rfind('#');
+  if (hash == std::string_view::npos || hash == 0 || !is_component(input.substr(hash + 1))) return std::nullopt;
+  return ComponentInput{std::string(input.substr(0, hash)), std::string(input.substr(hash + 1))};
+}
+
+void keep_component(std::vector<TensorRecord>& tensors, std::string_view component, const std::string& file) {
+  std::erase_if(tensors, [&](const TensorRecord& tensor) { return component_of(tensor.name) != component; });
+  if (tensors.empty())
+    fail(ErrorCode::kMissingTensor, file, fmt::format("holds no tensor of the component `{}`", component));
+}
+
+}  // namespace precdetect
