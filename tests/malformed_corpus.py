@@ -263,6 +263,13 @@ def write_folders(dest):
     os.mkfifo(fifo / "model.safetensors")
     folder("index-larger-than-64-mib", "io_error",
            {index: b'{"weight_map": {}}' + b" " * (64 << 20), "model-00001.safetensors": good})
+    fp8 = {"w.weight": {"dtype": "F8_E4M3", "shape": [200, 300], "data_offsets": [0, 60000]},
+           "w.weight_scale_inv": {"dtype": "F32", "shape": [3, 3], "data_offsets": [60000, 60036]}}
+    folder("fp8-scale-fits-no-block", "size_mismatch",
+           {"config.json": {"quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}},
+            "model.safetensors": safetensors(fp8, bytes(60036))})
+    fp8["w.weight_scale_inv"] = {"dtype": "F32", "shape": [7], "data_offsets": [60000, 60028]}
+    folder("fp8-scale-per-channel-too-few", "size_mismatch", {"model.safetensors": safetensors(fp8, bytes(60028))})
     os.mkfifo(dest / "fifo-given-directly.safetensors")
     expected["fifo-given-directly.safetensors"] = "io_error"
     return expected

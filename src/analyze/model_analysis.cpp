@@ -49,7 +49,8 @@ AnalyzedTensor analyzed(const TensorRecord& record, const BufferNames& buffers) 
           .layer = tensor_layer(grouped_by),
           .role = buffer ? TensorRole::kBuffer : record.role,
           .shares_storage_with = record.shares_storage_with,
-          .counted = record.counted};
+          .counted = record.counted,
+          .scaled_by = record.scaled_by};
 }
 
 /// The parts of one model-parallel tensor as one: copies of one tensor are taken once, slices are added up.
@@ -100,14 +101,42 @@ void count_roles(ModelAnalysis& analysis) {
   }
 }
 
+/// The quantization scales' warnings: NaN or Inf, zeros, and a largest scale that grows a hundredfold or more from
+/// the first block to the last (AWQ scales reaching 548 from 0.6, ROCm/hip-ep#168).
+void add_scale_warnings(ModelAnalysis& analysis) {
+  std::vector<std::string> scaled, nonfinite, zero;
+  std::map<int64_t, double> largest_by_block;
+  for (const AnalyzedTensor& tensor : analysis.tensors) {
+    if (tensor.role != TensorRole::kScale || !tensor.stats) continue;
+    if (tensor.stats->nans + tensor.stats->infs > 0) nonfinite.push_back(tensor.name);
+    if (tensor.stats->zeros > 0) zero.push_back(tensor.name);
+    if (tensor.layer && tensor.stats->has_values()) {
+      double& largest = largest_by_block[tensor.layer->index];
+      largest = std::max(largest, tensor.stats->abs_max);
+    }
+  }
+  auto& warnings = analysis.warnings;
+  warn_about(warnings, WarningCode::kScalesNonFinite, "", std::move(nonfinite));
+  warn_about(warnings, WarningCode::kScalesZero, "", std::move(zero));
+  if (largest_by_block.size() < 2) return;
+  auto [first, first_max] = *largest_by_block.begin();
+  auto [last, last_max] = *largest_by_block.rbegin();
+  if (first_max > 0 && last_max >= 100 * first_max)
+    warnings.push_back({.code = WarningCode::kScalesGrow,
+                        .names = {fmt::format("block {} ({:.3e})", first, first_max),
+                                  fmt::format("block {} ({:.3e})", last, last_max)},
+                        .count = static_cast<uint64_t>(last_max / first_max)});
+}
+
 void add_warnings(ModelAnalysis& analysis, const TensorFilter& filter) {
-  std::vector<std::string> skipped, dequantized;
+  std::vector<std::string> skipped, dequantized, scaled;
   size_t optimizer = 0, parts = 0, replicated = 0;
   for (const AnalyzedTensor& tensor : analysis.tensors) {
     if (dtype_kind(tensor.dtype) == DTypeKind::kSkipped)
       skipped.push_back(fmt::format("{} ({})", tensor.name, dtype_name(tensor.dtype)));
     if (dtype_kind(tensor.dtype) == DTypeKind::kQuantized)
       dequantized.push_back(fmt::format("{} ({})", tensor.name, dtype_name(tensor.dtype)));
+    if (tensor.scaled_by) scaled.push_back(fmt::format("{} (x {})", tensor.name, tensor.scaled_by->tensor));
     optimizer += tensor.role == TensorRole::kOptimizer;
     parts += !tensor.parts.empty() && !tensor.replicated;
     replicated += tensor.replicated;
@@ -115,6 +144,8 @@ void add_warnings(ModelAnalysis& analysis, const TensorFilter& filter) {
   auto& warnings = analysis.warnings;
   warn_about(warnings, WarningCode::kDtypesNotAnalyzed, "", std::move(skipped));
   warn_about(warnings, WarningCode::kDequantized, "", std::move(dequantized));
+  warn_about(warnings, WarningCode::kScaledWeights, "", std::move(scaled));
+  add_scale_warnings(analysis);
   if (optimizer > 0) warnings.push_back({.code = WarningCode::kOptimizerState, .count = optimizer});
   if (analysis.buffers.tensors > 0)
     warnings.push_back({.code = WarningCode::kBuffers, .count = analysis.buffers.tensors});

@@ -30,9 +30,13 @@ static_assert(std::is_trivially_copyable_v<TensorStats>);
 constexpr int kBusyTimeoutMs = 30'000;
 constexpr uint64_t kHashedBytes = 64 << 10;
 
+/// A scaled weight's statistics are its products with its scales: the scale and its blocks are part of the key.
 std::string tensor_key(const std::string& file, const TensorRecord& r) {
-  return fmt::format("{}|{}|{}+{}|{}|[{}]|[{}]|{}", file, static_cast<int>(r.dtype), r.offset, r.storage_offset,
-                     r.numel, fmt::join(r.shape, ","), fmt::join(r.stride, ","), r.big_endian);
+  std::string scaled =
+      r.scaled_by ? fmt::format("|x{}:{}x{}", r.scaled_by->tensor, r.scaled_by->block_rows, r.scaled_by->block_cols)
+                  : "";
+  return fmt::format("{}|{}|{}+{}|{}|[{}]|[{}]|{}{}", file, static_cast<int>(r.dtype), r.offset, r.storage_offset,
+                     r.numel, fmt::join(r.shape, ","), fmt::join(r.stride, ","), r.big_endian, scaled);
 }
 
 /// Opens `path` and makes sure it holds our table; nullptr and the reason when it does not.

@@ -168,7 +168,7 @@ std::vector<std::string> components_of(const std::string& model) {
     if (source.files.size() != 1 || !kPipelineExtensions.contains(source.files.front().extension().string()))
       return {model};
     std::vector<std::string> parts;
-    for (const std::string& name : single_file_components(open_checkpoint(source).tensors))
+    for (const std::string& name : file_components(source.files.front()))
       parts.push_back(fmt::format("{}#{}", model, name));
     if (!parts.empty()) return parts;
   } catch (const std::exception&) {  // scanning it as typed names the problem

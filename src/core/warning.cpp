@@ -34,6 +34,14 @@ std::string_view warning_code_name(WarningCode code) {
       return "dtypes_not_analyzed";
     case WarningCode::kDequantized:
       return "dequantized";
+    case WarningCode::kScaledWeights:
+      return "scaled_weights";
+    case WarningCode::kScalesNonFinite:
+      return "scales_nonfinite";
+    case WarningCode::kScalesZero:
+      return "scales_zero";
+    case WarningCode::kScalesGrow:
+      return "scales_grow";
     case WarningCode::kOptimizerState:
       return "optimizer_state";
     case WarningCode::kBuffers:
@@ -111,6 +119,25 @@ std::string Warning::message() const {
           "with them: {}. Their statistics are the quantized model's, an approximation of the trained weights (each "
           "value within its block's rounding step); the range rules read them as they read any weights",
           count, names_text);
+    case WarningCode::kScaledWeights:
+      return fmt::format(
+          "{} tensor(s) stored in fp8 with their scales beside them were analyzed as stored value x scale, the "
+          "values the model computes with: {}. Their scales are reported apart (role \"scale\")",
+          count, names_text);
+    case WarningCode::kScalesNonFinite:
+      return fmt::format(
+          "{} scale tensor(s) hold NaN or Inf: every weight they scale is NaN or Inf to the model (a damaged or "
+          "badly calibrated quantization; requantize it): {}",
+          count, names_text);
+    case WarningCode::kScalesZero:
+      return fmt::format(
+          "{} scale tensor(s) hold zeros: the blocks they scale are all zero to the model, whatever was stored: {}",
+          count, names_text);
+    case WarningCode::kScalesGrow:
+      return fmt::format(
+          "the largest quantization scale grows {}x with depth, from {} to {}: the deep layers' weights are large, "
+          "and their quantization error with them",
+          count, names.at(0), names.at(1));
     case WarningCode::kOptimizerState:
       return fmt::format(
           "{} optimizer-state tensor(s) are reported apart (role \"optimizer\") and kept out of the "

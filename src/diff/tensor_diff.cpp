@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "precdetect/analyze/cpu_kernel.h"
-#include "precdetect/analyze/scalar_stats.h"
+#include "precdetect/analyze/widen.h"
 #include "precdetect/cuda/cuda_backend.h"
 #include "precdetect/diff/diff_kernel.h"
 
@@ -16,60 +16,6 @@ namespace precdetect {
 namespace {
 
 constexpr uint64_t kChunk = 1 << 22;
-
-template <typename Raw>
-Raw load(const std::byte* data, uint64_t index) {
-  Raw raw;
-  std::memcpy(&raw, data + index * sizeof(Raw), sizeof(Raw));
-  return raw;
-}
-
-/// Every value of an 8- or 16-bit float dtype, indexed by its stored bits (sign included), as a float: exact.
-const std::vector<float>& decoded_values(DType dtype) {
-  auto decode_all = [](DType narrow) {
-    uint32_t sign = magnitude_code_count(narrow);  // the sign bit sits just above the magnitude codes
-    std::vector<float> values(2 * sign);
-    for (uint32_t bits = 0; bits < values.size(); ++bits) {
-      auto magnitude = static_cast<float>(code_magnitude(narrow, bits & (sign - 1)));
-      values[bits] = bits & sign ? -magnitude : magnitude;
-    }
-    return values;
-  };
-  static const std::vector<float> f16 = decode_all(DType::F16), e4m3 = decode_all(DType::F8_E4M3),
-                                  e5m2 = decode_all(DType::F8_E5M2);
-  return dtype == DType::F16 ? f16 : dtype == DType::F8_E4M3 ? e4m3 : e5m2;
-}
-
-template <typename T, typename Raw, typename Decode>
-void widen_each(const HostValues& values, uint64_t begin, uint64_t count, T* out, Decode decode) {
-  for (uint64_t i = 0; i < count; ++i) out[i] = static_cast<T>(decode(load<Raw>(values.data(), begin + i)));
-}
-
-/// `count` values of `values` from `begin` on, widened to T (float, or double where either side is F64): every
-/// stored float converts exactly, NaN and Inf included.
-template <typename T>
-void widen(const HostValues& values, uint64_t begin, uint64_t count, T* out) {
-  switch (values.dtype()) {
-    case DType::F64:
-      return widen_each<T, uint64_t>(values, begin, count, out,
-                                     [](uint64_t bits) { return std::bit_cast<double>(bits); });
-    case DType::F32:
-      return widen_each<T, uint32_t>(values, begin, count, out,
-                                     [](uint32_t bits) { return std::bit_cast<float>(bits); });
-    case DType::BF16:
-      return widen_each<T, uint16_t>(values, begin, count, out,
-                                     [](uint16_t bits) { return std::bit_cast<float>(uint32_t{bits} << 16); });
-    case DType::F16:
-      return widen_each<T, uint16_t>(values, begin, count, out,
-                                     [&table = decoded_values(DType::F16)](uint16_t bits) { return table[bits]; });
-    case DType::F8_E4M3:
-    case DType::F8_E5M2:
-      return widen_each<T, uint8_t>(values, begin, count, out,
-                                    [&table = decoded_values(values.dtype())](uint8_t bits) { return table[bits]; });
-    default:
-      throw std::invalid_argument("widen: not an analyzed floating dtype");
-  }
-}
 
 /// Our fused diff kernel over two sides of different dtypes (or fp8): chunk by chunk through two reused buffers
 /// of T.

@@ -9,6 +9,7 @@
 #include "precdetect/core/error.h"
 #include "precdetect/core/text_file.h"
 #include "precdetect/load/file_format.h"
+#include "precdetect/load/quantization.h"
 #include "precdetect/load/records/find_records.h"
 #include "precdetect/load/safetensors/safetensors.h"
 
@@ -84,6 +85,18 @@ void read_training_file(Checkpoint& checkpoint, const std::filesystem::path& fil
   }
 }
 
+/// config.json's object, for what it says of the weights' quantization; null without a readable one (the weights
+/// are still scanned: a config is never worth failing a scan for).
+nlohmann::json config_object(const ModelSource& source) {
+  if (!source.config) return nullptr;
+  try {
+    nlohmann::json config = nlohmann::json::parse(read_text_file(*source.config, "config.json"));
+    return config.is_object() ? config : nullptr;
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 Checkpoint open_checkpoint(const ModelSource& source, ReadMode mode) {
@@ -100,6 +113,7 @@ Checkpoint open_checkpoint(const ModelSource& source, ReadMode mode) {
   for (const auto& file : source.training_files) read_training_file(checkpoint, file);
   if (!source.weight_map.empty()) check_against_index(checkpoint, source);
   check_unique_names(checkpoint);
+  link_scales(checkpoint.tensors, config_object(source), source.path.string());
   return checkpoint;
 }
 

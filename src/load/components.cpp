@@ -1,12 +1,16 @@
 #include "precdetect/load/components.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "precdetect/core/error.h"
+#include "precdetect/core/open_file.h"
+#include "precdetect/load/checkpoint.h"
 
 namespace precdetect {
 namespace {
@@ -28,13 +32,37 @@ constexpr std::array<ComponentPrefix, 9> kPrefixes = {{
 }};
 
 constexpr std::string_view kOther = "other";
+constexpr uint64_t kMaxHeader = uint64_t{100} << 20;  // safetensors' own limit on a header
 
 bool is_component(std::string_view name) {
   return name == kOther ||
          std::any_of(kPrefixes.begin(), kPrefixes.end(), [&](const ComponentPrefix& p) { return p.component == name; });
 }
 
+/// The tensor names of a safetensors header, read with pread (8 bytes of length, then the JSON).
+std::vector<TensorRecord> safetensors_names(const std::filesystem::path& file) {
+  OpenFile open = open_for_reading(file, "weights file");
+  uint64_t length = 0;
+  if (::pread(open.fd(), &length, sizeof length, 0) != sizeof length || length > kMaxHeader ||
+      length + sizeof length > open.size())
+    fail(ErrorCode::kInvalidHeader, file, "not a safetensors header");
+  std::string header(length, '\0');
+  if (::pread(open.fd(), header.data(), length, sizeof length) != static_cast<ssize_t>(length))
+    fail(ErrorCode::kIo, file, "the header could not be read");
+  nlohmann::json document = nlohmann::json::parse(header, nullptr, /*allow_exceptions=*/false);
+  if (!document.is_object()) fail(ErrorCode::kInvalidJson, file, "the header is not a JSON object");
+  std::vector<TensorRecord> names;
+  for (const auto& [name, entry] : document.items())
+    if (name != "__metadata__") names.push_back({.name = name});
+  return names;
+}
+
 }  // namespace
+
+std::vector<std::string> file_components(const std::filesystem::path& file) {
+  if (file.extension() == ".safetensors") return single_file_components(safetensors_names(file));
+  return single_file_components(open_checkpoint({.path = file, .files = {file}}, ReadMode::kPread).tensors);
+}
 
 std::string_view component_of(std::string_view tensor) {
   for (const ComponentPrefix& entry : kPrefixes)

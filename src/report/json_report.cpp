@@ -248,6 +248,8 @@ ordered_json tensor_json(const TensorReport& tensor) {
   item["shares_storage_with"] = tensor.shares_storage_with ? ordered_json(*tensor.shares_storage_with) : nullptr;
   if (tensor.torch_name) item["torch_name"] = *tensor.torch_name;
   if (!tensor.parts.empty()) item["parts"] = {{"shapes", tensor.parts}, {"replicated", tensor.replicated}};
+  if (const std::optional<ScaleLink>& scale = tensor.scaled_by)
+    item["scaled_by"] = {{"tensor", scale->tensor}, {"block", {scale->block_rows, scale->block_cols}}};
   return item;
 }
 

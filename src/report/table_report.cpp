@@ -104,6 +104,8 @@ std::string batch_line(const ScanReport& report) {
 /// another), and how model-parallel parts were joined.
 std::string tensor_note(const TensorReport& tensor) {
   if (tensor.role == TensorRole::kOptimizer) return "optimizer state";
+  if (tensor.role == TensorRole::kScale) return "quantization scale (not in the verdict)";
+  if (tensor.scaled_by) return fmt::format("dequantized: x {}", tensor.scaled_by->tensor);
   if (tensor.role == TensorRole::kBuffer) return "buffer (not in the verdict)";
   if (tensor.shares_storage_with) return "shares " + *tensor.shares_storage_with;
   if (!tensor.parts.empty())

@@ -31,6 +31,8 @@ struct AnalyzedTensor {
   std::vector<std::vector<int64_t>> parts;
   /// The parts are copies of one tensor (same shape and statistics: a replicated norm), counted once.
   bool replicated = false;
+  /// A quantized weight analyzed with its scales (TensorRecord::scaled_by): the scale tensor and its blocks.
+  std::optional<ScaleLink> scaled_by;
 };
 
 }  // namespace precdetect

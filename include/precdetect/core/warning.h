@@ -21,6 +21,10 @@ enum class WarningCode {
   kUnindexedTensors,     ///< load: tensors in the shards that the index does not list
   kDtypesNotAnalyzed,    ///< analyze: tensors counted in the census whose values were not analyzed
   kDequantized,          ///< analyze: block-quantized tensors analyzed from their dequantized values
+  kScaledWeights,        ///< analyze: fp8 weights analyzed as stored value x their scales
+  kScalesNonFinite,      ///< analyze: quantization scales holding NaN or Inf
+  kScalesZero,           ///< analyze: quantization scales holding zeros
+  kScalesGrow,           ///< analyze: quantization scales that grow a hundredfold or more with depth
   kOptimizerState,       ///< analyze: optimizer state reported apart
   kBuffers,              ///< analyze: buffers reported apart, out of the verdict
   kModelParallelJoined,  ///< analyze: model-parallel parts joined into whole tensors

@@ -5,6 +5,7 @@
 /// LDM_CLIP_PREFIX_TO_REMOVE, the text_encoders.* keys). They behave very differently in fp16, so each is scanned
 /// as a model of its own, named `FILE#COMPONENT`.
 
+#include <filesystem>
 #include <optional>
 #include <span>
 #include <string>
@@ -24,6 +25,11 @@ std::string_view component_of(std::string_view tensor);
 /// The components of a checkpoint whose tensors fall under two or more component prefixes, in the order above
 /// with "other" last when any tensor is under none; empty for a checkpoint that is one model.
 std::vector<std::string> single_file_components(std::span<const TensorRecord> tensors);
+
+/// The components of the single file `file` (safetensors, or a torch file), by single_file_components over its
+/// tensors' names; empty for one model. A safetensors file's header alone is read, with pread: nothing is mapped.
+/// Throws Error where the file cannot be read as a checkpoint.
+std::vector<std::string> file_components(const std::filesystem::path& file);
 
 struct ComponentInput {
   std::string file;

@@ -11,12 +11,21 @@
 
 namespace precdetect {
 
+/// A weight stored narrow whose scales are another tensor (load/quantization.h): each value the model computes
+/// with is the stored value times the scale of its block, `block_rows` x `block_cols` of the weight's rows (its
+/// first dimension) and columns (the others, flattened).
+struct ScaleLink {
+  std::string tensor;  ///< the scale tensor's name
+  int64_t block_rows = 1, block_cols = 1;
+};
+
 /// What a tensor is to the model: a parameter (its weights; "model" in reports), a buffer (state the model keeps
 /// but does not learn: BatchNorm statistics, attention masks, rotary tables), or training state saved beside it.
-/// Only parameters enter the verdict, as seed 000 walks model.parameters().
-enum class TensorRole { kModel, kBuffer, kOptimizer };
+/// Only parameters enter the verdict, as seed 000 walks model.parameters(). A quantized weight's scales are a role
+/// of their own: the weight is analyzed with them (TensorRecord::scaled_by), never they as weights.
+enum class TensorRole { kModel, kBuffer, kOptimizer, kScale };
 
-/// The role's name in reports: "model", "buffer", "optimizer".
+/// The role's name in reports: "model", "buffer", "optimizer", "scale".
 constexpr std::string_view role_name(TensorRole role) {
   switch (role) {
     case TensorRole::kModel:
@@ -25,6 +34,8 @@ constexpr std::string_view role_name(TensorRole role) {
       return "buffer";
     case TensorRole::kOptimizer:
       return "optimizer";
+    case TensorRole::kScale:
+      return "scale";
   }
   return "model";
 }
@@ -69,6 +80,9 @@ struct TensorRecord {
   std::optional<std::string> shares_storage_with;
   /// False for a second reference to exactly the same view (tied weights): reported, counted once.
   bool counted = true;
+  /// A quantized weight's scales (FP8 with `weight_scale_inv` blocks, compressed-tensors' `weight_scale`): its
+  /// statistics are those of its dequantized values.
+  std::optional<ScaleLink> scaled_by;
 };
 
 }  // namespace precdetect

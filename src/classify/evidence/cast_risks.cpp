@@ -6,7 +6,9 @@ namespace precdetect {
 
 std::vector<Fp16RiskReason> cast_risks(const AnalyzedTensor& tensor) {
   std::vector<Fp16RiskReason> risks;
-  if (!tensor.stats || !tensor.counted || tensor.role == TensorRole::kOptimizer) return risks;
+  // Optimizer state is not cast with the model; quantization scales stay in their own dtype when it is.
+  if (!tensor.stats || !tensor.counted || tensor.role == TensorRole::kOptimizer || tensor.role == TensorRole::kScale)
+    return risks;
   const TensorStats& stats = *tensor.stats;
   FormatFit fit = format_fit(stats, kFp16Format);
   if (fit.overflow > 0)

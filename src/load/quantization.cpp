@@ -1,0 +1,101 @@
+#include "precdetect/load/quantization.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <array>
+#include <optional>
+#include <unordered_map>
+
+#include "precdetect/core/error.h"
+
+namespace precdetect {
+namespace {
+
+constexpr std::array<std::string_view, 2> kScaleSuffixes = {"_scale_inv", "_scale"};
+
+bool is_fp8(DType dtype) { return dtype == DType::F8_E4M3 || dtype == DType::F8_E5M2; }
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// A weight as rows (its first dimension) by columns (the rest).
+std::pair<int64_t, int64_t> rows_and_columns(const TensorRecord& weight) {
+  if (weight.shape.empty()) return {1, 1};
+  int64_t rows = weight.shape.front();
+  return {rows, rows == 0 ? 0 : static_cast<int64_t>(weight.numel) / rows};
+}
+
+/// The scale's grid as rows by columns: a scalar or one element is 1 x 1, a vector one scale per row.
+std::pair<int64_t, int64_t> grid(const TensorRecord& scale) {
+  if (scale.numel <= 1) return {1, 1};
+  if (scale.shape.size() == 1) return {scale.shape[0], 1};
+  int64_t rows = scale.shape.front();
+  return {rows, static_cast<int64_t>(scale.numel) / rows};
+}
+
+/// The block side that tiles `length` into exactly `count` blocks, `configured` where given. Without one, the
+/// side must divide the length, or be a power of two whose last block is short (128 at DeepSeek's edges): a
+/// side that merely happens to tile (29 rows for 7 scales of 200) is no blocking any scheme writes.
+std::optional<int64_t> block_side(int64_t length, int64_t count, std::optional<int64_t> configured) {
+  if (count <= 0 || length <= 0) return std::nullopt;
+  if (configured) return ceil_div(length, *configured) == count ? configured : std::nullopt;
+  int64_t side = ceil_div(length, count);
+  bool power_of_two = (side & (side - 1)) == 0;
+  if (ceil_div(length, side) != count || (length % side != 0 && !power_of_two)) return std::nullopt;
+  return side;
+}
+
+/// config.json's `quantization_config.weight_block_size` ([rows, columns]), when given.
+std::optional<std::array<int64_t, 2>> configured_block(const nlohmann::json& config) {
+  if (!config.is_object() || !config.contains("quantization_config")) return std::nullopt;
+  const nlohmann::json& quantization = config["quantization_config"];
+  if (!quantization.is_object() || !quantization.contains("weight_block_size")) return std::nullopt;
+  const nlohmann::json& block = quantization["weight_block_size"];
+  if (!block.is_array() || block.size() != 2 || !block[0].is_number_integer() || !block[1].is_number_integer() ||
+      block[0].get<int64_t>() <= 0 || block[1].get<int64_t>() <= 0)
+    return std::nullopt;
+  return std::array{block[0].get<int64_t>(), block[1].get<int64_t>()};
+}
+
+ScaleLink link(const TensorRecord& weight, const TensorRecord& scale, std::optional<std::array<int64_t, 2>> block,
+               const std::string& file) {
+  auto [rows, columns] = rows_and_columns(weight);
+  auto [scale_rows, scale_columns] = grid(scale);
+  // A single scale covers the whole tensor, whatever a configured block says (per-tensor schemes).
+  bool whole = scale.numel == 1;
+  std::optional<int64_t> block_rows =
+      whole ? std::optional(std::max<int64_t>(rows, 1))
+            : block_side(rows, scale_rows, block ? std::optional((*block)[0]) : std::nullopt);
+  std::optional<int64_t> block_columns =
+      whole ? std::optional(std::max<int64_t>(columns, 1))
+            : block_side(columns, scale_columns, block ? std::optional((*block)[1]) : std::nullopt);
+  if (!block_rows || !block_columns)
+    fail(ErrorCode::kSizeMismatch, file,
+         fmt::format("scale `{}` of shape [{}] fits no blocking of weight `{}` of shape [{}]{}", scale.name,
+                     fmt::join(scale.shape, ", "), weight.name, fmt::join(weight.shape, ", "),
+                     block ? fmt::format(" in the configured blocks of {}x{}", (*block)[0], (*block)[1]) : ""));
+  return {.tensor = scale.name, .block_rows = *block_rows, .block_cols = *block_columns};
+}
+
+}  // namespace
+
+void link_scales(std::vector<TensorRecord>& tensors, const nlohmann::json& config, const std::string& file) {
+  std::unordered_map<std::string, size_t> by_name;
+  for (size_t i = 0; i < tensors.size(); ++i) by_name.emplace(tensors[i].name, i);
+  std::optional<std::array<int64_t, 2>> block = configured_block(config);
+  for (TensorRecord& weight : tensors) {
+    if (!is_fp8(weight.dtype)) continue;
+    for (std::string_view suffix : kScaleSuffixes) {
+      auto found = by_name.find(weight.name + std::string(suffix));
+      if (found == by_name.end()) continue;
+      TensorRecord& scale = tensors[found->second];
+      if (dtype_kind(scale.dtype) != DTypeKind::kFloat) continue;
+      weight.scaled_by = link(weight, scale, block, file);
+      scale.role = TensorRole::kScale;
+      scale.role_from_file = true;
+      break;
+    }
+  }
+}
+
+}  // namespace precdetect
