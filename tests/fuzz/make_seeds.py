@@ -90,6 +90,9 @@ def main():
     small = {"w": torch.arange(6, dtype=torch.float32).reshape(2, 3), "b": torch.ones(3, dtype=torch.bfloat16)}
     write("safetensors_header", "two-tensors", save(small, metadata={"format": "pt"}))
     write("safetensors_header", "empty", save({}))
+    write("safetensors_header", "fp8-block-scales",
+          save({"w.weight": torch.zeros(200, 300).to(torch.float8_e4m3fn), "w.weight_scale_inv": torch.ones(2, 3),
+                "model.diffusion_model.x": torch.zeros(2), "first_stage_model.y": torch.zeros(2)}))
     write("shard_index", "index", json.dumps({"metadata": {"total_size": 40},
                                               "weight_map": {"w": "model-00001.safetensors",
                                                              "b": "model-00002.safetensors"}}).encode())
