@@ -5,6 +5,9 @@ computes, then its statistics in float64.
 - FP8 with 128x128 blocks of `weight_scale_inv` (DeepSeek-V3; transformers' FineGrainedFP8, `quant_method` "fp8"):
   transformers' own `_dequantize_fp8_weight` is the reference. The file is written with torch: transformers writes
   it only on a GPU (its quantizer refuses a CPU), and DeepSeek's converter needs Triton on CUDA.
+- compressed-tensors' float8 (per channel, `weight_scale`): written by compressed-tensors 0.20.0 itself
+  (apply_quantization_config, its calculate_qparams for the scales, ModelCompressor.compress_model,
+  save_pretrained), its `dequantize` the reference.
 - Scale checks: NaN/Inf, zeros, and growth with depth, each a named warning."""
 
 import json
@@ -107,6 +110,57 @@ class Fp8Blocks(ScanTestCase):
             expected = reference_tensor_stats(weight.float() * scale)
             self.assertEqual(reported[name]["abs_max"], expected["abs_max"], name)
             self.assertAlmostEqual(reported[name]["norm"], expected["norm"], delta=expected["norm"] * 1e-9)
+
+
+class CompressedTensorsFloat8(ScanTestCase):
+    def test_a_float_quantized_checkpoint_is_analyzed_as_compressed_tensors_dequantizes_it(self):
+        from compressed_tensors.compressors import ModelCompressor
+        from compressed_tensors.quantization import (QuantizationConfig, apply_quantization_config,
+                                                     preset_name_to_scheme)
+        from compressed_tensors.quantization.lifecycle.forward import dequantize
+        from compressed_tensors.quantization.utils import calculate_qparams
+        from safetensors import safe_open
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        torch.manual_seed(0)
+        model = LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=64, intermediate_size=128,
+                                             num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4))
+        scheme = preset_name_to_scheme("FP8_DYNAMIC", ["Linear"])  # float8 weights, one scale per output channel
+        apply_quantization_config(model, QuantizationConfig(config_groups={"group_0": scheme}, ignore=["lm_head"]))
+        for module in model.modules():
+            if getattr(module, "quantization_scheme", None) is None:
+                continue
+            weight = module.weight.data  # the scales as compressed-tensors computes them from a range
+            scale, _ = calculate_qparams(weight.amin(1, keepdim=True).clamp(max=0),
+                                         weight.amax(1, keepdim=True).clamp(min=0), scheme.weights)
+            module.weight_scale.data.copy_(scale.reshape(module.weight_scale.shape))
+        compressor = ModelCompressor.from_pretrained_model(model)
+        compressor.compress_model(model)
+        folder = self.tmp / "compressed"
+        model.save_pretrained(folder)
+        compressor.update_config(folder)
+        self.assertEqual(json.loads((folder / "config.json").read_text())["quantization_config"]["format"],
+                         "float-quantized")
+
+        code, document, stderr = scan(folder)
+        self.assertEqual(code, 0, stderr)
+        reported = tensors_by_name(document["models"][0])
+        checked = 0
+        with safe_open(folder / "model.safetensors", "pt") as stored:
+            for name in stored.keys():
+                if not name.endswith(".weight_scale"):
+                    continue
+                weight_name = name[: -len("_scale")]
+                weight, scale = stored.get_tensor(weight_name), stored.get_tensor(name)
+                self.assertEqual(weight.dtype, torch.float8_e4m3fn)
+                reference = dequantize(weight, scale, args=scheme.weights, dtype=torch.float32)
+                expected = reference_tensor_stats(reference)
+                self.assertEqual(reported[weight_name]["scaled_by"], {"tensor": name, "block": [1, weight.shape[1]]})
+                for key in ("abs_min", "abs_max"):
+                    self.assertEqual(reported[weight_name][key], expected[key], weight_name)
+                self.assertAlmostEqual(reported[weight_name]["norm"], expected["norm"], delta=expected["norm"] * 1e-9)
+                checked += 1
+        self.assertEqual(checked, 14)  # 7 linear layers per block, 2 blocks
 
 
 if __name__ == "__main__":
