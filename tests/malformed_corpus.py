@@ -270,6 +270,11 @@ def write_folders(dest):
             "model.safetensors": safetensors(fp8, bytes(60036))})
     fp8["w.weight_scale_inv"] = {"dtype": "F32", "shape": [7], "data_offsets": [60000, 60028]}
     folder("fp8-scale-per-channel-too-few", "size_mismatch", {"model.safetensors": safetensors(fp8, bytes(60028))})
+    mlx = {"w.weight": {"dtype": "U32", "shape": [4, 8], "data_offsets": [0, 128]},
+           "w.scales": {"dtype": "F16", "shape": [4, 3], "data_offsets": [128, 152]},
+           "w.biases": {"dtype": "F16", "shape": [4, 3], "data_offsets": [152, 176]}}
+    folder("mlx-scales-do-not-fit", "size_mismatch", {"config.json": {"quantization": {"group_size": 64, "bits": 4}},
+                                                      "model.safetensors": safetensors(mlx, bytes(176))})
     os.mkfifo(dest / "fifo-given-directly.safetensors")
     expected["fifo-given-directly.safetensors"] = "io_error"
     return expected

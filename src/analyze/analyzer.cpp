@@ -22,9 +22,12 @@ void release(const Checkpoint& checkpoint, const TensorRecord& record) {
 /// The kernel reads values in place where it can; else a copy of them (read into memory, bytes swapped, a
 /// strided view gathered), or for block-quantized values their bytes; a scaled weight with its scales.
 TensorStats cpu_stats(const Checkpoint& checkpoint, const TensorRecord& record, const ScaleRecords& scales) {
-  if (record.scaled_by)
-    return scaled_stats(read_values(checkpoint, record), read_values(checkpoint, *scales.at(record.scaled_by->tensor)),
-                        *record.scaled_by);
+  if (const std::optional<ScaleLink>& link = record.scaled_by) {
+    std::optional<HostValues> bias;
+    if (link->scheme == ScaleScheme::kAffine) bias.emplace(read_values(checkpoint, *scales.at(link->bias)));
+    return scaled_stats(read_values(checkpoint, record), read_values(checkpoint, *scales.at(link->tensor)),
+                        bias ? &*bias : nullptr, *link);
+  }
   if (auto bytes = values_in_place(checkpoint, record))
     return cpu_tensor_stats(bytes->data(), record.dtype, record.numel);
   if (dtype_kind(record.dtype) == DTypeKind::kQuantized) {

@@ -36,6 +36,9 @@ std::vector<TensorStats> float_stats(const Checkpoint& checkpoint, const std::ve
   return stats;
 }
 
+/// Whether a tensor's values get statistics: floating ones, and quantized weights read with their scales.
+bool analyzed_values(const TensorRecord& record) { return is_analyzed(record.dtype) || record.scaled_by; }
+
 AnalyzedTensor analyzed(const TensorRecord& record, const BufferNames& buffers) {
   bool buffer = record.role == TensorRole::kModel && !record.role_from_file && buffers.matches(record.name);
   const std::string& grouped_by = record.torch_name.value_or(record.name);
@@ -169,7 +172,11 @@ ModelAnalysis assemble(const std::vector<const TensorRecord*>& selected, const s
   size_t next_float = 0;
   for (const TensorRecord* record : selected) {
     analysis.tensors.push_back(analyzed(*record, buffers));
-    if (is_analyzed(record->dtype)) analysis.tensors.back().stats = stats[next_float++];
+    if (analyzed_values(*record)) {
+      AnalyzedTensor& tensor = analysis.tensors.back();
+      tensor.stats = stats[next_float++];
+      if (record->scaled_by) tensor.numel = tensor.stats->numel;  // MLX's packed words hold several values each
+    }
   }
   if (model_parallel) analysis.tensors = join_parts(std::move(analysis.tensors));
   count_roles(analysis);
@@ -190,7 +197,7 @@ ModelAnalysis analyze_model(const Checkpoint& checkpoint, const TensorFilter& fi
   for (const TensorRecord& record : checkpoint.tensors) {
     if (!filter.selects(record.name)) continue;
     selected.push_back(&record);
-    if (is_analyzed(record.dtype)) floats.push_back(&record);
+    if (analyzed_values(record)) floats.push_back(&record);
   }
   return assemble(selected, float_stats(checkpoint, floats, analyzer, cache), checkpoint.model_parallel, filter,
                   buffers);

@@ -79,9 +79,71 @@ TensorStats multiplied_rows(const HostValues& weight, const Shape& shape, const 
   return stats;
 }
 
-}  // namespace
+/// `x` rounded to nearest even in a binary format of `mantissa_bits` stored bits whose normals start at
+/// 2^min_exponent, overflowing past `max` to infinity.
+double round_to_format(double x, int mantissa_bits, int min_exponent, double max) {
+  if (!std::isfinite(x) || x == 0) return x;
+  int exponent = 0;
+  std::frexp(x, &exponent);  // |x| in [2^(exponent-1), 2^exponent)
+  double ulp = std::ldexp(1.0, std::max(exponent - 1, min_exponent) - mantissa_bits);
+  double rounded = std::nearbyint(x / ulp) * ulp;
+  return std::fabs(rounded) > max ? std::copysign(HUGE_VAL, x) : rounded;
+}
 
-TensorStats scaled_stats(const HostValues& weight, const HostValues& scale, const ScaleLink& link) {
+/// `x` as the nearest value of `dtype` (F32, F16, BF16). Every operand here is exact in double and double has more
+/// than twice their precision plus two, so rounding a double result once more is the operation's own rounding.
+double rounded_to(DType dtype, double x) {
+  switch (dtype) {
+    case DType::F16:
+      return round_to_format(x, 10, -14, 65504.0);
+    case DType::BF16:
+      return round_to_format(x, 7, -126, std::ldexp(255.0, 120));
+    default:
+      return static_cast<float>(x);
+  }
+}
+
+/// Rows [begin, end) of MLX's packed codes: a histogram of each group's codes (one scale and bias per group), each
+/// code's value formed once.
+TensorStats affine_rows(const HostValues& weight, const std::vector<float>& scales, const std::vector<float>& biases,
+                        DType scale_dtype, const ScaleLink& link, int64_t begin, int64_t end) {
+  TensorStats stats;
+  const int64_t words = weight.shape()[1], per_word = 32 / link.bits, groups = words * per_word / link.block_cols;
+  const int64_t words_per_group = link.block_cols / per_word;
+  const uint32_t mask = (uint32_t{1} << link.bits) - 1;
+  std::vector<uint64_t> counts(size_t{1} << link.bits);
+  for (int64_t row = begin; row < end; ++row)
+    for (int64_t group = 0; group < groups; ++group) {
+      std::fill(counts.begin(), counts.end(), 0);
+      for (int64_t word = 0; word < words_per_group; ++word) {
+        uint32_t packed = widen_detail::load_raw<uint32_t>(weight.data(), row * words + group * words_per_group + word);
+        for (int64_t k = 0; k < per_word; ++k) ++counts[(packed >> (k * link.bits)) & mask];
+      }
+      double scale = scales[row * groups + group], bias = biases[row * groups + group];
+      for (size_t code = 0; code < counts.size(); ++code)
+        if (counts[code] > 0) {
+          double value = rounded_to(scale_dtype, rounded_to(scale_dtype, scale * static_cast<double>(code)) + bias);
+          add_magnitude(stats, std::fabs(value), counts[code]);
+        }
+    }
+  return stats;
+}
+
+TensorStats affine_stats(const HostValues& weight, const HostValues& scale, const HostValues& bias,
+                         const ScaleLink& link) {
+  std::vector<float> scales(scale.numel()), biases(bias.numel());
+  widen(scale, 0, scales.size(), scales.data());
+  widen(bias, 0, biases.size(), biases.data());
+  const int64_t rows = weight.shape()[0];
+  const uint64_t row_values = static_cast<uint64_t>(std::max<int64_t>(weight.shape()[1] * (32 / link.bits), 1));
+  return reduce_in_parallel(static_cast<uint64_t>(rows), std::max<uint64_t>(1, kChunkValues / row_values),
+                            [&](uint64_t first, uint64_t last) {
+                              return affine_rows(weight, scales, biases, scale.dtype(), link,
+                                                 static_cast<int64_t>(first), static_cast<int64_t>(last));
+                            });
+}
+
+TensorStats product_stats(const HostValues& weight, const HostValues& scale, const ScaleLink& link) {
   const Shape shape = shape_of(weight, link);
   std::vector<float> scales(scale.numel());
   widen(scale, 0, scales.size(), scales.data());
@@ -98,6 +160,15 @@ TensorStats scaled_stats(const HostValues& weight, const HostValues& scale, cons
                    ? histogram_bands(weight.data(), shape, scales, link, decoded_values(weight.dtype()), begin, end)
                    : multiplied_rows(weight, shape, scales, link, begin, end);
       });
+  return total;
+}
+
+}  // namespace
+
+TensorStats scaled_stats(const HostValues& weight, const HostValues& scale, const HostValues* bias,
+                         const ScaleLink& link) {
+  TensorStats total = link.scheme == ScaleScheme::kAffine ? affine_stats(weight, scale, *bias, link)
+                                                          : product_stats(weight, scale, link);
   total.exactness_checked = total.bf16_exact = total.fp16_exact = 0;
   return total;
 }

@@ -77,6 +77,61 @@ ScaleLink link(const TensorRecord& weight, const TensorRecord& scale, std::optio
   return {.tensor = scale.name, .block_rows = *block_rows, .block_cols = *block_columns};
 }
 
+/// mlx-lm's config.json `quantization` ({"group_size", "bits"}, and per-module entries that override it, or
+/// `false` for a module left unquantized), for the module `module`; nullopt where none applies.
+std::optional<std::pair<int64_t, int>> mlx_settings(const nlohmann::json& config, const std::string& module) {
+  if (!config.is_object()) return std::nullopt;
+  const nlohmann::json* settings = nullptr;
+  for (const char* key : {"quantization", "quantization_config"})
+    if (config.contains(key) && config[key].is_object()) {
+      settings = &config[key];
+      break;
+    }
+  if (settings == nullptr) return std::nullopt;
+  const nlohmann::json* chosen = settings;
+  if (settings->contains(module)) chosen = &(*settings)[module];
+  if (!chosen->is_object()) return std::nullopt;
+  auto integer = [&](const char* key) -> std::optional<int64_t> {
+    if (!chosen->contains(key) || !(*chosen)[key].is_number_integer()) return std::nullopt;
+    return (*chosen)[key].get<int64_t>();
+  };
+  std::optional<int64_t> group = integer("group_size"), bits = integer("bits");
+  if (!group || !bits || *group <= 0 || (*bits != 2 && *bits != 4 && *bits != 8)) return std::nullopt;
+  return std::pair{*group, static_cast<int>(*bits)};
+}
+
+/// MLX's `P.weight` (uint32 words of packed codes) with `P.scales` and `P.biases`, one of each per group.
+void link_affine(TensorRecord& weight, std::vector<TensorRecord>& tensors,
+                 const std::unordered_map<std::string, size_t>& by_name, const nlohmann::json& config,
+                 const std::string& file) {
+  if (weight.dtype != DType::U32 || !weight.name.ends_with(".weight") || weight.shape.size() != 2) return;
+  std::string module = weight.name.substr(0, weight.name.size() - std::string_view(".weight").size());
+  auto scales = by_name.find(module + ".scales"), biases = by_name.find(module + ".biases");
+  if (scales == by_name.end() || biases == by_name.end()) return;
+  TensorRecord& scale = tensors[scales->second];
+  TensorRecord& bias = tensors[biases->second];
+  // Quantization state either way: never weights in the verdict, even where the codes cannot be read.
+  for (TensorRecord* part : {&scale, &bias}) part->role = TensorRole::kScale, part->role_from_file = true;
+  std::optional<std::pair<int64_t, int>> settings = mlx_settings(config, module);
+  if (!settings) return;  // no group size and bits to read the codes by: counted, never guessed
+  auto [group, bits] = *settings;
+  int64_t rows = weight.shape[0], codes = weight.shape[1] * 32 / bits;
+  bool fits = scale.shape.size() == 2 && scale.shape == bias.shape && scale.dtype == bias.dtype &&
+              dtype_kind(scale.dtype) == DTypeKind::kFloat && scale.shape[0] == rows && codes % group == 0 &&
+              scale.shape[1] == codes / group;
+  if (!fits)
+    fail(
+        ErrorCode::kSizeMismatch, file,
+        fmt::format("scales `{}` of shape [{}] do not fit weight `{}` of shape [{}] at {} bits in groups of {}",
+                    scale.name, fmt::join(scale.shape, ", "), weight.name, fmt::join(weight.shape, ", "), bits, group));
+  weight.scaled_by = ScaleLink{.tensor = scale.name,
+                               .block_rows = 1,
+                               .block_cols = group,
+                               .scheme = ScaleScheme::kAffine,
+                               .bias = bias.name,
+                               .bits = bits};
+}
+
 }  // namespace
 
 void link_scales(std::vector<TensorRecord>& tensors, const nlohmann::json& config, const std::string& file) {
@@ -84,6 +139,7 @@ void link_scales(std::vector<TensorRecord>& tensors, const nlohmann::json& confi
   for (size_t i = 0; i < tensors.size(); ++i) by_name.emplace(tensors[i].name, i);
   std::optional<std::array<int64_t, 2>> block = configured_block(config);
   for (TensorRecord& weight : tensors) {
+    link_affine(weight, tensors, by_name, config, file);
     if (!is_fp8(weight.dtype)) continue;
     for (std::string_view suffix : kScaleSuffixes) {
       auto found = by_name.find(weight.name + std::string(suffix));

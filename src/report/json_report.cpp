@@ -248,8 +248,11 @@ ordered_json tensor_json(const TensorReport& tensor) {
   item["shares_storage_with"] = tensor.shares_storage_with ? ordered_json(*tensor.shares_storage_with) : nullptr;
   if (tensor.torch_name) item["torch_name"] = *tensor.torch_name;
   if (!tensor.parts.empty()) item["parts"] = {{"shapes", tensor.parts}, {"replicated", tensor.replicated}};
-  if (const std::optional<ScaleLink>& scale = tensor.scaled_by)
+  if (const std::optional<ScaleLink>& scale = tensor.scaled_by) {
     item["scaled_by"] = {{"tensor", scale->tensor}, {"block", {scale->block_rows, scale->block_cols}}};
+    if (scale->scheme == ScaleScheme::kAffine)
+      item["scaled_by"].update({{"biases", scale->bias}, {"bits", scale->bits}});
+  }
   return item;
 }
 

@@ -8,6 +8,9 @@ computes, then its statistics in float64.
 - compressed-tensors' float8 (per channel, `weight_scale`): written by compressed-tensors 0.20.0 itself
   (apply_quantization_config, its calculate_qparams for the scales, ModelCompressor.compress_model,
   save_pretrained), its `dequantize` the reference.
+- MLX's affine quantization (2, 4, 8 bits; float32, float16, bfloat16 scales): quantized by mx.quantize and written
+  by mx.save_safetensors, with the config.json `quantization` block mlx-lm writes (mlx-lm itself was not installed:
+  it pins its own transformers); mx.dequantize is the reference.
 - Scale checks: NaN/Inf, zeros, and growth with depth, each a named warning."""
 
 import json
@@ -161,6 +164,56 @@ class CompressedTensorsFloat8(ScanTestCase):
                 self.assertAlmostEqual(reported[weight_name]["norm"], expected["norm"], delta=expected["norm"] * 1e-9)
                 checked += 1
         self.assertEqual(checked, 14)  # 7 linear layers per block, 2 blocks
+
+
+class MlxAffine(ScanTestCase):
+    def test_packed_codes_are_analyzed_as_mlx_dequantizes_them(self):
+        import mlx.core as mx
+        import numpy
+
+        mx.random.seed(0)
+        for dtype in (mx.float32, mx.float16, mx.bfloat16):
+            for bits, group in ((2, 32), (4, 64), (8, 128)):
+                with self.subTest(dtype=str(dtype), bits=bits):
+                    folder = self.tmp / f"mlx-{dtype}-{bits}"
+                    folder.mkdir()
+                    weights = {}
+                    references = {}
+                    for index in range(2):
+                        w = (mx.random.normal((48, 256)) * (index + 1) * 3).astype(dtype)
+                        q, scales, biases = mx.quantize(w, group_size=group, bits=bits)
+                        name = f"model.layers.{index}.mlp.up_proj"
+                        weights.update({f"{name}.weight": q, f"{name}.scales": scales, f"{name}.biases": biases})
+                        dequantized = mx.dequantize(q, scales, biases, group_size=group, bits=bits)
+                        references[f"{name}.weight"] = torch.from_numpy(numpy.array(dequantized.astype(mx.float32)))
+                    mx.save_safetensors(str(folder / "model.safetensors"), weights)
+                    (folder / "config.json").write_text(json.dumps(
+                        {"model_type": "llama", "quantization": {"group_size": group, "bits": bits}}))
+                    code, document, stderr = scan(folder)
+                    self.assertEqual(code, 0, stderr)
+                    reported = tensors_by_name(document["models"][0])
+                    for name, reference in references.items():
+                        expected = reference_tensor_stats(reference)
+                        self.assertEqual(reported[name]["numel"], 48 * 256)
+                        self.assertEqual(reported[name]["scaled_by"]["bits"], bits)
+                        for key in ("abs_min", "abs_max", "zeros"):
+                            self.assertEqual(reported[name][key], expected[key], (name, key))
+                        self.assertAlmostEqual(reported[name]["norm"], expected["norm"], delta=expected["norm"] * 1e-9)
+                    self.assertEqual(document["models"][0]["summary"]["parameters"], 2 * 48 * 256)
+
+    def test_without_its_group_size_and_bits_the_codes_are_counted_not_guessed(self):
+        import mlx.core as mx
+
+        q, scales, biases = mx.quantize(mx.random.normal((8, 128)), group_size=64, bits=4)
+        folder = self.tmp / "mlx-no-config"
+        folder.mkdir()
+        mx.save_safetensors(str(folder / "model.safetensors"), {"w.weight": q, "w.scales": scales, "w.biases": biases})
+        code, document, stderr = scan(folder)
+        reported = tensors_by_name(document["models"][0])
+        self.assertEqual(code, 0, stderr)
+        self.assertNotIn("scaled_by", reported["w.weight"])
+        self.assertFalse(reported["w.weight"]["analyzed"])
+        self.assertEqual({reported[n]["role"] for n in ("w.scales", "w.biases")}, {"scale"})  # never weights
 
 
 if __name__ == "__main__":

@@ -93,6 +93,9 @@ def main():
     write("safetensors_header", "fp8-block-scales",
           save({"w.weight": torch.zeros(200, 300).to(torch.float8_e4m3fn), "w.weight_scale_inv": torch.ones(2, 3),
                 "model.diffusion_model.x": torch.zeros(2), "first_stage_model.y": torch.zeros(2)}))
+    write("safetensors_header", "mlx-affine",
+          save({"w.weight": torch.zeros(4, 8, dtype=torch.uint32), "w.scales": torch.ones(4, 1, dtype=torch.float16),
+                "w.biases": torch.zeros(4, 1, dtype=torch.float16)}))
     write("shard_index", "index", json.dumps({"metadata": {"total_size": 40},
                                               "weight_map": {"w": "model-00001.safetensors",
                                                              "b": "model-00002.safetensors"}}).encode())

@@ -3,8 +3,10 @@
 /// the weight is analyzed as the model computes with it (stored value x scale):
 /// - FP8 with 2-D blocks of `weight_scale_inv` (DeepSeek-V3 and many 2025-2026 releases; transformers'
 ///   FineGrainedFP8, `quantization_config.quant_method` "fp8" with `weight_block_size`);
-/// - compressed-tensors' float8 (`weight_scale`, per tensor, per channel or per group) and FBGEMM's fp8.
-/// The scale tensors get TensorRole::kScale.
+/// - compressed-tensors' float8 (`weight_scale`, per tensor, per channel or per group) and FBGEMM's fp8;
+/// - MLX's affine quantization (`weight` packed in uint32 with `scales` and `biases` per group, 2, 4 or 8 bits, as
+///   config.json's `quantization` says: without it the codes are counted, never read by a guessed layout).
+/// The scale (and bias) tensors get TensorRole::kScale.
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -18,7 +20,7 @@ namespace precdetect {
 /// covers is config.json's `quantization_config.weight_block_size` where given, else what the two shapes imply
 /// (one scale: the whole tensor; one per row; a grid of ceil-divided blocks). `config` is config.json's object
 /// (null without one). Throws Error(kSizeMismatch) naming `file` and both tensors when the scale's shape fits no
-/// blocking of the weight (or not the configured one).
+/// blocking of the weight (or not the configured one), or MLX scales that do not fit its packed weight.
 void link_scales(std::vector<TensorRecord>& tensors, const nlohmann::json& config, const std::string& file);
 
 }  // namespace precdetect

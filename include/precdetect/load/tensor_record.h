@@ -11,12 +11,23 @@
 
 namespace precdetect {
 
+/// How a quantized weight's stored values become the values the model computes with.
+enum class ScaleScheme {
+  kProduct,  ///< fp8 value x scale, in float32
+  /// MLX's affine quantization: `bits`-bit codes packed LSB first in uint32 words, each code q of a group becoming
+  /// scale x q + bias, each operation rounded to the scales' dtype as mx.dequantize computes
+  kAffine,
+};
+
 /// A weight stored narrow whose scales are another tensor (load/quantization.h): each value the model computes
-/// with is the stored value times the scale of its block, `block_rows` x `block_cols` of the weight's rows (its
-/// first dimension) and columns (the others, flattened).
+/// with comes from the stored value and the scale of its block, `block_rows` x `block_cols` of the weight's rows
+/// (its first dimension) and columns (the others, flattened; for kAffine the unpacked codes).
 struct ScaleLink {
   std::string tensor;  ///< the scale tensor's name
   int64_t block_rows = 1, block_cols = 1;
+  ScaleScheme scheme = ScaleScheme::kProduct;
+  std::string bias;  ///< kAffine: the biases tensor's name
+  int bits = 0;      ///< kAffine: bits per code
 };
 
 /// What a tensor is to the model: a parameter (its weights; "model" in reports), a buffer (state the model keeps
