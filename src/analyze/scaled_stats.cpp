@@ -116,7 +116,7 @@ TensorStats affine_rows(const HostValues& weight, const std::vector<float>& scal
     for (int64_t group = 0; group < groups; ++group) {
       std::fill(counts.begin(), counts.end(), 0);
       for (int64_t word = 0; word < words_per_group; ++word) {
-        uint32_t packed = widen_detail::load_raw<uint32_t>(weight.data(), row * words + group * words_per_group + word);
+        uint32_t packed = load_raw<uint32_t>(weight.data(), row * words + group * words_per_group + word);
         for (int64_t k = 0; k < per_word; ++k) ++counts[(packed >> (k * link.bits)) & mask];
       }
       double scale = scales[row * groups + group], bias = biases[row * groups + group];

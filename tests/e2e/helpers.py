@@ -45,6 +45,17 @@ def scan(*args, env=None, launcher=()):
     return result.returncode, result.document, result.stderr
 
 
+def hub_snapshot(hub, repo, commit):
+    """The hub cache's folder for `repo` at `commit` (models--org--name/snapshots/<commit>/, created, refs/main
+    naming it), for the caller to fill with config.json and weights."""
+    repo_dir = Path(hub) / ("models--" + repo.replace("/", "--"))
+    snapshot = repo_dir / "snapshots" / commit
+    snapshot.mkdir(parents=True, exist_ok=True)
+    (repo_dir / "refs").mkdir(exist_ok=True)
+    (repo_dir / "refs" / "main").write_text(commit)
+    return snapshot
+
+
 def messages(model):
     """The messages of a model's warnings (each is {"code", "message"})."""
     return [w["message"] for w in model["warnings"]]

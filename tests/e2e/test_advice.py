@@ -16,7 +16,7 @@ import torch
 import transformers
 from safetensors.torch import save_file
 
-from helpers import REPO, ScanTestCase, run, scan
+from helpers import REPO, ScanTestCase, hub_snapshot, run, scan
 from test_formats import CONVERTER, train_tokenizer
 
 FAILURES = json.loads((REPO / "src" / "classify" / "fp16_failures.json").read_text())
@@ -52,13 +52,9 @@ class Advice(ScanTestCase):
         return folder
 
     def cached(self, repo, config):
-        repo_dir = self.tmp / "hub" / ("models--" + repo.replace("/", "--"))
-        snapshot = repo_dir / "snapshots" / COMMIT
-        snapshot.mkdir(parents=True, exist_ok=True)
+        snapshot = hub_snapshot(self.tmp / "hub", repo, COMMIT)
         (snapshot / "config.json").write_text(json.dumps(config))
         save_file(weights(), snapshot / "model.safetensors")
-        (repo_dir / "refs").mkdir(exist_ok=True)
-        (repo_dir / "refs" / "main").write_text(COMMIT)
         return {"HF_HUB_CACHE": str(self.tmp / "hub")}
 
     def verdict(self, *args, env=None):

@@ -13,7 +13,7 @@ import torch
 from safetensors.torch import save_file
 from transformers import BloomConfig, GPTNeoXConfig, LlamaConfig, T5Config
 
-from helpers import REPO, ScanTestCase, run, scan
+from helpers import REPO, ScanTestCase, hub_snapshot, run, scan
 
 REGISTRY = REPO / "src" / "classify" / "registry.json"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -45,10 +45,7 @@ def write_model(folder, config, abs_max=1.0, name_or_path=None):
 class Documented(ScanTestCase):
     def cached(self, repo, config, abs_max=1.0, name_or_path=None):
         """The hub cache layout of `repo`: snapshots/<commit>/ with config.json and the weights, refs/main."""
-        repo_dir = self.tmp / "hub" / ("models--" + repo.replace("/", "--"))
-        write_model(repo_dir / "snapshots" / COMMIT, config, abs_max, name_or_path)
-        (repo_dir / "refs").mkdir(parents=True, exist_ok=True)
-        (repo_dir / "refs" / "main").write_text(COMMIT)
+        write_model(hub_snapshot(self.tmp / "hub", repo, COMMIT), config, abs_max, name_or_path)
         return {"HF_HUB_CACHE": str(self.tmp / "hub")}
 
     def verdict(self, *args, env=None):

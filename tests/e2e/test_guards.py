@@ -105,6 +105,21 @@ class TransformersGuard(unittest.TestCase):
         self.assertIn("Keep in fp32 if fp16 it must be:", message)
 
 
+    def test_a_first_batch_the_probe_cannot_draw_is_warned_about_and_left_out(self):
+        from precdetect.integrations.transformers import first_batch
+
+        class Broken:
+            def __iter__(self):
+                raise RuntimeError("the dataset is gone")
+
+        with self.assertWarnsRegex(PrecisionGuardWarning, "the dataset is gone"):
+            self.assertIsNone(first_batch(Broken(), tiny_bert()))
+        batch = first_batch([(torch.ones(2), {"mask": torch.zeros(2)}, "text")], tiny_bert())
+        self.assertIsInstance(batch, tuple)
+        self.assertTrue(torch.equal(batch[1]["mask"], torch.zeros(2)))
+        self.assertEqual(batch[2], "text")
+
+
 class LightningGuard(unittest.TestCase):
     def fit(self, module, precision, guard=None, scale=1.0):
         import lightning.pytorch as pl

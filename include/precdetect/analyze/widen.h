@@ -16,14 +16,15 @@ namespace precdetect {
 /// Every value of F16, F8_E4M3 or F8_E5M2, indexed by its stored bits (sign included), as a float: exact.
 const std::vector<float>& decoded_values(DType dtype);
 
-namespace widen_detail {
-
+/// Element `index` of `data` as its stored bits (any alignment).
 template <typename Raw>
 Raw load_raw(const std::byte* data, uint64_t index) {
   Raw raw;
   std::memcpy(&raw, data + index * sizeof(Raw), sizeof(Raw));
   return raw;
 }
+
+namespace widen_detail {
 
 template <typename T, typename Raw, typename Decode>
 void widen_each(const HostValues& values, uint64_t begin, uint64_t count, T* out, Decode decode) {

@@ -7,9 +7,13 @@ module (precdetect.probe). The run computes in fp16 when `args.fp16` or `args.fp
 in float16 (loaded with dtype=torch.float16). Then a model fp16 is unsafe for stops the run with Fp16RiskError
 (on_risk="raise") or a PrecisionGuardWarning (on_risk="warn"); one it is safe for passes silently."""
 
+import warnings
+from collections.abc import Mapping
+
 import torch
 from transformers import TrainerCallback
 
+from precdetect.errors import PrecisionGuardWarning
 from precdetect.integrations._guard import guard, validated
 
 INSTEAD = {"bf16": "TrainingArguments(bf16=True)", "fp32": "TrainingArguments(fp16=False)"}
@@ -29,12 +33,29 @@ class PrecisionGuardCallback(TrainerCallback):
 
 
 def first_batch(dataloader, model):
-    """The dataloader's first batch on the model's device: a fresh iterator, so training still sees it first."""
+    """The dataloader's first batch on the model's device (a fresh iterator, so training still sees it first), or
+    None, with a warning, where it cannot be drawn or moved: the check then runs without the probe, never stopping
+    the run for it."""
     if dataloader is None:
         return None
-    batch = next(iter(dataloader))
-    device = next(model.parameters()).device
-    return {key: value.to(device) if isinstance(value, torch.Tensor) else value for key, value in batch.items()}
+    try:
+        batch = next(iter(dataloader))
+        device = next(model.parameters()).device
+        return _on_device(batch, device)
+    except Exception as e:  # noqa: BLE001 - a batch the probe cannot use must not stop the run
+        warnings.warn(f"precdetect: the first batch could not be probed ({type(e).__name__}: {e}); the model is "
+                      f"checked without it", PrecisionGuardWarning, stacklevel=3)
+        return None
+
+
+def _on_device(value, device):
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, Mapping):
+        return {key: _on_device(item, device) for key, item in value.items()}
+    if isinstance(value, (tuple, list)):
+        return type(value)(_on_device(item, device) for item in value)
+    return value
 
 
 def fp16_cause(args, model) -> str:
