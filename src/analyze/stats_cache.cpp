@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 #include <type_traits>
 
 #include "precdetect/core/error.h"
@@ -28,6 +30,7 @@ constexpr const char* kSchema = R"sql(
 // (a row of another size is a miss). The table name changes whenever TensorStats does.
 static_assert(std::is_trivially_copyable_v<TensorStats>);
 constexpr int kBusyTimeoutMs = 30'000;
+constexpr int kOpenAttempts = 200;  // x 50 ms: a lock held longer than 10 s is a cache to scan without
 constexpr uint64_t kHashedBytes = 64 << 10;
 
 /// A scaled weight's statistics are its products with its scales: the scale and its blocks are part of the key.
@@ -39,8 +42,9 @@ std::string tensor_key(const std::string& file, const TensorRecord& r) {
                      r.numel, fmt::join(r.shape, ","), fmt::join(r.stride, ","), r.big_endian, scaled);
 }
 
-/// Opens `path` and makes sure it holds our table; nullptr and the reason when it does not.
-sqlite3* open_database(const fs::path& path, std::string& reason) {
+/// Opens `path` and makes sure it holds our table; nullptr and the reason when it does not, `busy` set when another
+/// process holds it locked (a cache in use, never one to rebuild).
+sqlite3* open_database(const fs::path& path, std::string& reason, bool& busy) {
   sqlite3* db = nullptr;
   int rc =
       sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
@@ -49,9 +53,21 @@ sqlite3* open_database(const fs::path& path, std::string& reason) {
     rc = sqlite3_exec(db, kSchema, nullptr, nullptr, nullptr);
   }
   if (rc == SQLITE_OK) return db;
+  busy = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
   reason = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
   sqlite3_close(db);
   return nullptr;
+}
+
+/// open_database, waiting out another process's lock: switching a new file to WAL takes a lock the busy handler
+/// does not wait for, so runs started together find the cache busy for a moment (tests/e2e/test_batch.py).
+sqlite3* open_when_free(const fs::path& path, std::string& reason, bool& busy) {
+  for (int attempt = 0;; ++attempt) {
+    busy = false;
+    if (sqlite3* db = open_database(path, reason, busy)) return db;
+    if (!busy || attempt == kOpenAttempts) return nullptr;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 void remove_database(const fs::path& path) {
@@ -78,12 +94,14 @@ std::unique_ptr<StatsCache> StatsCache::open(const fs::path& path) {
   std::error_code ec;
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
   std::string reason;
+  bool busy = false;
   std::optional<fs::path> file = database_file(path, reason);
-  sqlite3* db = file ? open_database(*file, reason) : nullptr;
-  if (!db && file && fs::exists(*file, ec)) {  // not a cache we can use (corrupt, another program's file): start over
+  sqlite3* db = file ? open_when_free(*file, reason, busy) : nullptr;
+  // Not a cache we can use (corrupt, another program's file): start over; one another run holds is left alone.
+  if (!db && !busy && file && fs::exists(*file, ec)) {
     fmt::print(stderr, "precdetect: cache {} is unusable ({}); rebuilding it\n", path.string(), reason);
     remove_database(*file);
-    db = open_database(*file, reason);
+    db = open_when_free(*file, reason, busy);
   }
   if (!db) {
     fmt::print(stderr, "precdetect: cache {} cannot be opened ({}); scanning without it\n", path.string(), reason);
