@@ -275,6 +275,21 @@ def write_folders(dest):
            "w.biases": {"dtype": "F16", "shape": [4, 3], "data_offsets": [152, 176]}}
     folder("mlx-scales-do-not-fit", "size_mismatch", {"config.json": {"quantization": {"group_size": 64, "bits": 4}},
                                                       "model.safetensors": safetensors(mlx, bytes(176))})
+    # GPTQ's zero points packed for 48 outputs beside codes for 64 (4 bits, groups of 64 over 128 inputs).
+    gptq = {"l.qweight": {"dtype": "I32", "shape": [16, 64], "data_offsets": [0, 4096]},
+            "l.qzeros": {"dtype": "I32", "shape": [2, 6], "data_offsets": [4096, 4144]},
+            "l.scales": {"dtype": "F16", "shape": [2, 64], "data_offsets": [4144, 4400]},
+            "l.g_idx": {"dtype": "I32", "shape": [128], "data_offsets": [4400, 4912]}}
+    gptq_config = {"quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 64}}
+    folder("gptq-zeros-do-not-fit", "size_mismatch",
+           {"config.json": gptq_config, "model.safetensors": safetensors(gptq, bytes(4912))})
+    # A g_idx naming group 7 of 2.
+    gptq.update({"l.qzeros": {"dtype": "I32", "shape": [2, 8], "data_offsets": [4096, 4160]},
+                 "l.scales": {"dtype": "F16", "shape": [2, 64], "data_offsets": [4160, 4416]},
+                 "l.g_idx": {"dtype": "I32", "shape": [128], "data_offsets": [4416, 4928]}})
+    g_idx = bytes(4416) + (7).to_bytes(4, "little") + bytes(508)
+    folder("gptq-group-index-out-of-range", "size_mismatch",
+           {"config.json": gptq_config, "model.safetensors": safetensors(gptq, g_idx)})
     os.mkfifo(dest / "fifo-given-directly.safetensors")
     expected["fifo-given-directly.safetensors"] = "io_error"
     return expected

@@ -8,6 +8,7 @@
 
 #include "precdetect/analyze/cpu_kernel.h"
 #include "precdetect/analyze/scaled_stats.h"
+#include "precdetect/analyze/zero_point_stats.h"
 #include "precdetect/load/host_values.h"
 
 namespace precdetect {
@@ -21,7 +22,27 @@ void release(const Checkpoint& checkpoint, const TensorRecord& record) {
 
 /// The kernel reads values in place where it can; else a copy of them (read into memory, bytes swapped, a
 /// strided view gathered), or for block-quantized values their bytes; a scaled weight with its scales.
+/// A kZeroPoint weight's values from its codes, scales and the other parts its link names.
+TensorStats zero_point_values(const Checkpoint& checkpoint, const TensorRecord& record, const ScaleRecords& scales) {
+  const ScaleLink& link = *record.scaled_by;
+  auto part = [&](const std::string& name) {
+    return name.empty() ? std::nullopt : std::optional(read_values(checkpoint, *scales.at(name)));
+  };
+  std::optional<HostValues> zeros = part(link.zero_point->zeros ? link.zero_point->zeros->tensor : "");
+  std::optional<HostValues> group_index = part(link.zero_point->group_index);
+  std::optional<HostValues> shape = part(link.zero_point->shape_tensor);
+  HostValues codes = read_values(checkpoint, record), scale = read_values(checkpoint, *scales.at(link.tensor));
+  return zero_point_stats({.codes = codes,
+                           .scales = scale,
+                           .zeros = zeros ? &*zeros : nullptr,
+                           .group_index = group_index ? &*group_index : nullptr,
+                           .shape = shape ? &*shape : nullptr},
+                          link, checkpoint.files[record.file]->path(), record.name);
+}
+
 TensorStats cpu_stats(const Checkpoint& checkpoint, const TensorRecord& record, const ScaleRecords& scales) {
+  if (record.scaled_by && record.scaled_by->scheme == ScaleScheme::kZeroPoint)
+    return zero_point_values(checkpoint, record, scales);
   if (const std::optional<ScaleLink>& link = record.scaled_by) {
     std::optional<HostValues> bias;
     if (link->scheme == ScaleScheme::kAffine) bias.emplace(read_values(checkpoint, *scales.at(link->bias)));

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "precdetect/analyze/cpu_kernel.h"
+#include "precdetect/analyze/narrow_rounding.h"
 #include "precdetect/analyze/scalar_stats.h"
 #include "precdetect/analyze/widen.h"
 #include "precdetect/core/parallel.h"
@@ -77,30 +78,6 @@ TensorStats multiplied_rows(const HostValues& weight, const Shape& shape, const 
     stats.merge(cpu_tensor_stats(values.data(), DType::F32, static_cast<uint64_t>(rows * shape.columns)));
   }
   return stats;
-}
-
-/// `x` rounded to nearest even in a binary format of `mantissa_bits` stored bits whose normals start at
-/// 2^min_exponent, overflowing past `max` to infinity.
-double round_to_format(double x, int mantissa_bits, int min_exponent, double max) {
-  if (!std::isfinite(x) || x == 0) return x;
-  int exponent = 0;
-  std::frexp(x, &exponent);  // |x| in [2^(exponent-1), 2^exponent)
-  double ulp = std::ldexp(1.0, std::max(exponent - 1, min_exponent) - mantissa_bits);
-  double rounded = std::nearbyint(x / ulp) * ulp;
-  return std::fabs(rounded) > max ? std::copysign(HUGE_VAL, x) : rounded;
-}
-
-/// `x` as the nearest value of `dtype` (F32, F16, BF16). Every operand here is exact in double and double has more
-/// than twice their precision plus two, so rounding a double result once more is the operation's own rounding.
-double rounded_to(DType dtype, double x) {
-  switch (dtype) {
-    case DType::F16:
-      return round_to_format(x, 10, -14, 65504.0);
-    case DType::BF16:
-      return round_to_format(x, 7, -126, std::ldexp(255.0, 120));
-    default:
-      return static_cast<float>(x);
-  }
 }
 
 /// Rows [begin, end) of MLX's packed codes: a histogram of each group's codes (one scale and bias per group), each

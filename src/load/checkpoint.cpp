@@ -85,16 +85,33 @@ void read_training_file(Checkpoint& checkpoint, const std::filesystem::path& fil
   }
 }
 
-/// config.json's object, for what it says of the weights' quantization; null without a readable one (the weights
-/// are still scanned: a config is never worth failing a scan for).
-nlohmann::json config_object(const ModelSource& source) {
-  if (!source.config) return nullptr;
+/// The JSON object in `file`; null where it is absent or unreadable (the weights are still scanned: a config is
+/// never worth failing a scan for).
+nlohmann::json json_object(const std::filesystem::path& file) {
   try {
-    nlohmann::json config = nlohmann::json::parse(read_text_file(*source.config, "config.json"));
-    return config.is_object() ? config : nullptr;
+    nlohmann::json object = nlohmann::json::parse(read_text_file(file, file.filename().string()));
+    return object.is_object() ? object : nullptr;
   } catch (const std::exception&) {
     return nullptr;
   }
+}
+
+/// config.json's object, for what it says of the weights' quantization, with AutoGPTQ's quantize_config.json
+/// beside it as its `quantization_config` where config.json has none (AutoGPTQ writes its settings only there).
+nlohmann::json config_object(const ModelSource& source) {
+  nlohmann::json config = source.config ? json_object(*source.config) : nullptr;
+  std::filesystem::path folder = source.config ? source.config->parent_path() : source.path;
+  std::error_code error;
+  if ((config.is_null() || !config.contains("quantization_config")) &&
+      std::filesystem::is_regular_file(folder / "quantize_config.json", error)) {
+    nlohmann::json gptq = json_object(folder / "quantize_config.json");
+    if (gptq.is_object() && !gptq.contains("quant_method")) gptq["quant_method"] = "gptq";
+    if (gptq.is_object()) {
+      if (config.is_null()) config = nlohmann::json::object();
+      config["quantization_config"] = std::move(gptq);
+    }
+  }
+  return config;
 }
 
 }  // namespace

@@ -252,6 +252,11 @@ ordered_json tensor_json(const TensorReport& tensor) {
     item["scaled_by"] = {{"tensor", scale->tensor}, {"block", {scale->block_rows, scale->block_cols}}};
     if (scale->scheme == ScaleScheme::kAffine)
       item["scaled_by"].update({{"biases", scale->bias}, {"bits", scale->bits}});
+    if (const std::optional<ZeroPointCodes>& codes = scale->zero_point)
+      item["scaled_by"].update(
+          {{"zero_points", codes->zeros ? ordered_json(codes->zeros->tensor) : nullptr},
+           {"group_index", codes->group_index.empty() ? nullptr : ordered_json(codes->group_index)},
+           {"bits", scale->bits}});
   }
   return item;
 }

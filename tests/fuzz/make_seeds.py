@@ -96,6 +96,13 @@ def main():
     write("safetensors_header", "mlx-affine",
           save({"w.weight": torch.zeros(4, 8, dtype=torch.uint32), "w.scales": torch.ones(4, 1, dtype=torch.float16),
                 "w.biases": torch.zeros(4, 1, dtype=torch.float16)}))
+    write("safetensors_header", "packed-integers",
+          save({"g.qweight": torch.zeros(12, 64, dtype=torch.int32), "g.qzeros": torch.zeros(1, 6, dtype=torch.int32),
+                "g.scales": torch.ones(1, 64, dtype=torch.float16), "g.g_idx": torch.zeros(128, dtype=torch.int32),
+                "c.weight_packed": torch.zeros(8, 16, dtype=torch.int32),
+                "c.weight_scale": torch.ones(8, 1, dtype=torch.bfloat16),
+                "c.weight_zero_point": torch.zeros(1, 1, dtype=torch.int32),
+                "c.weight_shape": torch.tensor([8, 128])}))
     write("shard_index", "index", json.dumps({"metadata": {"total_size": 40},
                                               "weight_map": {"w": "model-00001.safetensors",
                                                              "b": "model-00002.safetensors"}}).encode())

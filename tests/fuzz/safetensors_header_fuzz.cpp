@@ -1,6 +1,6 @@
 // The safetensors header: length prefix, UTF-8, JSON, every validation rule; then what is read off its tensors
-// alone: the quantized weights' scales linked (fp8 with and without a configured block, MLX's affine groups) and
-// the single-file components.
+// alone: the quantized weights' scales linked (fp8 with and without a configured block, MLX's affine groups, GPTQ,
+// AWQ and compressed-tensors' packed integers) and the single-file components.
 #include "fuzz_parser.h"
 #include "precdetect/load/components.h"
 #include "precdetect/load/quantization.h"
@@ -10,10 +10,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return precdetect::fuzz::parse_or_reject(data, size, "fuzz.safetensors", [](auto file) {
     precdetect::SafetensorsHeader header = precdetect::read_safetensors_header(*file);
     precdetect::single_file_components(header.tensors);
-    std::vector<precdetect::TensorRecord> configured = header.tensors, mlx = header.tensors;
+    std::vector<precdetect::TensorRecord> configured = header.tensors, mlx = header.tensors, gptq = header.tensors,
+                                          awq = header.tensors, packed = header.tensors;
     precdetect::link_scales(header.tensors, nullptr, "fuzz.safetensors");
     precdetect::link_scales(configured, {{"quantization_config", {{"weight_block_size", {128, 128}}}}},
                             "fuzz.safetensors");
     precdetect::link_scales(mlx, {{"quantization", {{"group_size", 64}, {"bits", 4}}}}, "fuzz.safetensors");
+    precdetect::link_scales(gptq, {{"quantization_config", {{"quant_method", "gptq"}, {"bits", 3}}}},
+                            "fuzz.safetensors");
+    precdetect::link_scales(awq, {{"quantization_config", {{"quant_method", "awq"}}}}, "fuzz.safetensors");
+    nlohmann::json group = {{"format", "pack-quantized"}, {"weights", {{"type", "int"}, {"num_bits", 4}}}};
+    precdetect::link_scales(
+        packed, {{"quantization_config", {{"quant_method", "compressed-tensors"}, {"config_groups", {{"g", group}}}}}},
+        "fuzz.safetensors");
   });
 }

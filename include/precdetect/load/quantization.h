@@ -6,7 +6,8 @@
 /// - compressed-tensors' float8 (`weight_scale`, per tensor, per channel or per group) and FBGEMM's fp8;
 /// - MLX's affine quantization (`weight` packed in uint32 with `scales` and `biases` per group, 2, 4 or 8 bits, as
 ///   config.json's `quantization` says: without it the codes are counted, never read by a guessed layout).
-/// The scale (and bias) tensors get TensorRole::kScale.
+/// The scale (and bias) tensors get TensorRole::kScale. Integer codes with zero points (GPTQ, AWQ,
+/// compressed-tensors' pack-quantized) are linked by load/zero_point_codes.h, which link_scales calls.
 
 #include <nlohmann/json.hpp>
 #include <string>

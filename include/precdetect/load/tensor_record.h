@@ -17,6 +17,31 @@ enum class ScaleScheme {
   /// MLX's affine quantization: `bits`-bit codes packed LSB first in uint32 words, each code q of a group becoming
   /// scale x q + bias, each operation rounded to the scales' dtype as mx.dequantize computes
   kAffine,
+  /// Integer codes with zero points (GPTQ, AWQ, compressed-tensors' pack-quantized): each code q of group g in
+  /// row r becoming scale[r, g] x (q - zero[r, g]), rounded once to the scales' dtype as their kernels compute it
+  /// (the integer difference is exact there)
+  kZeroPoint,
+};
+
+/// Integer codes (or zero points) packed in 32-bit words, as a grid of rows and columns: the stored tensor holds
+/// that grid, or its transpose, with one dimension's codes sharing words as a dense bit stream, LSB first (a code
+/// may straddle two words at 3, 5, 6 or 7 bits), or in AWQ's interleaved order.
+struct PackedGrid {
+  std::string tensor;       ///< the int32 tensor holding the words
+  bool transposed = false;  ///< stored as [columns, rows] of the grid (GPTQ's qweight is [in / 8, out])
+  int packed_dim = 1;       ///< the stored dimension along which codes share words
+  bool awq_order = false;   ///< 4-bit codes in AWQ's order within each word: 0, 2, 4, 6, 1, 3, 5, 7
+  int offset = 0;           ///< added to each stored code to give its value (compressed-tensors: -2^(bits-1))
+};
+
+/// kZeroPoint's parts beside the scales (ScaleLink::tensor): the weight's codes and where to find each
+/// value's zero point and group.
+struct ZeroPointCodes {
+  PackedGrid codes;                 ///< the weight's own tensor, as [out, in]
+  std::optional<PackedGrid> zeros;  ///< as [out, groups]; none: symmetric, every zero point 0
+  bool scales_transposed = false;   ///< scales stored [groups, out] (GPTQ, AWQ), not [out, groups]
+  std::string group_index;          ///< GPTQ's g_idx: each input column's group; empty: column / group size
+  std::string shape_tensor;         ///< compressed-tensors' weight_shape: [out, in] as int64 values
 };
 
 /// A weight stored narrow whose scales are another tensor (load/quantization.h): each value the model computes
@@ -26,8 +51,9 @@ struct ScaleLink {
   std::string tensor;  ///< the scale tensor's name
   int64_t block_rows = 1, block_cols = 1;
   ScaleScheme scheme = ScaleScheme::kProduct;
-  std::string bias;  ///< kAffine: the biases tensor's name
-  int bits = 0;      ///< kAffine: bits per code
+  std::string bias;                          ///< kAffine: the biases tensor's name
+  int bits = 0;                              ///< kAffine, kZeroPoint: bits per code
+  std::optional<ZeroPointCodes> zero_point;  ///< kZeroPoint's codes, zero points and groups
 };
 
 /// What a tensor is to the model: a parameter (its weights; "model" in reports), a buffer (state the model keeps

@@ -1,0 +1,268 @@
+"""Integer-quantized safetensors (issue 50): codes packed in int32 words beside per-group scales and zero points,
+analyzed as the values their kernels compute (scale x (code - zero point), rounded once to the scales' dtype). Each
+reference is the dequantization of the package that defines the layout, its statistics then taken in float64.
+
+- compressed-tensors' pack-quantized (int4 per group, symmetric and asymmetric; int8 per group; int3 per channel,
+  whose codes straddle words): written by compressed-tensors 0.20.0 itself (apply_quantization_config, its
+  calculate_qparams for scales and zero points, ModelCompressor.compress_model, save_pretrained), its
+  PackedQuantizationCompressor.decompress the reference.
+- AWQ's GEMM layout: no AWQ writer runs here (AutoAWQ is archived and needs CUDA kernels), so the test packs codes as
+  AutoAWQ's WQLinear_GEMM.from_linear does (awq/modules/linear/gemm.py: order_map [0, 2, 4, 6, 1, 3, 5, 7]); the
+  reference reads that file with another package's code: compressed-tensors' AutoAWQConverter (its own unpacking
+  and reverse order), then its decompress.
+- GPTQ (2, 3, 4, 8 bits; v1 and v2 zero points; sequential and act-order g_idx; config.json's
+  quantization_config or quantize_config.json alone): no GPTQ writer runs on this CPU (gptqmodel and AutoGPTQ build
+  CUDA extensions), so the test packs codes as AutoGPTQ's QuantLinear.pack does (qlinear_cuda_old.py: codes LSB
+  first along the inputs, 3-bit ones straddling words; zero points minus one in v1), and the reference is its
+  dequantization from the unpacked integers, in torch at the scales' dtype: scales[g_idx] * (q - zeros[g_idx])."""
+
+import json
+import unittest
+
+import numpy
+import torch
+from safetensors.torch import save_file
+
+from helpers import ScanTestCase, reference_tensor_stats, scan, tensors_by_name
+
+
+def small_llama(hidden=128, intermediate=256):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    return LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=hidden, intermediate_size=intermediate,
+                                        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4))
+
+
+def packed_lsb_first(codes, bits):
+    """Rows of unsigned codes packed along the last axis as one bit stream per row, LSB first, into int32 words."""
+    rows, count = codes.shape
+    bit_positions = numpy.arange(count) * bits
+    words = numpy.zeros((rows, (count * bits + 31) // 32), dtype=numpy.uint64)
+    for k in range(count):
+        word, shift = divmod(int(bit_positions[k]), 32)
+        value = codes[:, k].astype(numpy.uint64) << numpy.uint64(shift)
+        words[:, word] |= value & numpy.uint64(0xFFFFFFFF)
+        if shift + bits > 32:
+            words[:, word + 1] |= value >> numpy.uint64(32)
+    return torch.from_numpy(words.astype(numpy.uint32).view(numpy.int32))
+
+
+def check_stats(case, reported, name, reference):
+    expected = reference_tensor_stats(reference)
+    case.assertEqual(reported[name]["numel"], reference.numel(), name)
+    for key in ("abs_min", "abs_max", "zeros"):
+        case.assertEqual(reported[name][key], expected[key], (name, key))
+    case.assertAlmostEqual(reported[name]["norm"], expected["norm"], delta=expected["norm"] * 1e-9)
+
+
+class Gptq(ScanTestCase):
+    LAYERS = ("model.layers.0.self_attn.q_proj", "model.layers.0.mlp.down_proj")
+
+    def write(self, folder, bits, group, version="gptq", act_order=False, config_file="config.json",
+              scale_dtype=torch.float16):
+        """GPTQ tensors of two layers ([out, in] = [48, 256]) packed as AutoGPTQ packs them; the references."""
+        generator = numpy.random.default_rng(bits)
+        inputs, outputs = 256, 48
+        groups = inputs // group
+        tensors, references = {}, {}
+        for index, name in enumerate(self.LAYERS):
+            q = generator.integers(0, 2**bits, size=(inputs, outputs))
+            zeros = generator.integers(0, 2**bits, size=(groups, outputs))
+            scales = torch.from_numpy(generator.uniform(1e-3, 2e-2, size=(groups, outputs)) * (index + 1))
+            scales = scales.to(scale_dtype)
+            g_idx = numpy.arange(inputs) // group
+            if act_order:
+                g_idx = generator.permutation(g_idx)
+            # v1 stores the zero point minus one, which its kernels add back: a zero point of 0 wraps round to
+            # 2^bits there (AutoGPTQ's asymmetric bug that v2 fixes), and the kernels compute with that.
+            stored_zeros = (zeros - 1) & (2**bits - 1) if version == "gptq" else zeros
+            tensors[f"{name}.qweight"] = packed_lsb_first(q.T, bits).T.contiguous()
+            tensors[f"{name}.qzeros"] = packed_lsb_first(stored_zeros, bits)
+            zeros = stored_zeros + 1 if version == "gptq" else zeros
+            tensors[f"{name}.scales"] = scales
+            tensors[f"{name}.g_idx"] = torch.from_numpy(g_idx.astype(numpy.int32))
+            tensors[f"{name}.bias"] = torch.zeros(outputs, dtype=scale_dtype)
+            difference = torch.from_numpy(q - zeros[g_idx]).to(scale_dtype)
+            references[f"{name}.qweight"] = (scales[torch.from_numpy(g_idx)] * difference).T
+        folder.mkdir()
+        save_file(tensors, folder / "model.safetensors")
+        settings = {"bits": bits, "group_size": group, "desc_act": act_order, "sym": False,
+                    "checkpoint_format": version}
+        if config_file == "config.json":
+            settings["quant_method"] = "gptq"
+            (folder / "config.json").write_text(json.dumps({"model_type": "llama", "quantization_config": settings}))
+        else:
+            (folder / "config.json").write_text(json.dumps({"model_type": "llama"}))
+            (folder / "quantize_config.json").write_text(json.dumps(settings))
+        return references
+
+    def scan_and_check(self, folder, references, bits):
+        code, document, stderr = scan(folder)
+        self.assertEqual(code, 0, stderr)
+        reported = tensors_by_name(document["models"][0])
+        for name, reference in references.items():
+            module = name[: -len(".qweight")]
+            self.assertEqual(reported[name]["scaled_by"]["bits"], bits)
+            self.assertEqual(reported[name]["scaled_by"]["zero_points"], f"{module}.qzeros")
+            self.assertEqual(reported[name]["scaled_by"]["group_index"], f"{module}.g_idx")
+            for part in ("scales", "qzeros", "g_idx"):
+                self.assertEqual(reported[f"{module}.{part}"]["role"], "scale")
+            check_stats(self, reported, name, reference)
+        return document
+
+    def test_codes_of_every_width_are_analyzed_as_gptq_dequantizes_them(self):
+        for bits in (2, 3, 4, 8):
+            with self.subTest(bits=bits):
+                folder = self.tmp / f"gptq-{bits}"
+                self.scan_and_check(folder, self.write(folder, bits, group=64), bits)
+
+    def test_v2_zero_points_act_order_quantize_config_and_bfloat16_scales(self):
+        cases = {"v2": dict(version="gptq_v2"), "act-order": dict(act_order=True),
+                 "quantize_config": dict(config_file="quantize_config.json"),
+                 "bf16-whole-rows": dict(scale_dtype=torch.bfloat16, group=256)}
+        for label, options in cases.items():
+            with self.subTest(case=label):
+                folder = self.tmp / f"gptq-{label}"
+                group = options.pop("group", 128)
+                self.scan_and_check(folder, self.write(folder, 4, group=group, **options), 4)
+
+    def test_a_v1_file_read_as_v2_differs(self):
+        # The zero-point convention matters (vLLM PR #38966): the same words read with the other convention give
+        # other values, so the scan follows checkpoint_format rather than one fixed rule.
+        folder = self.tmp / "gptq-v1-as-v2"
+        references = self.write(folder, 4, group=64, version="gptq")
+        config = json.loads((folder / "config.json").read_text())
+        config["quantization_config"]["checkpoint_format"] = "gptq_v2"
+        (folder / "config.json").write_text(json.dumps(config))
+        code, document, stderr = scan(folder)
+        self.assertEqual(code, 0, stderr)
+        reported = tensors_by_name(document["models"][0])
+        name = next(iter(references))
+        self.assertNotEqual(reported[name]["norm"], reference_tensor_stats(references[name])["norm"])
+
+    def test_without_its_bits_the_codes_are_counted_not_guessed(self):
+        folder = self.tmp / "gptq-no-config"
+        self.write(folder, 4, group=64)
+        (folder / "config.json").write_text(json.dumps({"model_type": "llama"}))
+        code, document, stderr = scan(folder)
+        self.assertEqual(code, 0, stderr)
+        reported = tensors_by_name(document["models"][0])
+        self.assertNotIn("scaled_by", reported[f"{self.LAYERS[0]}.qweight"])
+        self.assertFalse(reported[f"{self.LAYERS[0]}.qweight"]["analyzed"])
+
+
+class Awq(ScanTestCase):
+    def test_gemm_codes_in_awq_order_are_analyzed_as_they_dequantize(self):
+        from compressed_tensors.compressors.pack_quantized.base import PackedQuantizationCompressor
+        from compressed_tensors.entrypoints.convert.converters.autoawq import AutoAWQConverter
+        from compressed_tensors.quantization import preset_name_to_scheme
+
+        generator = numpy.random.default_rng(4)
+        inputs, outputs, group = 256, 64, 128
+        order_map = [0, 2, 4, 6, 1, 3, 5, 7]  # AutoAWQ's WQLinear_GEMM.from_linear
+        tensors = {}
+        for index in range(2):
+            name = f"model.layers.{index}.mlp.up_proj"
+            q = generator.integers(0, 16, size=(inputs, outputs)).astype(numpy.int64)
+            zeros = generator.integers(0, 16, size=(inputs // group, outputs)).astype(numpy.int64)
+
+            def pack(values):
+                words = numpy.zeros((values.shape[0], values.shape[1] // 8), dtype=numpy.int64)
+                for column in range(words.shape[1]):
+                    for i in range(8):
+                        words[:, column] |= values[:, column * 8 + order_map[i]] << (i * 4)
+                return torch.from_numpy(words.astype(numpy.uint32).view(numpy.int32))
+
+            tensors[f"{name}.qweight"] = pack(q)
+            tensors[f"{name}.qzeros"] = pack(zeros)
+            tensors[f"{name}.scales"] = torch.from_numpy(
+                generator.uniform(1e-3, 1e-2, size=(inputs // group, outputs)) * 10**index).to(torch.float16)
+        folder = self.tmp / "awq"
+        folder.mkdir()
+        save_file(tensors, folder / "model.safetensors")
+        config = {"quant_method": "awq", "bits": 4, "group_size": group, "zero_point": True, "version": "gemm"}
+        (folder / "config.json").write_text(json.dumps({"model_type": "llama", "quantization_config": config}))
+
+        code, document, stderr = scan(folder)
+        self.assertEqual(code, 0, stderr)
+        reported = tensors_by_name(document["models"][0])
+        converted = AutoAWQConverter.from_autoawq_config(config).process(dict(tensors))
+        scheme = preset_name_to_scheme("W4A16_ASYM", ["Linear"])
+        for index in range(2):
+            module = f"model.layers.{index}.mlp.up_proj"
+            parts = {key: converted[f"{module}.{key}"] for key in
+                     ("weight_packed", "weight_scale", "weight_shape", "weight_zero_point")}
+            reference = PackedQuantizationCompressor.decompress(parts, scheme)["weight"]
+            self.assertEqual(reported[f"{module}.qweight"]["scaled_by"]["zero_points"], f"{module}.qzeros")
+            check_stats(self, reported, f"{module}.qweight", reference)
+
+
+class CompressedTensorsPackQuantized(ScanTestCase):
+    def compress(self, folder, scheme):
+        """A small Llama quantized by `scheme` with compressed-tensors' own qparams, written pack-quantized."""
+        from compressed_tensors.compressors import ModelCompressor
+        from compressed_tensors.quantization import QuantizationConfig, apply_quantization_config
+        from compressed_tensors.quantization.utils import calculate_qparams
+
+        model = small_llama()
+        apply_quantization_config(model, QuantizationConfig(config_groups={"group_0": scheme}, ignore=["lm_head"]))
+        for module in model.modules():
+            if getattr(module, "quantization_scheme", None) is None:
+                continue
+            weight = module.weight.data
+            groups = module.weight_scale.shape[1]
+            grouped = weight.reshape(weight.shape[0], groups, -1)
+            scale, zero_point = calculate_qparams(grouped.amin(-1).clamp(max=0), grouped.amax(-1).clamp(min=0),
+                                                  scheme.weights)
+            module.weight_scale.data.copy_(scale.reshape(module.weight_scale.shape))
+            if hasattr(module, "weight_zero_point"):
+                module.weight_zero_point.data.copy_(zero_point.reshape(module.weight_zero_point.shape))
+        compressor = ModelCompressor.from_pretrained_model(model)
+        compressor.compress_model(model)
+        model.save_pretrained(folder)
+        compressor.update_config(folder)
+        self.assertEqual(json.loads((folder / "config.json").read_text())["quantization_config"]["format"],
+                         "pack-quantized")
+
+    def check(self, folder, scheme):
+        from compressed_tensors.compressors.pack_quantized.base import PackedQuantizationCompressor
+        from safetensors import safe_open
+
+        code, document, stderr = scan(folder)
+        self.assertEqual(code, 0, stderr)
+        reported = tensors_by_name(document["models"][0])
+        checked = 0
+        with safe_open(folder / "model.safetensors", "pt") as stored:
+            for name in stored.keys():
+                if not name.endswith(".weight_packed"):
+                    continue
+                module = name[: -len(".weight_packed")]
+                parts = {key: stored.get_tensor(f"{module}.{key}") for key in
+                         ("weight_packed", "weight_scale", "weight_shape", "weight_zero_point")
+                         if f"{module}.{key}" in stored.keys()}
+                reference = PackedQuantizationCompressor.decompress(parts, scheme)["weight"]
+                self.assertEqual(reported[name]["scaled_by"]["tensor"], f"{module}.weight_scale")
+                self.assertEqual(reported[name]["scaled_by"]["bits"], scheme.weights.num_bits)
+                check_stats(self, reported, name, reference)
+                self.assertEqual(reported[f"{module}.weight_scale"]["role"], "scale")
+                checked += 1
+        self.assertEqual(checked, 14)  # 7 linear layers per block, 2 blocks
+        return document
+
+    def test_int4_int8_and_int3_codes_are_analyzed_as_compressed_tensors_decompresses_them(self):
+        from compressed_tensors.quantization import QuantizationArgs, QuantizationScheme, preset_name_to_scheme
+
+        schemes = {name: preset_name_to_scheme(name, ["Linear"]) for name in ("W4A16", "W4A16_ASYM", "W8A16")}
+        schemes["int3-channel-asym"] = QuantizationScheme(
+            targets=["Linear"], weights=QuantizationArgs(num_bits=3, type="int", strategy="channel", symmetric=False))
+        for name, scheme in schemes.items():
+            with self.subTest(scheme=name):
+                folder = self.tmp / name
+                self.compress(folder, scheme)
+                document = self.check(folder, scheme)
+                self.assertIn("scaled_weights", [w["code"] for w in document["models"][0]["warnings"]])
+
+
+if __name__ == "__main__":
+    unittest.main()
