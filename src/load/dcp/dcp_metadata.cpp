@@ -137,7 +137,8 @@ class MetadataReader {
     if (archive.file.empty() || archive.file == "." || archive.file == ".." ||
         archive.file.find_first_of("/\\") != std::string::npos)
       bad(fmt::format("tensor `{}` is stored in `{}`, which is no file of this folder", fqn, archive.file));
-    if (!checked_add(archive.offset, archive.length)) fail(ErrorCode::kValidationOverflow, path_, fqn);
+    if (!checked_add(archive.offset, archive.length))
+      fail(ErrorCode::kValidationOverflow, path_, fmt::format("the storage of `{}`: offset + length overflows", fqn));
     Ref transforms = find(info, "transform_descriptors");
     const auto* list = transforms ? std::get_if<pickle::List>(&transforms->v) : nullptr;
     if (list && !list->items.empty())
