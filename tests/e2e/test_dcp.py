@@ -141,6 +141,19 @@ class DcpTest(ScanTestCase):
         self.assertEqual(pread[0], 0, pread[2])
         self.assertEqual(mapped[1]["models"][0]["tensors"], pread[1]["models"][0]["tensors"])
 
+    def test_a_dtype_precdetect_cannot_read_is_named_once_per_tensor(self):
+        folder = self.tmp / "complex"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            dcp_save({"w": torch.full((3,), 2.5), "z": torch.ones(2, 2, dtype=torch.complex128)}, checkpoint_id=folder)
+        code, document, stderr = scan(folder)
+        self.assertEqual(code, 0, stderr)
+        model = document["models"][0]
+        self.assertEqual(list(tensors_by_name(model)), ["w"])
+        unread = [w for w in model["warnings"] if w["code"] == "dtypes_not_read"]
+        self.assertEqual(len(unread), 1, model["warnings"])
+        self.assertIn("z (ComplexDoubleStorage)", unread[0]["message"])
+
     def test_damaged_folders_are_named_errors(self):
         folder = self.tmp / "ranks"
         self.save_by_two_ranks(folder)

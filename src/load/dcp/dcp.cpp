@@ -66,14 +66,14 @@ std::optional<TensorRecord> chunk_record(Checkpoint& checkpoint, size_t file, co
   }
   if (archive.files[0].get() != bytes)  // a deflated storage would be inflated into a source of its own
     fail(ErrorCode::kCompressedEntry, data.path(), fmt::format("{} is deflated; dcp.save stores chunks", where));
+  bool unreadable_dtype = false;
   for (Warning& warning : archive.warnings) {
+    unreadable_dtype = unreadable_dtype || warning.code == WarningCode::kDtypesNotRead;
     for (std::string& name : warning.names)
       if (name.starts_with(kRootName)) name = fqn + name.substr(kRootName.size());
     checkpoint.warnings.push_back(std::move(warning));
   }
-  if (archive.tensors.empty() && !checkpoint.warnings.empty() &&
-      checkpoint.warnings.back().code == WarningCode::kDtypesNotRead)
-    return std::nullopt;
+  if (archive.tensors.empty() && unreadable_dtype) return std::nullopt;
   if (archive.tensors.size() != 1)
     fail(ErrorCode::kInvalidDcp, data.path(),
          fmt::format("{} holds {} tensors, not the one of its chunk", where, archive.tensors.size()));
