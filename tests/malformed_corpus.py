@@ -5,7 +5,8 @@
 
 Every safetensors validation rule, zip and ZIP64 damage, pickle damage (unknown opcodes, stack underflow, memo
 misuse, nesting bombs, huge lengths), legacy torch.save damage, overflowing shapes, absurd tensor counts, shard
-indexes that point outside their folder, symlink loops, FIFOs and folders without weights. tests/e2e/
+indexes that point outside their folder, symlink loops, FIFOs, folders without weights, and torch.distributed.checkpoint
+folders whose .metadata and .distcp files disagree. tests/e2e/
 test_malformed.py scans each case (named error, path, exit 2, valid JSON) and all of them in one batch.
 """
 
@@ -15,6 +16,7 @@ import os
 import pickle
 import struct
 import sys
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -295,6 +297,47 @@ def write_folders(dest):
     return expected
 
 
+def dcp_folder(path, damage):
+    """A torch.distributed.checkpoint folder as dcp.save writes it in one process with two writer threads (`w` and
+    `step` in __0_0.distcp, `b` in __0_1.distcp), then `damage(path, metadata, ...)` (metadata: the unpickled
+    Metadata, written back as .metadata when damage returns it)."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.metadata import ChunkStorageMetadata, MetadataIndex
+    with warnings.catch_warnings():  # "assuming the intent is to save in a single process"
+        warnings.simplefilter("ignore")
+        dcp.save({"w": torch.ones(4, 4), "b": torch.zeros(4), "step": 3},
+                 storage_writer=dcp.FileSystemWriter(path, thread_count=2))
+    with open(path / ".metadata", "rb") as file:
+        metadata = pickle.load(file)
+    if damage(path, metadata, ChunkStorageMetadata, MetadataIndex) is not None:
+        with open(path / ".metadata", "wb") as file:
+            pickle.dump(metadata, file)
+
+
+def dcp_overlap(path, metadata, chunk_type, index_type):
+    """A second chunk of `w` over its last three rows, stored where the first is."""
+    metadata.state_dict_metadata["w"].chunks.append(chunk_type(torch.Size([1, 0]), torch.Size([3, 4])))
+    metadata.storage_data[index_type("w", [1, 0])] = metadata.storage_data[index_type("w", [0, 0])]
+    return metadata
+
+
+def dcp_gap(path, metadata, chunk_type, index_type):
+    metadata.state_dict_metadata["w"].size = torch.Size([8, 4])  # the one chunk covers half
+    return metadata
+
+
+DCP = {  # case: (damage, expected error code)
+    "dcp-chunk-past-its-file": (lambda path, *_: (path / "__0_0.distcp").write_bytes(
+        (path / "__0_0.distcp").read_bytes()[:2000]) and None, "offset_past_end"),
+    "dcp-missing-distcp": (lambda path, *_: (path / "__0_1.distcp").unlink(), "missing_shard"),
+    "dcp-metadata-truncated": (lambda path, *_: (path / ".metadata").write_bytes(
+        (path / ".metadata").read_bytes()[:300]) and None, "invalid_pickle"),
+    "dcp-chunks-overlap": (dcp_overlap, "invalid_dcp"),
+    "dcp-chunks-leave-a-gap": (dcp_gap, "invalid_dcp"),
+    "dcp-distcp-without-metadata": (lambda path, *_: (path / ".metadata").unlink(), "invalid_dcp"),
+}
+
+
 def build(dest):
     """Writes every case under `dest` (created); returns {case: expected error code}, also in expected.json."""
     dest = Path(dest)
@@ -305,6 +348,9 @@ def build(dest):
             (dest / (name + suffix)).write_bytes(content)
             expected[name + suffix] = code
     expected.update(write_folders(dest))
+    for name, (damage, code) in DCP.items():
+        dcp_folder(dest / name, damage)
+        expected[name] = code
     (dest / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
     return expected
 

@@ -10,7 +10,8 @@ published bypasses use (../shared/notes/pickle-safety.md, section 5): memo-resol
 operands, INST and OBJ, py2 aliases, dotted and dunder names, getattr/importlib/pydoc/inspect chains, BUILD on a
 function, appended pickles, a payload before a broken stream, a lying FRAME, an encrypted flag on bytes in the clear, a CRC
 mismatch, a duplicate entry, wrong extensions, an extra pickle member, a legacy file whose magic number is the payload, NumPy
-object arrays, and a Trainer folder whose optimizer.pt carries the payload; then tampering that names no dangerous
+object arrays, a Trainer folder whose optimizer.pt carries the payload, and torch.distributed.checkpoint folders whose
+.metadata or one of whose object entries carries it; then tampering that names no dangerous
 global (a straddled or nested FRAME, BUILD on an allowed function, a STACK_GLOBAL of computed operands). Benign files of every format follow,
 written by their real producers (torch.save, safetensors, numpy).
 """
@@ -265,6 +266,10 @@ def malicious_cases():
                                                          "./model_weights.ckpt": torch_file(Reduce(os.system, shell()))}),
                          "posix.system", "process"),
         "trainer-optimizer-payload": ("trainer/", trainer_folder, "posix.system", "process"),
+        "dcp-metadata-payload": ("dcp/", lambda folder: dcp_folder(folder, metadata_payload=Reduce(os.system, s)),
+                                 "posix.system", "process"),
+        "dcp-object-entry-payload": ("dcp/", lambda folder: dcp_folder(folder, hook=Reduce(os.system, s)), "posix.system",
+                                     "process"),
     }
 
 
@@ -323,6 +328,23 @@ def trainer_folder(folder):
     torch.save(torch.get_rng_state(), folder / "rng_state.pth")
 
 
+def dcp_folder(folder, metadata_payload=None, **objects):
+    """A torch.distributed.checkpoint folder written by dcp.save in one process: a tensor, a number, and `objects`
+    (each saved as a torch.save archive that dcp.load unpickles with weights_only=False); `metadata_payload`, when
+    given, rides in the .metadata pickle (as Metadata.planner_data), which dcp.load unpickles with pickle.load."""
+    import warnings
+    import torch.distributed.checkpoint as dcp
+    with warnings.catch_warnings():  # "assuming the intent is to save in a single process"
+        warnings.simplefilter("ignore")
+        dcp.save({"model": {"weight": torch.ones(4)}, "step": 3, **objects}, checkpoint_id=folder)
+    if metadata_payload is not None:
+        with open(folder / ".metadata", "rb") as file:
+            metadata = pickle.load(file)
+        metadata.planner_data = metadata_payload
+        with open(folder / ".metadata", "wb") as file:
+            pickle.dump(metadata, file)
+
+
 # ---- benign cases: every format, written by its real producer; each must be `safe` ----
 def benign_cases():
     state = {"weight": torch.randn(4, 3), "bias": torch.zeros(3, dtype=torch.bfloat16)}
@@ -364,6 +386,7 @@ def benign_cases():
         "benign-framed-pickle": ("meta.pkl", lambda: pickle.dumps({"steps": list(range(30000)), "blob": b"x" * 200000,
                                                                    "names": ["n" * 70000, "m"]}, protocol=5)),
         "benign-torch-zip-protocol-4": ("model.pt", lambda: saved(pickle_protocol=4)),
+        "benign-dcp": ("dcp/", dcp_folder),
     }
 
 

@@ -76,6 +76,15 @@ AnalyzedTensor joined(std::vector<AnalyzedTensor> parts) {
   return whole;
 }
 
+/// Adds a chunk of a tensor stored in chunks (TensorRecord::chunk_of) to the tensor its first chunk began, which
+/// carries the whole shape: the chunks tile the tensor (their reader checked), so the counts add up and the
+/// statistics merge exactly (each is a count, a sum, a minimum or a maximum).
+void join_chunk(AnalyzedTensor& whole, const AnalyzedTensor& chunk) {
+  whole.numel += chunk.numel;
+  whole.nbytes += chunk.nbytes;
+  if (whole.stats && chunk.stats) whole.stats->merge(*chunk.stats);
+}
+
 /// Joins same-named tensors (model-parallel parts) into one, in the order their names first appear.
 std::vector<AnalyzedTensor> join_parts(std::vector<AnalyzedTensor> tensors) {
   std::map<std::string, size_t> first;
@@ -170,13 +179,24 @@ ModelAnalysis assemble(const std::vector<const TensorRecord*>& selected, const s
                        bool model_parallel, const TensorFilter& filter, const BufferNames& buffers) {
   ModelAnalysis analysis;
   size_t next_float = 0;
+  std::map<std::string, size_t> chunked;  // a tensor stored in chunks: where its first chunk is reported
   for (const TensorRecord* record : selected) {
-    analysis.tensors.push_back(analyzed(*record, buffers));
+    AnalyzedTensor tensor = analyzed(*record, buffers);
     if (analyzed_values(*record)) {
-      AnalyzedTensor& tensor = analysis.tensors.back();
       tensor.stats = stats[next_float++];
       if (record->scaled_by) tensor.numel = tensor.stats->numel;  // MLX's packed words hold several values each
     }
+    if (!record->chunk_of) {
+      analysis.tensors.push_back(std::move(tensor));
+      continue;
+    }
+    auto [first, fresh] = chunked.emplace(record->name, analysis.tensors.size());
+    if (!fresh) {
+      join_chunk(analysis.tensors[first->second], tensor);
+      continue;
+    }
+    tensor.shape = record->chunk_of->shape;
+    analysis.tensors.push_back(std::move(tensor));
   }
   if (model_parallel) analysis.tensors = join_parts(std::move(analysis.tensors));
   count_roles(analysis);

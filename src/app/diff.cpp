@@ -16,7 +16,14 @@ Checkpoint open_input(const std::string& input, ReadMode mode) {
   if (source.model_parallel && source.files.size() > 1)  // never compare one part as if it were the tensor
     fail(ErrorCode::kSeveralModels, source.path,
          "model-parallel shards hold parts of each tensor, which diff does not join: diff the shards one by one");
-  return open_checkpoint(source, mode);
+  Checkpoint checkpoint = open_checkpoint(source, mode);
+  for (const TensorRecord& record : checkpoint.tensors)
+    if (record.chunk_of)  // the same refusal: a chunk is no more the tensor than a shard's part is
+      fail(ErrorCode::kSeveralModels, source.path,
+           fmt::format("tensor `{}` is stored in chunks (a distributed checkpoint saved by several ranks), which diff "
+                       "does not join: scan it, or diff a checkpoint saved whole",
+                       record.name));
+  return checkpoint;
 }
 
 ModelError error_of(const std::exception& e, const std::string& input) {

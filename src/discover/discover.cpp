@@ -18,6 +18,8 @@ namespace {
 constexpr std::string_view kSafetensorsIndex = "model.safetensors.index.json";
 constexpr std::string_view kPytorchIndex = "pytorch_model.bin.index.json";
 constexpr std::string_view kPipelineIndex = "model_index.json";  // a diffusers pipeline: one model per component
+// torch.distributed.checkpoint: the pickle that says where each tensor's chunks lie in the folder's .distcp files.
+constexpr std::string_view kDcpMetadata = ".metadata";
 const std::initializer_list<std::string_view> kPytorchExtensions = {".bin", ".pt", ".pth", ".ckpt", ".jit", ".nemo"};
 // Training state saved beside the weights, not the model: the HF Trainer's files, DeepSpeed ZeRO's optimizer
 // partitions, Megatron-LM's distributed optimizer.
@@ -117,6 +119,7 @@ const WeightFormat kWeightFormats[] = {
     {"tf", "tf_model.h5.index.json", {".h5", ".hdf5"}},
     {"gguf", "", {".gguf"}},
     {"numpy", "", {".npz", ".npy"}},
+    {"dcp", kDcpMetadata, {".distcp"}},
 };
 
 /// One format's weights in a folder: its shard index, or its files (without the training state).
@@ -134,7 +137,8 @@ std::vector<FolderFormat> formats_in(const fs::path& folder) {
     if (!format.index.empty() && fs::is_regular_file(folder / format.index)) held.index = folder / format.index;
     held.files = files_with_extension(folder, format.extensions);
     std::erase_if(held.files, is_trainer_state);
-    if (held.index || !held.files.empty()) found.push_back(std::move(held));
+    bool dcp = format.index == kDcpMetadata;  // `.metadata` alone is too common a name to mean DCP
+    if ((held.index && !dcp) || !held.files.empty()) found.push_back(std::move(held));
   }
   return found;
 }
@@ -193,6 +197,9 @@ std::vector<WeightSet> sets_of(const std::vector<fs::path>& files) {
 
 /// The models among a folder's own weight files in its preferred format, and its Megatron rank folders.
 std::vector<WeightSet> weight_sets(const fs::path& folder) {
+  std::vector<FolderFormat> formats = formats_in(folder);
+  if (!formats.empty() && formats.front().name == "dcp")  // its .distcp files are parts of one model, never several
+    return {WeightSet{.name = std::string(kDcpMetadata), .files = {folder / kDcpMetadata}}};
   std::vector<WeightSet> found = sets_of(weight_files(folder));
   if (auto ranks = megatron_ranks(folder)) found.push_back(std::move(*ranks));
   return found;
@@ -236,15 +243,19 @@ void use_set(ModelSource& source, WeightSet set) {
                      fmt::join(components, ", ")));
   fail(ErrorCode::kNoWeights, folder,
        "no weight files (*.safetensors, *.bin, *.pt, *.pth, *.ckpt, *.jit, *.nemo, *.msgpack, *.h5, *.gguf, *.npz, "
-       "*.npy) "
-       "here");
+       "*.npy, a DCP folder's .metadata and *.distcp) here");
 }
 
 /// A folder is one model: its shard index, or its one set of weight files; its training state is that model's.
 void add_folder(ModelSource& source, const fs::path& folder) {
   std::vector<FolderFormat> formats = formats_in(folder);
   for (size_t i = 1; i < formats.size(); ++i) source.other_formats.emplace_back(formats[i].name);
-  if (!formats.empty() && formats.front().index) {
+  if (!formats.empty() && formats.front().name == "dcp") {
+    if (!formats.front().index)
+      fail(ErrorCode::kInvalidDcp, folder,
+           "torch.distributed.checkpoint data files (*.distcp) without the .metadata that indexes them");
+    source.files = {*formats.front().index};  // its reader opens the data files it names
+  } else if (!formats.empty() && formats.front().index) {
     add_sharded(source, *formats.front().index);
   } else {
     std::vector<WeightSet> sets = weight_sets(folder);

@@ -45,10 +45,11 @@ void check_against_index(Checkpoint& checkpoint, const ModelSource& source) {
 }
 
 /// Two tensors of one name are one model's contradiction, except across model-parallel shards, whose files each
-/// hold a part of every tensor under its full name.
+/// hold a part of every tensor under its full name, and a tensor's chunks (their reader checked they tile it).
 void check_unique_names(const Checkpoint& checkpoint) {
   std::map<std::string, size_t> file_of;
   for (const TensorRecord& record : checkpoint.tensors) {
+    if (record.chunk_of) continue;
     auto [first, fresh] = file_of.emplace(record.name, record.file);
     if (fresh || (checkpoint.model_parallel && first->second != record.file)) {
       first->second = record.file;

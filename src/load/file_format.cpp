@@ -1,5 +1,6 @@
 #include "precdetect/load/file_format.h"
 
+#include "precdetect/load/dcp/dcp.h"
 #include "precdetect/load/flax/flax.h"
 #include "precdetect/load/gguf/gguf.h"
 #include "precdetect/load/hdf5/hdf5.h"
@@ -53,6 +54,8 @@ std::string_view file_format_name(FileFormat format) {
       return "torch_tar";
     case FileFormat::kNpy:
       return "npy";
+    case FileFormat::kDcp:
+      return "dcp";
     case FileFormat::kPickle:
       return "pickle";
     case FileFormat::kUnknown:
@@ -72,10 +75,10 @@ std::unique_ptr<FormatFile> open_format(const ByteSource& source) {
   using Open = std::unique_ptr<FormatFile> (*)(const ByteSource&);
   // Each format's sniff, in the order that keeps any from claiming a file of a format after it: magic numbers
   // first, an .npz before any other zip, a NeMo archive before any other tar, a bare pickle (whose sniff is two
-  // bytes or a name) last.
+  // bytes or a name) last, after a DCP folder's .metadata pickle (named so).
   static constexpr Open kChain[] = {open_gguf,      open_flax,      open_hdf5,         open_safetensors,
                                     open_npz,       open_torch_zip, open_torch_legacy, open_nemo,
-                                    open_torch_tar, open_npy,       open_pickle};
+                                    open_torch_tar, open_npy,       open_dcp,          open_pickle};
   for (Open open : kChain)
     if (std::unique_ptr<FormatFile> file = open(source)) return file;
   return nullptr;

@@ -86,6 +86,33 @@ def new_format_seeds():
         write("numpy_arrays", name, saved.getvalue())
 
 
+def dcp_seeds():
+    """DCP .metadata pickles dcp.save writes: a model and Adam's state in one process with two writer threads
+    (objects in it), and the same Metadata with `w` in two column chunks, as two tensor-parallel ranks write it."""
+    import tempfile
+    import warnings
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.metadata import ChunkStorageMetadata, MetadataIndex
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.Adam(model.parameters())
+    model(torch.ones(1, 3)).sum().backward()
+    optimizer.step()
+    with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "assuming the intent is to save in a single process"
+        dcp.save({"model": model.state_dict(), "optim": optimizer.state_dict(), "step": 3},
+                 storage_writer=dcp.FileSystemWriter(folder, thread_count=2))
+        data = (Path(folder) / ".metadata").read_bytes()
+    write("dcp_metadata", "model-and-adam", data)
+    metadata = pickle.loads(data)
+    weight = metadata.state_dict_metadata["model.weight"]
+    weight.chunks = [ChunkStorageMetadata(torch.Size([0, 0]), torch.Size([2, 2])),
+                     ChunkStorageMetadata(torch.Size([0, 2]), torch.Size([2, 1]))]
+    stored = metadata.storage_data.pop(MetadataIndex("model.weight", [0, 0]))
+    metadata.storage_data[MetadataIndex("model.weight", [0, 0])] = stored
+    metadata.storage_data[MetadataIndex("model.weight", [0, 2])] = stored
+    write("dcp_metadata", "column-chunks", pickle.dumps(metadata))
+
+
 def main():
     small = {"w": torch.arange(6, dtype=torch.float32).reshape(2, 3), "b": torch.ones(3, dtype=torch.bfloat16)}
     write("safetensors_header", "two-tensors", save(small, metadata={"format": "pt"}))
@@ -126,6 +153,7 @@ def main():
     write("torch_tar", "nemo", nemo_archive(small, "precision: bf16-mixed\n"))
     pickle_safety_seeds()
     new_format_seeds()
+    dcp_seeds()
     print(f"seeds in {SEEDS}")
 
 

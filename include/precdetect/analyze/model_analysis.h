@@ -28,8 +28,9 @@ struct ModelAnalysis {
 /// (nullptr: no cache). A tensor the file does not place (TensorRecord::role_from_file) becomes a buffer when
 /// `buffers` matches its name. In
 /// a model-parallel checkpoint, same-named tensors of different files are parts of one tensor: reported once,
-/// their statistics added (or, when every part is the same, taken once). Throws Error(kNoTensors) when the
-/// checkpoint holds no tensor at all: a file is never read as an empty model.
+/// their statistics added (or, when every part is the same, taken once). The chunks of a tensor stored in chunks
+/// (TensorRecord::chunk_of) are reported as that tensor, of its whole shape, their statistics merged. Throws
+/// Error(kNoTensors) when the checkpoint holds no tensor at all: a file is never read as an empty model.
 ModelAnalysis analyze_model(const Checkpoint& checkpoint, const TensorFilter& filter, const BufferNames& buffers,
                             Analyzer& analyzer, StatsCache* cache);
 

@@ -33,10 +33,12 @@ struct ModelSource {
 };
 
 /// Resolves `input` to one model: a file; a folder's shard index, or its one set of weight files (a single file,
-/// or files whose names follow one shard pattern, discover/shard_pattern.h; Megatron's `mp_rank_NN` folders);
+/// or files whose names follow one shard pattern, discover/shard_pattern.h; Megatron's `mp_rank_NN` folders; a
+/// torch.distributed.checkpoint folder's `.metadata`, whose reader opens the `*.distcp` files it names);
 /// `folder/group`, a shard group named as models_in() names it. Throws Error: kNotFound (no such path, not a hub
 /// id), kHfCacheMiss, kInvalidIndex, kMissingShard (an indexed shard is absent), kSeveralModels (a folder of
-/// independent checkpoints, or a diffusers pipeline), kNoWeights.
+/// independent checkpoints, or a diffusers pipeline), kNoWeights, kInvalidDcp (`*.distcp` files without the
+/// `.metadata` that indexes them).
 ModelSource discover(const std::string& input, const std::filesystem::path& hf_cache);
 
 /// The models an input stands for, each an input of discover(): a folder of independent checkpoints gives

@@ -89,6 +89,13 @@ enum class TorchLayout {
   kRopeInterleaved,
 };
 
+/// Where a chunk of a tensor stored in parts (torch.distributed.checkpoint) sits in the whole tensor: the records
+/// of one name are the whole tensor's chunks, which the loader checked tile it exactly (load/dcp/dcp_metadata.h).
+struct ChunkOf {
+  std::vector<int64_t> shape;    ///< the whole tensor's
+  std::vector<int64_t> offsets;  ///< of this chunk's first element, per dimension
+};
+
 struct TensorRecord {
   std::string name;
   DType dtype;
@@ -120,6 +127,9 @@ struct TensorRecord {
   /// A quantized weight's scales (FP8 with `weight_scale_inv` blocks, compressed-tensors' `weight_scale`): its
   /// statistics are those of its dequantized values.
   std::optional<ScaleLink> scaled_by;
+  /// Set on each chunk of a tensor stored in several (TensorRecord::shape is the chunk's): analysis joins them
+  /// into the whole tensor, whose statistics are the chunks' merged. nullopt for a tensor stored whole.
+  std::optional<ChunkOf> chunk_of;
 };
 
 }  // namespace precdetect

@@ -243,6 +243,24 @@ constexpr std::string_view kAllowed[] = {
     "numpy.dtype",
 };
 
+/// What the `.metadata` of a torch.distributed.checkpoint folder pickles (load/dcp/dcp_metadata.h), which dcp.load
+/// unpickles with pickle.load: DCP's dataclasses, whose construction and state only set fields (TensorProperties'
+/// __setstate__ maps an int to a memory format), the enum of those ints, and the PosixPath of
+/// StorageMeta.checkpoint_id: a path object, which touches no file (Python 3.13 pickles it from pathlib._local).
+constexpr std::string_view kDcpMetadata[] = {
+    "torch.distributed.checkpoint.metadata.Metadata",
+    "torch.distributed.checkpoint.metadata.TensorStorageMetadata",
+    "torch.distributed.checkpoint.metadata.BytesStorageMetadata",
+    "torch.distributed.checkpoint.metadata.ChunkStorageMetadata",
+    "torch.distributed.checkpoint.metadata.TensorProperties",
+    "torch.distributed.checkpoint.metadata._MEM_FORMAT_ENCODING",
+    "torch.distributed.checkpoint.metadata.MetadataIndex",
+    "torch.distributed.checkpoint.metadata.StorageMeta",
+    "torch.distributed.checkpoint.filesystem._StorageInfo",
+    "pathlib.PosixPath",
+    "pathlib._local.PosixPath",
+};
+
 /// torch dtypes (torch.float16), storage classes (torch.HalfStorage, torch.cuda.HalfStorage) and tensor classes
 /// (torch.HalfTensor): names weights_only accepts in torch and torch.cuda.
 constexpr std::string_view kTorchTypeStems[] = {
@@ -424,7 +442,8 @@ GlobalJudgement judge_global(std::string_view raw_module, std::string_view name)
   if (auto judged = judge_path(module, name)) return *judged;
   if (module == "builtins" && !contains(kPlainBuiltins, name))
     return dangerous(kCodeExecution, fmt::format("builtins.{} (not a plain data type)", name));
-  if (torch_type_name(module, name) || contains(kAllowed, fmt::format("{}.{}", module, name)))
+  std::string qualified = fmt::format("{}.{}", module, name);
+  if (torch_type_name(module, name) || contains(kAllowed, qualified) || contains(kDcpMetadata, qualified))
     return {GlobalClass::kAllowed, kNone, ""};
   return {GlobalClass::kUnknown, kNone, ""};
 }

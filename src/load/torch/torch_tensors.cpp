@@ -114,12 +114,6 @@ class Walker {
   std::set<const Value*> without_tensors_;  ///< containers walked whole that hold no tensor
 };
 
-bool names_optimizer(const std::string& key) {
-  std::string lower = key;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  return lower.find("optim") != std::string::npos;
-}
-
 /// Row-major strides: a view with these needs no stride to be read.
 bool is_row_major(const std::vector<int64_t>& size, const std::vector<int64_t>& stride) {
   int64_t expected = 1;
@@ -165,6 +159,12 @@ TensorRecord make_record(const FoundTensor& found, DType dtype, const StorageLoc
 }
 
 }  // namespace
+
+bool names_optimizer(const std::string& key) {
+  std::string lower = key;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return lower.find("optim") != std::string::npos;
+}
 
 std::vector<FoundTensor> find_tensors(const pickle::Result& pickle, const std::filesystem::path& path) {
   Walker walker(path, pickle.size);

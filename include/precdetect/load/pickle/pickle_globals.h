@@ -11,7 +11,8 @@
 namespace precdetect {
 
 enum class GlobalClass {
-  kAllowed,    ///< on the allowlist: what torch.load(weights_only=True) accepts, and numpy's array rebuilders
+  kAllowed,    ///< on the allowlist: what torch.load(weights_only=True) accepts, numpy's array rebuilders, and
+               ///< the classes of a torch.distributed.checkpoint's .metadata
   kDangerous,  ///< on the dangerous list, or reached through a dotted or dunder name that no data needs
   kUnknown,    ///< on neither: a pickled model class, a config object; an unpickler would import and run it
 };

@@ -20,6 +20,10 @@ struct FoundTensor {
   bool reached = true;          ///< false: no key path leads to it (named "(unreached).N", N its rebuild order)
 };
 
+/// True for a key under which a checkpoint keeps an optimizer's state ("optimizer", "optim", "optimizer_states"):
+/// its tensors get TensorRole::kOptimizer.
+bool names_optimizer(const std::string& key);
+
 /// Walks the graph from the pickle's root: dict keys, list indexes and object attributes joined by '.', with
 /// nn.Module's `_parameters`/`_buffers`/`_modules` levels left out, so a pickled model's tensors read like its
 /// state_dict. A wrapper key at the root (state_dict, model_state_dict, model, module, net, network) is

@@ -1,0 +1,188 @@
+#include "precdetect/load/dcp/dcp.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+
+#include "precdetect/core/error.h"
+#include "precdetect/load/checkpoint.h"
+#include "precdetect/load/dcp/dcp_metadata.h"
+#include "precdetect/load/torch/torch_formats.h"
+#include "precdetect/load/torch/torch_tensors.h"
+
+namespace precdetect {
+namespace {
+
+constexpr std::string_view kMetadataName = ".metadata";
+// Keys a DCP state dict's FQNs may start with before the model's or optimizer's own: torch's recipe saves
+// {"app": AppState(model, optimizer)} (docs/using.md).
+constexpr std::string_view kWrappers[] = {"app"};
+// torch.save names a tensor saved on its own this way (torch_tensors.h); a chunk takes its tensor's FQN.
+constexpr std::string_view kRootName = "(root)";
+
+/// kOptimizer for an FQN below an optimizer's key (`optim.state.0.exp_avg`, `app.optim...`), else kModel.
+TensorRole role_of(const std::string& fqn) {
+  for (size_t start = 0;;) {
+    size_t end = fqn.find('.', start);
+    std::string part = fqn.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (end == std::string::npos || std::find(std::begin(kWrappers), std::end(kWrappers), part) == std::end(kWrappers))
+      return names_optimizer(part) ? TensorRole::kOptimizer : TensorRole::kModel;
+    start = end + 1;
+  }
+}
+
+/// How reports name an entry's archive: the .distcp file, the FQN and the archive's offset in the file.
+std::string archive_name(const ByteSource& data, const std::string& fqn, const DcpArchive& archive) {
+  return fmt::format("{}!{}@{}", data.path().string(), fqn, archive.offset);
+}
+
+/// The archive's bytes, checked against its file's end.
+std::span<const std::byte> archive_bytes(const ByteSource& data, const std::string& fqn, const DcpArchive& archive) {
+  if (archive.offset + archive.length > data.size())  // the metadata reader checked the sum does not wrap
+    fail(ErrorCode::kOffsetPastEnd, data.path(),
+         fmt::format("the archive of `{}` at bytes [{}, {}) runs past the end of the file ({} bytes)", fqn,
+                     archive.offset, archive.offset + archive.length, data.size()));
+  return data.view(archive.offset, archive.length);
+}
+
+/// The chunk's archive read by the torch zip reader, in place: its one tensor as a record of the .distcp file
+/// `file`, or nullopt for a dtype precdetect cannot represent (the warning names it).
+std::optional<TensorRecord> chunk_record(Checkpoint& checkpoint, size_t file, const std::string& fqn,
+                                         const DcpChunk& chunk) {
+  const ByteSource& data = *checkpoint.files[file];
+  Checkpoint archive;
+  archive.files.push_back(span_source(archive_bytes(data, fqn, chunk.archive), data.path()));
+  const ByteSource* bytes = archive.files[0].get();
+  std::string where = fmt::format("the chunk at [{}] of tensor `{}`, at byte {}", fmt::join(chunk.offsets, ", "), fqn,
+                                  chunk.archive.offset);
+  try {
+    std::unique_ptr<FormatFile> zip = open_torch_zip(*bytes);
+    if (!zip) fail(ErrorCode::kInvalidDcp, data.path(), "no torch.save archive");
+    zip->read(archive, 0);
+  } catch (const Error& e) {
+    throw Error(e.code(), fmt::format("{} ({})", e.what(), where));
+  }
+  if (archive.files[0].get() != bytes)  // a deflated storage would be inflated into a source of its own
+    fail(ErrorCode::kCompressedEntry, data.path(), fmt::format("{} is deflated; dcp.save stores chunks", where));
+  bool unreadable_dtype = false;
+  for (Warning& warning : archive.warnings) {
+    unreadable_dtype = unreadable_dtype || warning.code == WarningCode::kDtypesNotRead;
+    for (std::string& name : warning.names)
+      if (name.starts_with(kRootName)) name = fqn + name.substr(kRootName.size());
+    checkpoint.warnings.push_back(std::move(warning));
+  }
+  if (archive.tensors.empty() && unreadable_dtype) return std::nullopt;
+  if (archive.tensors.size() != 1)
+    fail(ErrorCode::kInvalidDcp, data.path(),
+         fmt::format("{} holds {} tensors, not the one of its chunk", where, archive.tensors.size()));
+  TensorRecord record = std::move(archive.tensors[0]);
+  if (record.shape != chunk.sizes)
+    fail(ErrorCode::kInvalidDcp, data.path(),
+         fmt::format("{} holds a tensor of shape [{}], the metadata says [{}]", where, fmt::join(record.shape, ", "),
+                     fmt::join(chunk.sizes, ", ")));
+  record.name = fqn;
+  record.file = file;
+  record.offset += chunk.archive.offset;
+  return record;
+}
+
+/// One record per chunk of `tensor` (one for a tensor stored whole), of one dtype.
+void add_tensor(Checkpoint& checkpoint, const DcpTensor& tensor, const std::map<std::string, size_t>& files) {
+  std::optional<DType> dtype;
+  for (const DcpChunk& chunk : tensor.chunks) {
+    size_t file = files.at(chunk.archive.file);
+    std::optional<TensorRecord> record = chunk_record(checkpoint, file, tensor.fqn, chunk);
+    if (!record) return;  // its dtype is named in a warning, once
+    if (dtype && *dtype != record->dtype)
+      fail(ErrorCode::kInvalidDcp, checkpoint.files[file]->path(),
+           fmt::format("the chunks of tensor `{}` are of dtypes {} and {}", tensor.fqn, dtype_name(*dtype),
+                       dtype_name(record->dtype)));
+    dtype = record->dtype;
+    record->role = role_of(tensor.fqn);
+    if (tensor.chunks.size() > 1) record->chunk_of = ChunkOf{.shape = tensor.size, .offsets = chunk.offsets};
+    checkpoint.tensors.push_back(std::move(*record));
+  }
+}
+
+class DcpFormatFile final : public FormatFile {
+ public:
+  explicit DcpFormatFile(const ByteSource& source) : source_(source) {}
+  FileFormat format() const override { return FileFormat::kDcp; }
+  std::string read(Checkpoint& checkpoint, size_t file) const override;
+  void name_pickles(const std::string& where, PickleVisitor& visitor) const override;
+
+ private:
+  DcpMetadata metadata() const { return read_dcp_metadata(source_.view(0, source_.size()), source_.path()); }
+  /// The .distcp files are found as the metadata names them, in its folder (the reader checked each name is a
+  /// plain file name).
+  std::filesystem::path data_path(const std::string& name) const { return source_.path().parent_path() / name; }
+  void name_archive(const ByteSource& data, const std::string& fqn, const DcpArchive& archive,
+                    PickleVisitor& visitor) const;
+
+  const ByteSource& source_;
+};
+
+std::string DcpFormatFile::read(Checkpoint& checkpoint, size_t file) const {
+  DcpMetadata metadata = this->metadata();
+  ReadMode mode = checkpoint.files[file]->zero_copy() ? ReadMode::kMmap : ReadMode::kPread;
+  std::map<std::string, size_t> files;
+  for (const std::string& name : metadata.files) {
+    std::filesystem::path path = data_path(name);
+    if (!std::filesystem::is_regular_file(path))
+      fail(ErrorCode::kMissingShard, source_.path(), fmt::format("the data file `{}` it names is missing", name));
+    files[name] = checkpoint.files.size();
+    checkpoint.files.push_back(map_file(path, mode));
+  }
+  for (const DcpTensor& tensor : metadata.tensors) add_tensor(checkpoint, tensor, files);
+  return "dcp";
+}
+
+void DcpFormatFile::name_archive(const ByteSource& data, const std::string& fqn, const DcpArchive& archive,
+                                 PickleVisitor& visitor) const {
+  std::string where = archive_name(data, fqn, archive);
+  try {
+    std::unique_ptr<ByteSource> bytes = span_source(archive_bytes(data, fqn, archive), data.path());
+    std::unique_ptr<FormatFile> zip = open_torch_zip(*bytes);
+    if (!zip) return visitor.unverified(where, "no torch.save archive, which dcp.load would still hand to torch.load");
+    visitor.nested(*zip, where);
+  } catch (const Error& e) {  // one damaged archive leaves the others to examine
+    visitor.unverified(where, e.what());
+  }
+}
+
+void DcpFormatFile::name_pickles(const std::string& where, PickleVisitor& visitor) const {
+  visitor.pickles(source_.view(0, source_.size()), where, 0, 1);  // dcp.load: pickle.load(metadata_file)
+  DcpMetadata metadata;
+  try {
+    metadata = this->metadata();
+  } catch (const Error& e) {
+    return visitor.unverified(where, fmt::format("its data files cannot be listed: {}", e.what()));
+  }
+  std::map<std::string, std::unique_ptr<ByteSource>> files;
+  for (const std::string& name : metadata.files) {
+    try {
+      files[name] = map_file(data_path(name));
+    } catch (const Error& e) {
+      visitor.unverified(where, e.what());
+    }
+  }
+  auto name = [&](const std::string& fqn, const DcpArchive& archive) {
+    if (auto file = files.find(archive.file); file != files.end()) name_archive(*file->second, fqn, archive, visitor);
+  };
+  // dcp.load unpickles the other entries with torch.load(weights_only=False), the chunks with weights_only=True.
+  for (const DcpObject& object : metadata.objects) name(object.fqn, object.archive);
+  for (const DcpTensor& tensor : metadata.tensors)
+    for (const DcpChunk& chunk : tensor.chunks) name(tensor.fqn, chunk.archive);
+}
+
+}  // namespace
+
+std::unique_ptr<FormatFile> open_dcp(const ByteSource& source) {
+  bool pickle = source.size() >= 2 && source.view(0, 1)[0] == std::byte{0x80};  // PROTO: dcp.save's pickle.dump
+  if (source.path().filename() != kMetadataName || !pickle) return nullptr;
+  return std::make_unique<DcpFormatFile>(source);
+}
+
+}  // namespace precdetect
