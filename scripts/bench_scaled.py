@@ -1,5 +1,7 @@
-"""Scan speed of fp8 weights with 128x128 block scales against their float twin (issue 50's target: within 2x):
-the same dequantized values stored as bf16. Prints the best of --repeats whole-process runs of each.
+"""Scan speed of quantized safetensors against their float twins (issue 50's target: within 2x): the same
+dequantized values stored as a float dtype, scanned by the same binary. Formats: fp8 with 128x128 block scales (bf16
+twin), GPTQ 4-bit in groups of 128 (fp16 twin) and bitsandbytes nf4 with nested quantization (bf16 twin). Prints the
+best of --repeats whole-process runs of each.
 
     .venv/bin/python scripts/bench_scaled.py [--binary build/precdetect] [--tensors 8] [--side 4096]"""
 
@@ -10,25 +12,55 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy
 import torch
 from safetensors.torch import save_file
 
 
-def write_pair(folder: Path, tensors: int, side: int):
-    generator = torch.Generator().manual_seed(0)
-    fp8, twin = {}, {}
-    for index in range(tensors):
-        weight = ((torch.rand(side, side, generator=generator) * 2 - 1) * 448).to(torch.float8_e4m3fn)
+def fp8_blocks(weights, generator):
+    """DeepSeek-V3's layout: fp8 weights with a float32 scale per 128x128 block."""
+    quantized, twin = {}, {}
+    for name, weight in weights.items():
+        side = weight.shape[0]
+        stored = (weight.clamp(-1, 1) * 448).to(torch.float8_e4m3fn)
         scale = torch.empty(side // 128, side // 128).uniform_(1e-3, 1e-2, generator=generator)
-        name = f"model.layers.{index}.mlp.down_proj"
-        fp8[f"{name}.weight"], fp8[f"{name}.weight_scale_inv"] = weight, scale
-        dequantized = weight.float() * scale.repeat_interleave(128, 0).repeat_interleave(128, 1)
-        twin[f"{name}.weight"] = dequantized.to(torch.bfloat16)
-    for name, tensors_of in (("fp8", fp8), ("bf16", twin)):
-        (folder / name).mkdir()
-        (folder / name / "config.json").write_text(json.dumps(
-            {"quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}}))
-        save_file(tensors_of, folder / name / "model.safetensors")
+        quantized[f"{name}.weight"], quantized[f"{name}.weight_scale_inv"] = stored, scale
+        twin[f"{name}.weight"] = (stored.float() * scale.repeat_interleave(128, 0).repeat_interleave(128, 1)).bfloat16()
+    return quantized, {"quant_method": "fp8", "weight_block_size": [128, 128]}, twin
+
+
+def gptq_4bit(weights, generator):
+    """GPTQ's layout: 4-bit codes packed along the inputs, zero points and fp16 scales per group of 128 inputs."""
+    rng = numpy.random.default_rng(0)
+    quantized, twin = {}, {}
+    for name, weight in weights.items():
+        outputs, inputs = weight.shape
+        codes = rng.integers(0, 16, size=(inputs, outputs), dtype=numpy.uint32)
+        zeros = rng.integers(1, 16, size=(inputs // 128, outputs), dtype=numpy.uint32)
+        scales = torch.empty(inputs // 128, outputs).uniform_(1e-3, 1e-2, generator=generator).half()
+        shifts = (numpy.arange(8, dtype=numpy.uint32) * 4)
+        qweight = (codes.reshape(inputs // 8, 8, outputs) << shifts[None, :, None]).sum(1, dtype=numpy.uint32)
+        qzeros = ((zeros - 1).reshape(inputs // 128, outputs // 8, 8) << shifts).sum(2, dtype=numpy.uint32)
+        quantized[f"{name}.qweight"] = torch.from_numpy(qweight.view(numpy.int32))
+        quantized[f"{name}.qzeros"] = torch.from_numpy(qzeros.view(numpy.int32))
+        quantized[f"{name}.scales"] = scales
+        quantized[f"{name}.g_idx"] = torch.arange(inputs, dtype=torch.int32) // 128
+        difference = torch.from_numpy(codes.astype(numpy.int64) - numpy.repeat(zeros, 128, 0)).half()
+        twin[f"{name}.weight"] = (scales.repeat_interleave(128, 0) * difference).T.contiguous()
+    return quantized, {"quant_method": "gptq", "bits": 4, "group_size": 128}, twin
+
+
+def bitsandbytes_nf4(weights, generator):
+    """bitsandbytes' nf4 with nested quantization, as QuantState.as_dict(packed=True) saves it."""
+    import bitsandbytes.functional as F
+
+    quantized, twin = {}, {}
+    for name, weight in weights.items():
+        codes, state = F.quantize_4bit(weight.bfloat16(), blocksize=64, quant_type="nf4", compress_statistics=True)
+        quantized[f"{name}.weight"] = codes
+        quantized.update({f"{name}.weight.{key}": value for key, value in state.as_dict(packed=True).items()})
+        twin[f"{name}.weight"] = F.dequantize_4bit(codes, state)
+    return quantized, {"quant_method": "bitsandbytes"}, twin
 
 
 def best_seconds(binary, folder, repeats):
@@ -47,14 +79,25 @@ def main():
     parser.add_argument("--side", type=int, default=4096)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        write_pair(folder, args.tensors, args.side)
-        values = args.tensors * args.side * args.side
-        fp8 = best_seconds(args.binary, folder / "fp8", args.repeats)
-        bf16 = best_seconds(args.binary, folder / "bf16", args.repeats)
-        print(f"{values / 1e6:.0f}M values: fp8 with block scales {fp8:.3f} s ({values / fp8 / 1e9:.2f} G values/s), "
-              f"bf16 twin {bf16:.3f} s ({values / bf16 / 1e9:.2f} G values/s): {fp8 / bf16:.2f}x")
+    generator = torch.Generator().manual_seed(0)
+    weights = {f"model.layers.{index}.mlp.down_proj": torch.randn(args.side, args.side, generator=generator) * 0.02
+               for index in range(args.tensors)}
+    values = args.tensors * args.side * args.side
+    for label, write in (("fp8 with block scales", fp8_blocks), ("GPTQ 4-bit", gptq_4bit),
+                         ("bitsandbytes nf4, nested", bitsandbytes_nf4)):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            quantized, config, twin = write(weights, generator)
+            for name, tensors in (("quantized", quantized), ("twin", twin)):
+                (folder / name).mkdir()
+                (folder / name / "config.json").write_text(json.dumps({"quantization_config": config}))
+                save_file(tensors, folder / name / "model.safetensors")
+            seconds = best_seconds(args.binary, folder / "quantized", args.repeats)
+            twin_seconds = best_seconds(args.binary, folder / "twin", args.repeats)
+            dtype = next(iter(twin.values())).dtype
+            print(f"{values / 1e6:.0f}M values: {label} {seconds:.3f} s ({values / seconds / 1e9:.2f} G values/s), "
+                  f"{dtype} twin {twin_seconds:.3f} s ({values / twin_seconds / 1e9:.2f} G values/s): "
+                  f"{seconds / twin_seconds:.2f}x")
 
 
 if __name__ == "__main__":

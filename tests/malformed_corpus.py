@@ -292,6 +292,14 @@ def write_folders(dest):
     g_idx = bytes(4416) + (7).to_bytes(4, "little") + bytes(508)
     folder("gptq-group-index-out-of-range", "size_mismatch",
            {"config.json": gptq_config, "model.safetensors": safetensors(gptq, g_idx)})
+    # bitsandbytes' 4-bit weight of 16 values in blocks of 64 (one block) beside three absmax values.
+    state = json.dumps({"quant_type": "nf4", "blocksize": 64, "dtype": "bfloat16", "shape": [4, 4]}).encode()
+    bnb = {"l.weight": {"dtype": "U8", "shape": [8, 1], "data_offsets": [0, 8]},
+           "l.weight.absmax": {"dtype": "F32", "shape": [3], "data_offsets": [8, 20]},
+           "l.weight.quant_map": {"dtype": "F32", "shape": [16], "data_offsets": [20, 84]},
+           "l.weight.quant_state.bitsandbytes__nf4": {"dtype": "U8", "shape": [len(state)],
+                                                       "data_offsets": [84, 84 + len(state)]}}
+    folder("bnb-absmax-does-not-fit", "size_mismatch", {"model.safetensors": safetensors(bnb, bytes(84) + state)})
     os.mkfifo(dest / "fifo-given-directly.safetensors")
     expected["fifo-given-directly.safetensors"] = "io_error"
     return expected

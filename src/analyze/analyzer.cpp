@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "precdetect/analyze/bitsandbytes_stats.h"
 #include "precdetect/analyze/cpu_kernel.h"
 #include "precdetect/analyze/scaled_stats.h"
 #include "precdetect/analyze/zero_point_stats.h"
@@ -40,9 +41,32 @@ TensorStats zero_point_values(const Checkpoint& checkpoint, const TensorRecord& 
                           link, checkpoint.files[record.file]->path(), record.name);
 }
 
+/// A bitsandbytes weight's values from its codes and quantization state.
+TensorStats bitsandbytes_values(const Checkpoint& checkpoint, const TensorRecord& record, const ScaleRecords& scales) {
+  const ScaleLink& link = *record.scaled_by;
+  auto part = [&](const std::string& name) { return read_values(checkpoint, *scales.at(name)); };
+  HostValues codes = read_values(checkpoint, record), absmax = part(link.tensor);
+  const std::filesystem::path& file = checkpoint.files[record.file]->path();
+  if (link.scheme == ScaleScheme::kInt8Rows) return int8_rows_stats(codes, absmax, file, record.name);
+  const Blockwise4bitParts& names = *link.blockwise;
+  HostValues quant_map = part(names.quant_map), state = part(names.quant_state);
+  std::optional<HostValues> nested_absmax, nested_quant_map;
+  if (!names.nested_absmax.empty())
+    nested_absmax.emplace(part(names.nested_absmax)), nested_quant_map.emplace(part(names.nested_quant_map));
+  return blockwise_4bit_stats({.codes = codes,
+                               .absmax = absmax,
+                               .quant_map = quant_map,
+                               .quant_state = state,
+                               .nested_absmax = nested_absmax ? &*nested_absmax : nullptr,
+                               .nested_quant_map = nested_quant_map ? &*nested_quant_map : nullptr},
+                              file, record.name);
+}
+
 TensorStats cpu_stats(const Checkpoint& checkpoint, const TensorRecord& record, const ScaleRecords& scales) {
-  if (record.scaled_by && record.scaled_by->scheme == ScaleScheme::kZeroPoint)
-    return zero_point_values(checkpoint, record, scales);
+  ScaleScheme scheme = record.scaled_by ? record.scaled_by->scheme : ScaleScheme::kProduct;
+  if (scheme == ScaleScheme::kZeroPoint) return zero_point_values(checkpoint, record, scales);
+  if (scheme == ScaleScheme::kBlockwise4bit || scheme == ScaleScheme::kInt8Rows)
+    return bitsandbytes_values(checkpoint, record, scales);
   if (const std::optional<ScaleLink>& link = record.scaled_by) {
     std::optional<HostValues> bias;
     if (link->scheme == ScaleScheme::kAffine) bias.emplace(read_values(checkpoint, *scales.at(link->bias)));

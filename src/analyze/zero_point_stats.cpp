@@ -4,18 +4,17 @@
 #include <fmt/ranges.h>
 
 #include <array>
+#include <optional>
 #include <vector>
 
-#include "precdetect/analyze/cpu_kernel.h"
 #include "precdetect/analyze/narrow_rounding.h"
+#include "precdetect/analyze/table_stats.h"
 #include "precdetect/analyze/widen.h"
 #include "precdetect/core/error.h"
-#include "precdetect/core/parallel.h"
 
 namespace precdetect {
 namespace {
 
-constexpr uint64_t kChunkValues = uint64_t{1} << 20;  // values dequantized at a time
 /// AWQ packs output columns 0..7 of each word at nibbles 0, 2, 4, 6, 1, 3, 5, 7 (AutoAWQ's order_map): column k
 /// of a word sits at nibble kAwqNibble[k].
 constexpr std::array<int, 8> kAwqNibble = {0, 4, 1, 5, 2, 6, 3, 7};
@@ -151,48 +150,21 @@ std::vector<float> scales_by_row(const ZeroPointParts& parts, const ZeroPointCod
   return scales;
 }
 
-struct Dequantizer {
-  const ZeroPointParts& parts;
-  const ScaleLink& link;
-  const Geometry& shape;
-  const std::vector<int32_t>& groups;
-  const std::vector<float>& scales;
-
-  /// Row `row`'s value of every (group, stored code): scale x (code - zero), rounded to the scales' dtype.
-  void fill_table(int64_t row, std::vector<float>& table) const {
-    const ZeroPointCodes& codes = *link.zero_point;
-    std::optional<GridCodes> zeros;
-    if (parts.zeros) zeros.emplace(*codes.zeros, *parts.zeros, link.bits);
-    const int64_t levels = int64_t{1} << link.bits;
-    for (int64_t group = 0; group < shape.groups; ++group) {
-      int64_t zero = zeros ? int64_t{zeros->stored(row, group)} + codes.zeros->offset : 0;
-      double scale = scales[static_cast<size_t>(row * shape.groups + group)];
-      for (int64_t code = 0; code < levels; ++code)
-        table[static_cast<size_t>(group * levels + code)] = static_cast<float>(
-            rounded_to(parts.scales.dtype(), static_cast<double>(code + codes.codes.offset - zero) * scale));
-    }
+/// Row `row`'s value of every (group, stored code): scale x (code - zero), rounded to the scales' dtype.
+void fill_table(const ZeroPointParts& parts, const ScaleLink& link, const Geometry& shape,
+                const std::vector<float>& scales, int64_t row, std::vector<float>& table) {
+  const ZeroPointCodes& codes = *link.zero_point;
+  std::optional<GridCodes> zeros;
+  if (parts.zeros) zeros.emplace(*codes.zeros, *parts.zeros, link.bits);
+  const int64_t levels = int64_t{1} << link.bits;
+  for (int64_t group = 0; group < shape.groups; ++group) {
+    int64_t zero = zeros ? int64_t{zeros->stored(row, group)} + codes.zeros->offset : 0;
+    double scale = scales[static_cast<size_t>(row * shape.groups + group)];
+    for (int64_t code = 0; code < levels; ++code)
+      table[static_cast<size_t>(group * levels + code)] = static_cast<float>(
+          rounded_to(parts.scales.dtype(), static_cast<double>(code + codes.codes.offset - zero) * scale));
   }
-
-  /// Rows [begin, end) dequantized a chunk at a time into the F32 kernel.
-  TensorStats rows(int64_t begin, int64_t end) const {
-    const GridCodes codes(link.zero_point->codes, parts.codes, link.bits);
-    std::vector<float> table(static_cast<size_t>(shape.groups << link.bits));
-    std::vector<float> values;
-    values.reserve(static_cast<size_t>(std::max<int64_t>(shape.columns, kChunkValues)));
-    TensorStats stats;
-    for (int64_t row = begin; row < end; ++row) {
-      fill_table(row, table);
-      for (int64_t column = 0; column < shape.columns; ++column)
-        values.push_back(
-            table[(static_cast<size_t>(groups[static_cast<size_t>(column)]) << link.bits) | codes.stored(row, column)]);
-      if (values.size() >= kChunkValues || row + 1 == end) {
-        stats.merge(cpu_tensor_stats(values.data(), DType::F32, values.size()));
-        values.clear();
-      }
-    }
-    return stats;
-  }
-};
+}
 
 }  // namespace
 
@@ -202,14 +174,14 @@ TensorStats zero_point_stats(const ZeroPointParts& parts, const ScaleLink& link,
   const Geometry shape = geometry(parts, link, mismatch);
   const std::vector<int32_t> groups = groups_of_columns(parts, shape, mismatch);
   const std::vector<float> scales = scales_by_row(parts, *link.zero_point, shape);
-  const Dequantizer dequantizer{parts, link, shape, groups, scales};
-  TensorStats total = reduce_in_parallel(
-      static_cast<uint64_t>(shape.rows), std::max<uint64_t>(1, kChunkValues / static_cast<uint64_t>(shape.columns)),
-      [&](uint64_t first, uint64_t last) {
-        return dequantizer.rows(static_cast<int64_t>(first), static_cast<int64_t>(last));
+  const GridCodes codes(link.zero_point->codes, parts.codes, link.bits);
+  return table_stats(
+      shape.rows, shape.columns, static_cast<uint64_t>(shape.rows * shape.columns),
+      static_cast<size_t>(shape.groups << link.bits),
+      [&](int64_t row, std::vector<float>& table) { fill_table(parts, link, shape, scales, row, table); },
+      [&](int64_t row, int64_t column) {
+        return (static_cast<size_t>(groups[static_cast<size_t>(column)]) << link.bits) | codes.stored(row, column);
       });
-  total.exactness_checked = total.bf16_exact = total.fp16_exact = 0;
-  return total;
 }
 
 }  // namespace precdetect

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "precdetect/core/error.h"
+#include "precdetect/load/bitsandbytes_codes.h"
 #include "precdetect/load/zero_point_codes.h"
 
 namespace precdetect {
@@ -137,6 +138,7 @@ void link_affine(TensorRecord& weight, std::vector<TensorRecord>& tensors,
 
 void link_scales(std::vector<TensorRecord>& tensors, const nlohmann::json& config, const std::string& file) {
   link_zero_point_codes(tensors, config);
+  link_bitsandbytes(tensors);
   std::unordered_map<std::string, size_t> by_name;
   for (size_t i = 0; i < tensors.size(); ++i) by_name.emplace(tensors[i].name, i);
   std::optional<std::array<int64_t, 2>> block = configured_block(config);

@@ -252,6 +252,8 @@ ordered_json tensor_json(const TensorReport& tensor) {
     item["scaled_by"] = {{"tensor", scale->tensor}, {"block", {scale->block_rows, scale->block_cols}}};
     if (scale->scheme == ScaleScheme::kAffine)
       item["scaled_by"].update({{"biases", scale->bias}, {"bits", scale->bits}});
+    if (scale->scheme == ScaleScheme::kBlockwise4bit || scale->scheme == ScaleScheme::kInt8Rows)
+      item["scaled_by"]["bits"] = scale->bits;
     if (const std::optional<ZeroPointCodes>& codes = scale->zero_point)
       item["scaled_by"].update(
           {{"zero_points", codes->zeros ? ordered_json(codes->zeros->tensor) : nullptr},

@@ -14,7 +14,10 @@ reference is the dequantization of the package that defines the layout, its stat
   quantization_config or quantize_config.json alone): no GPTQ writer runs on this CPU (gptqmodel and AutoGPTQ build
   CUDA extensions), so the test packs codes as AutoGPTQ's QuantLinear.pack does (qlinear_cuda_old.py: codes LSB
   first along the inputs, 3-bit ones straddling words; zero points minus one in v1), and the reference is its
-  dequantization from the unpacked integers, in torch at the scales' dtype: scales[g_idx] * (q - zeros[g_idx])."""
+  dequantization from the unpacked integers, in torch at the scales' dtype: scales[g_idx] * (q - zeros[g_idx]).
+- bitsandbytes 4-bit (nf4 with nested quantization, fp4 without; bf16 and fp16) and 8-bit (LLM.int8): quantized by
+  bitsandbytes 0.50.2 on this CPU through transformers' from_pretrained(quantization_config=BitsAndBytesConfig) and
+  written by save_pretrained; bitsandbytes' dequantize_4bit and int8_vectorwise_dequant the reference."""
 
 import json
 import unittest
@@ -196,6 +199,63 @@ class Awq(ScanTestCase):
             reference = PackedQuantizationCompressor.decompress(parts, scheme)["weight"]
             self.assertEqual(reported[f"{module}.qweight"]["scaled_by"]["zero_points"], f"{module}.qzeros")
             check_stats(self, reported, f"{module}.qweight", reference)
+
+
+class BitsAndBytes(ScanTestCase):
+    def quantize(self, folder, config, dtype):
+        from transformers import AutoModelForCausalLM
+
+        plain = self.tmp / "plain"
+        if not plain.exists():
+            small_llama().save_pretrained(plain)
+        model = AutoModelForCausalLM.from_pretrained(plain, quantization_config=config, device_map="cpu", dtype=dtype)
+        model.save_pretrained(folder)
+
+    def references(self, folder):
+        """Each quantized weight's values as bitsandbytes dequantizes them, by name."""
+        import bitsandbytes.functional as F
+        from safetensors import safe_open
+
+        references = {}
+        with safe_open(folder / "model.safetensors", "pt") as stored:
+            names = list(stored.keys())
+            for name in names:
+                if name.endswith(".SCB"):
+                    weight = name[: -len("SCB")] + "weight"
+                    references[weight] = F.int8_vectorwise_dequant(stored.get_tensor(weight), stored.get_tensor(name))
+                if ".quant_state.bitsandbytes__" in name:
+                    weight = name.split(".quant_state.")[0]
+                    parts = {key[len(weight) + 1:]: stored.get_tensor(key) for key in names
+                             if key.startswith(weight + ".")}
+                    state = F.QuantState.from_dict(parts, device=torch.device("cpu"))
+                    references[weight] = F.dequantize_4bit(stored.get_tensor(weight), state)
+        return references
+
+    def test_4bit_and_8bit_weights_are_analyzed_as_bitsandbytes_dequantizes_them(self):
+        from transformers import BitsAndBytesConfig
+
+        cases = {
+            "nf4-nested-bf16": (BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                                                   bnb_4bit_use_double_quant=True,
+                                                   bnb_4bit_compute_dtype=torch.bfloat16), torch.bfloat16),
+            "fp4-f16": (BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="fp4"), torch.float16),
+            "int8": (BitsAndBytesConfig(load_in_8bit=True), torch.float16),
+        }
+        for label, (config, dtype) in cases.items():
+            with self.subTest(case=label):
+                folder = self.tmp / label
+                self.quantize(folder, config, dtype)
+                references = self.references(folder)
+                self.assertEqual(len(references), 14)  # 7 linear layers per block, 2 blocks
+                code, document, stderr = scan(folder)
+                self.assertEqual(code, 0, stderr)
+                reported = tensors_by_name(document["models"][0])
+                for name, reference in references.items():
+                    self.assertEqual(reported[name]["scaled_by"]["bits"], 8 if label == "int8" else 4)
+                    check_stats(self, reported, name, reference)
+                roles = {name: tensor["role"] for name, tensor in reported.items()}
+                self.assertTrue(all(roles[name] == "scale" for name in roles
+                                    if name.endswith((".SCB", ".absmax", ".quant_map", ".nested_absmax"))))
 
 
 class CompressedTensorsPackQuantized(ScanTestCase):

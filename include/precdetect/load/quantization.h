@@ -7,7 +7,8 @@
 /// - MLX's affine quantization (`weight` packed in uint32 with `scales` and `biases` per group, 2, 4 or 8 bits, as
 ///   config.json's `quantization` says: without it the codes are counted, never read by a guessed layout).
 /// The scale (and bias) tensors get TensorRole::kScale. Integer codes with zero points (GPTQ, AWQ,
-/// compressed-tensors' pack-quantized) are linked by load/zero_point_codes.h, which link_scales calls.
+/// compressed-tensors' pack-quantized) are linked by load/zero_point_codes.h, bitsandbytes' by
+/// load/bitsandbytes_codes.h; link_scales calls both.
 
 #include <nlohmann/json.hpp>
 #include <string>

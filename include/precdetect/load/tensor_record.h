@@ -21,6 +21,19 @@ enum class ScaleScheme {
   /// row r becoming scale[r, g] x (q - zero[r, g]), rounded once to the scales' dtype as their kernels compute it
   /// (the integer difference is exact there)
   kZeroPoint,
+  /// bitsandbytes' 4-bit weights (nf4, fp4): 4-bit codes two to a byte, high nibble first, over the flattened
+  /// weight; each code indexes `quant_map`, times its block's absmax in float32, then cast to the stored dtype
+  kBlockwise4bit,
+  /// bitsandbytes' LLM.int8 weights: int8 codes x their row's SCB / 127 in float32
+  kInt8Rows,
+};
+
+/// kBlockwise4bit's tensors beside the absmax (ScaleLink::tensor), as bitsandbytes' QuantState.as_dict writes them.
+struct Blockwise4bitParts {
+  std::string quant_map;         ///< the 16 float32 values a code stands for (nf4's or fp4's)
+  std::string quant_state;       ///< uint8 bytes of JSON: quant_type, blocksize, dtype, shape, nested_*
+  std::string nested_absmax;     ///< nested (double) quantization: the absmax is itself 8-bit codes whose
+  std::string nested_quant_map;  ///< blocks scale by these; both empty without it
 };
 
 /// Integer codes (or zero points) packed in 32-bit words, as a grid of rows and columns: the stored tensor holds
@@ -51,9 +64,10 @@ struct ScaleLink {
   std::string tensor;  ///< the scale tensor's name
   int64_t block_rows = 1, block_cols = 1;
   ScaleScheme scheme = ScaleScheme::kProduct;
-  std::string bias;                          ///< kAffine: the biases tensor's name
-  int bits = 0;                              ///< kAffine, kZeroPoint: bits per code
-  std::optional<ZeroPointCodes> zero_point;  ///< kZeroPoint's codes, zero points and groups
+  std::string bias;                             ///< kAffine: the biases tensor's name
+  int bits = 0;                                 ///< kAffine, kZeroPoint: bits per code
+  std::optional<ZeroPointCodes> zero_point;     ///< kZeroPoint's codes, zero points and groups
+  std::optional<Blockwise4bitParts> blockwise;  ///< kBlockwise4bit's code table and state
 };
 
 /// What a tensor is to the model: a parameter (its weights; "model" in reports), a buffer (state the model keeps

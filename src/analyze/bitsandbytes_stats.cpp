@@ -1,0 +1,131 @@
+#include "precdetect/analyze/bitsandbytes_stats.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "precdetect/analyze/narrow_rounding.h"
+#include "precdetect/analyze/table_stats.h"
+#include "precdetect/analyze/widen.h"
+#include "precdetect/core/error.h"
+
+namespace precdetect {
+namespace {
+
+/// What bitsandbytes' QuantState.as_dict packs into the `quant_state.bitsandbytes__*` bytes.
+struct QuantState {
+  int64_t blocksize = 0, nested_blocksize = 0;
+  uint64_t numel = 1;
+  DType dtype = DType::F32;
+  float nested_offset = 0;
+};
+
+DType dtype_named(const std::string& name) {
+  if (name == "bfloat16") return DType::BF16;
+  if (name == "float16") return DType::F16;
+  if (name == "float32") return DType::F32;
+  throw std::invalid_argument("dtype " + name);
+}
+
+QuantState quant_state(const HostValues& bytes, const std::filesystem::path& file, std::string_view weight) {
+  try {
+    auto text = reinterpret_cast<const char*>(bytes.data());
+    nlohmann::json json = nlohmann::json::parse(text, text + bytes.bytes().size());
+    QuantState state{.blocksize = json.at("blocksize").get<int64_t>(),
+                     .dtype = dtype_named(json.at("dtype").get<std::string>())};
+    for (const nlohmann::json& dimension : json.at("shape")) state.numel *= dimension.get<uint64_t>();
+    if (json.contains("nested_blocksize")) {
+      state.nested_blocksize = json.at("nested_blocksize").get<int64_t>();
+      state.nested_offset = json.at("nested_offset").get<float>();
+    }
+    if (state.blocksize <= 0 || (json.contains("nested_blocksize") && state.nested_blocksize <= 0))
+      throw std::invalid_argument("a block size is not positive");
+    return state;
+  } catch (const std::exception& e) {
+    fail(ErrorCode::kInvalidJson, file,
+         fmt::format("quantization state of `{}` is not bitsandbytes' JSON ({})", weight, e.what()));
+  }
+}
+
+/// Every block's absmax in float32: stored, or with nested quantization its 8-bit code through the nested map times
+/// its nested block's absmax, plus the offset, each step in float32 as dequantize_blockwise and `+= offset` form it.
+std::vector<float> absmax_of(const Blockwise4bitValues& values, const QuantState& state, uint64_t blocks) {
+  std::vector<float> absmax(blocks);
+  if (!values.nested_absmax) {
+    widen(values.absmax, 0, blocks, absmax.data());
+    return absmax;
+  }
+  std::vector<float> nested_map(256), nested(values.nested_absmax->numel());
+  widen(*values.nested_quant_map, 0, nested_map.size(), nested_map.data());
+  widen(*values.nested_absmax, 0, nested.size(), nested.data());
+  const auto* codes = reinterpret_cast<const uint8_t*>(values.absmax.data());
+  for (uint64_t block = 0; block < blocks; ++block)
+    absmax[block] =
+        nested_map[codes[block]] * nested[block / static_cast<uint64_t>(state.nested_blocksize)] + state.nested_offset;
+  return absmax;
+}
+
+void check_4bit_sizes(const Blockwise4bitValues& values, const QuantState& state, uint64_t blocks,
+                      const std::filesystem::path& file, std::string_view weight) {
+  bool nested = values.nested_absmax != nullptr;
+  uint64_t nested_blocks = nested ? (blocks + state.nested_blocksize - 1) / state.nested_blocksize : 0;
+  bool fits = values.codes.bytes().size() == (state.numel + 1) / 2 && values.absmax.numel() == blocks &&
+              values.absmax.dtype() == (nested ? DType::U8 : DType::F32) && values.quant_map.numel() == 16 &&
+              values.quant_map.dtype() == DType::F32 &&
+              (!nested || (state.nested_blocksize > 0 && values.nested_absmax->numel() == nested_blocks &&
+                           values.nested_absmax->dtype() == DType::F32 && values.nested_quant_map->numel() == 256 &&
+                           values.nested_quant_map->dtype() == DType::F32));
+  if (!fits)
+    fail(ErrorCode::kSizeMismatch, file,
+         fmt::format("4-bit weight `{}`: its codes ({} bytes), absmax ({}), quant map ({}) or nested tensors do not "
+                     "fit its quantization state ({} values in blocks of {})",
+                     weight, values.codes.bytes().size(), values.absmax.numel(), values.quant_map.numel(), state.numel,
+                     state.blocksize));
+}
+
+}  // namespace
+
+TensorStats blockwise_4bit_stats(const Blockwise4bitValues& values, const std::filesystem::path& file,
+                                 std::string_view weight) {
+  const QuantState state = quant_state(values.quant_state, file, weight);
+  const uint64_t blocks = (state.numel + state.blocksize - 1) / state.blocksize;
+  check_4bit_sizes(values, state, blocks, file, weight);
+  const std::vector<float> absmax = absmax_of(values, state, blocks);
+  std::vector<float> quant_map(16);
+  widen(values.quant_map, 0, 16, quant_map.data());
+  const auto* codes = reinterpret_cast<const uint8_t*>(values.codes.data());
+  return table_stats(
+      static_cast<int64_t>(blocks), state.blocksize, state.numel, 16,
+      [&](int64_t block, std::vector<float>& table) {
+        for (size_t code = 0; code < 16; ++code)  // the product in float32, then cast to the state's dtype
+          table[code] = static_cast<float>(rounded_to(state.dtype, quant_map[code] * absmax[block]));
+      },
+      [&](int64_t block, int64_t column) {
+        uint64_t index = static_cast<uint64_t>(block * state.blocksize + column);
+        uint8_t pair = codes[index / 2];
+        return static_cast<size_t>(index % 2 == 0 ? pair >> 4 : pair & 0xf);
+      });
+}
+
+TensorStats int8_rows_stats(const HostValues& codes, const HostValues& scb, const std::filesystem::path& file,
+                            std::string_view weight) {
+  const int64_t rows = codes.shape()[0], columns = codes.shape()[1];
+  if (scb.numel() != static_cast<uint64_t>(rows))
+    fail(ErrorCode::kSizeMismatch, file,
+         fmt::format("int8 weight `{}` has {} rows but its SCB {} values", weight, rows, scb.numel()));
+  std::vector<float> row_scales(static_cast<size_t>(rows));
+  widen(scb, 0, row_scales.size(), row_scales.data());
+  const auto* bytes = reinterpret_cast<const uint8_t*>(codes.data());
+  constexpr float kInverse127 = 7.874015718698502e-3F;  // bitsandbytes multiplies by 1/127 rather than divide
+  return table_stats(
+      rows, columns, static_cast<uint64_t>(rows * columns), 256,
+      [&](int64_t row, std::vector<float>& table) {
+        for (int code = 0; code < 256; ++code)  // indexed by the stored byte
+          table[static_cast<size_t>(code)] =
+              static_cast<float>(static_cast<int8_t>(code)) * row_scales[static_cast<size_t>(row)] * kInverse127;
+      },
+      [&](int64_t row, int64_t column) { return size_t{bytes[row * columns + column]}; });
+}
+
+}  // namespace precdetect
