@@ -117,6 +117,7 @@ const WeightFormat kWeightFormats[] = {
     {"tf", "tf_model.h5.index.json", {".h5", ".hdf5"}},
     {"gguf", "", {".gguf"}},
     {"numpy", "", {".npz", ".npy"}},
+    {"onnx", "", {".onnx"}},  // an export: its external data files (model.onnx_data) are read through it
 };
 
 /// One format's weights in a folder: its shard index, or its files (without the training state).
@@ -236,8 +237,7 @@ void use_set(ModelSource& source, WeightSet set) {
                      fmt::join(components, ", ")));
   fail(ErrorCode::kNoWeights, folder,
        "no weight files (*.safetensors, *.bin, *.pt, *.pth, *.ckpt, *.jit, *.nemo, *.msgpack, *.h5, *.gguf, *.npz, "
-       "*.npy) "
-       "here");
+       "*.npy, *.onnx) here");
 }
 
 /// A folder is one model: its shard index, or its one set of weight files; its training state is that model's.

@@ -44,6 +44,7 @@ enum class ErrorCode {
   kInvalidGguf,
   kInvalidMsgpack,
   kInvalidHdf5,
+  kInvalidOnnx,
   kUnsafePickle,
   kNotACheckpoint,
   kHfCacheMiss,

@@ -32,12 +32,13 @@ enum class FileFormat {
   kNemo,         ///< a tar holding model_weights.ckpt
   kTorchTar,     ///< torch.save before 0.4: a tar of pickles and storages
   kNpy,
+  kOnnx,    ///< a protobuf ModelProto named .onnx
   kPickle,  ///< a bare pickle stream: never a checkpoint of weights by itself
   kUnknown,
 };
 
 /// "gguf", "flax", "hdf5", "safetensors", "npz", "torch_zip", "torch_legacy", "nemo", "torch_tar", "npy",
-/// "pickle", "unknown".
+/// "onnx", "pickle", "unknown".
 std::string_view file_format_name(FileFormat format);
 
 class FormatFile;
