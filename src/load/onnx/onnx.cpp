@@ -72,7 +72,7 @@ class OnnxReader {
     // Every external file is joined before the first decoded region is added after them.
     for (const OnnxTensor& tensor : graph_.tensors)
       if (tensor.external && !externals_.contains(tensor.external->location)) {
-        auto file = map_file(onnx_external_path(path_, tensor.external->location, tensor.name), mode);
+        auto file = map_file(external_file(tensor), mode);
         uint64_t size = file->size();
         externals_[tensor.external->location] = {joined->append(std::move(file)), size};
       }
@@ -88,6 +88,17 @@ class OnnxReader {
   [[noreturn]] void fail(const OnnxTensor& tensor, std::string_view what) const {
     fail_at_offset(ErrorCode::kInvalidOnnx, path_, "ONNX", tensor.message_offset,
                    fmt::format("tensor `{}`: {}", tensor.name, what));
+  }
+
+  /// The external file of `tensor`, which must be there: a missing one is named with the model and the tensor.
+  std::filesystem::path external_file(const OnnxTensor& tensor) const {
+    std::filesystem::path file = onnx_external_path(path_, tensor.external->location, tensor.name);
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec))
+      precdetect::fail(
+          ErrorCode::kNotFound, path_,
+          fmt::format("tensor `{}`: its external data file `{}` is not there", tensor.name, file.string()));
+    return file;
   }
 
   void add(const OnnxTensor& tensor, std::vector<std::string>& not_read) {
