@@ -119,17 +119,22 @@ TEST(Onnx, ReadsRawPackedUnpackedAndBitPatternValues) {
 }
 
 TEST(Onnx, WalksSubgraphsAndListsWhatItDoesNotRead) {
-  std::string body = bytes_field(5, tensor("branch.w", 11, {1}, bytes_field(10, raw_bytes(std::vector<double>{2.0}))));
-  std::string if_node =
-      bytes_field(2, "y") + bytes_field(4, "If") + bytes_field(5, bytes_field(1, "then_branch") + bytes_field(6, body));
+  // Both branches define `w` and `c`: sibling scopes, told apart by the node (its output `y`) and the attribute.
+  std::string body = bytes_field(5, tensor("w", 11, {1}, bytes_field(10, raw_bytes(std::vector<double>{2.0})))) +
+                     bytes_field(1, constant_node("c", tensor("", 1, {1}, fixed32_field(4, 1))));
+  std::string if_node = bytes_field(2, "y") + bytes_field(4, "If") +
+                        bytes_field(5, bytes_field(1, "then_branch") + bytes_field(6, body)) +
+                        bytes_field(5, bytes_field(1, "else_branch") + bytes_field(6, body));
   std::string sparse = bytes_field(1, tensor("s", 1, {1}, "")) + bytes_field(2, tensor("", 7, {1}, ""));
   std::string graph = bytes_field(1, if_node) + bytes_field(5, tensor("names", 8, {1}, bytes_field(6, "x"))) +
                       bytes_field(15, sparse) +
                       bytes_field(5, tensor("nibbles", 22, {2}, bytes_field(9, std::string(1, '\x12'))));
   Checkpoint checkpoint = read(model(graph));
-  ASSERT_EQ(checkpoint.tensors.size(), 1u);
-  EXPECT_EQ(checkpoint.tensors[0].name, "branch.w");
-  EXPECT_EQ(values_of(checkpoint, checkpoint.tensors[0]), raw_bytes(std::vector<double>{2.0}));
+  std::vector<std::string> names;
+  for (const TensorRecord& record : checkpoint.tensors) names.push_back(record.name);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"y/then_branch/w", "y/then_branch/c", "y/else_branch/w", "y/else_branch/c"}));
+  EXPECT_EQ(values_of(checkpoint, checkpoint.tensors[2]), raw_bytes(std::vector<double>{2.0}));
   ASSERT_EQ(checkpoint.warnings.size(), 1u);
   EXPECT_EQ(checkpoint.warnings[0].code, WarningCode::kDtypesNotRead);
   EXPECT_EQ(checkpoint.warnings[0].names, (std::vector<std::string>{"s (sparse)", "names (STRING)", "nibbles (INT4)"}));

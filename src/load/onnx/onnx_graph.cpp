@@ -13,7 +13,7 @@ namespace {
 // Field numbers of onnx/onnx.proto (onnx 1.23), message by message.
 constexpr uint32_t kModelGraph = 7;
 constexpr uint32_t kGraphNode = 1, kGraphInitializer = 5, kGraphSparseInitializer = 15;
-constexpr uint32_t kNodeOutput = 2, kNodeOpType = 4, kNodeAttribute = 5, kNodeDomain = 7;
+constexpr uint32_t kNodeOutput = 2, kNodeName = 3, kNodeOpType = 4, kNodeAttribute = 5, kNodeDomain = 7;
 constexpr uint32_t kAttributeName = 1, kAttributeTensor = 5, kAttributeGraph = 6, kAttributeGraphs = 11;
 constexpr uint32_t kTensorDims = 1, kTensorDataType = 2, kTensorName = 8, kTensorRawData = 9, kTensorExternalData = 13,
                    kTensorDataLocation = 14;
@@ -34,64 +34,84 @@ class GraphWalker {
   OnnxGraph walk(std::span<const std::byte> model) {
     ProtoReader reader(model, path_, 0);
     while (std::optional<ProtoField> field = reader.next())
-      if (field->number == kModelGraph) graph(message(*field, reader), 0);
+      if (field->number == kModelGraph) graph(message(*field, reader), 0, "");
     return std::move(found_);
   }
 
  private:
-  void graph(const ProtoField& field, int depth) {
+  /// A graph whose tensors are named `scope` + their name: "" for the model's graph, "<node>/<attribute>/" for a
+  /// subgraph, since sibling subgraphs (an If's two branches) may each define one name.
+  void graph(const ProtoField& field, int depth, const std::string& scope) {
     ProtoReader reader(field.payload, path_, field.offset);
     if (depth > kMaxOnnxGraphDepth) reader.fail(fmt::format("graphs nested more than {} deep", kMaxOnnxGraphDepth));
     while (std::optional<ProtoField> part = reader.next()) {
-      if (part->number == kGraphNode) node(message(*part, reader), depth);
+      if (part->number == kGraphNode) node(message(*part, reader), depth, scope);
       if (part->number == kGraphInitializer) {
         OnnxTensor initializer = tensor(message(*part, reader));
         if (initializer.name.empty()) reader.fail("an initializer without a name");
+        initializer.name = scope + initializer.name;
         found_.tensors.push_back(std::move(initializer));
       }
-      if (part->number == kGraphSparseInitializer) sparse(message(*part, reader));
+      if (part->number == kGraphSparseInitializer) sparse(message(*part, reader), scope);
     }
   }
 
   /// A sparse initializer is named by its values tensor; its values are not read.
-  void sparse(const ProtoField& field) {
+  void sparse(const ProtoField& field, const std::string& scope) {
     ProtoReader reader(field.payload, path_, field.offset);
     std::string name;
     while (std::optional<ProtoField> part = reader.next())
       if (part->number == kSparseValues) name = tensor(message(*part, reader)).name;
-    found_.sparse.push_back(name.empty() ? "(unnamed)" : name);
+    found_.sparse.push_back(scope + (name.empty() ? "(unnamed)" : name));
   }
 
-  void node(const ProtoField& field, int depth) {
+  void node(const ProtoField& field, int depth, const std::string& scope) {
     ProtoReader reader(field.payload, path_, field.offset);
     std::optional<std::string> output;
-    std::string_view op_type, domain;
+    std::string_view name, op_type, domain;
     std::vector<ProtoField> attributes;
     while (std::optional<ProtoField> part = reader.next()) {
       if (part->number == kNodeOutput && !output) output = field_text(*part, reader);
+      if (part->number == kNodeName) name = field_text(*part, reader);
       if (part->number == kNodeOpType) op_type = field_text(*part, reader);
       if (part->number == kNodeDomain) domain = field_text(*part, reader);
       if (part->number == kNodeAttribute) attributes.push_back(message(*part, reader));
     }
     bool constant = op_type == "Constant" && (domain.empty() || domain == "ai.onnx");
-    for (const ProtoField& attribute : attributes) this->attribute(attribute, depth, constant, output.value_or(""));
+    Node node{.output = output.value_or(""), .constant = constant, .scope = scope};
+    // A subgraph's scope names the node: by its name, else its output, else its operator.
+    node.label = std::string(!name.empty() ? name : !node.output.empty() ? std::string_view(node.output) : op_type);
+    for (const ProtoField& attribute : attributes) this->attribute(attribute, depth, node);
   }
+
+  /// What a node's attributes need of it.
+  struct Node {
+    std::string output;  ///< its first output
+    bool constant = false;
+    std::string scope;  ///< of the graph it is in
+    std::string label;  ///< of the scope of its subgraphs
+  };
 
   /// A node's attribute: the subgraphs it holds are walked; a Constant node's `value` is a tensor named by the
   /// node's output (its own name, if any, is not what the graph calls it).
-  void attribute(const ProtoField& field, int depth, bool constant, const std::string& output) {
+  void attribute(const ProtoField& field, int depth, const Node& node) {
     ProtoReader reader(field.payload, path_, field.offset);
     std::string_view name;
     std::optional<ProtoField> value;
+    std::vector<ProtoField> graphs;
     while (std::optional<ProtoField> part = reader.next()) {
       if (part->number == kAttributeName) name = field_text(*part, reader);
       if (part->number == kAttributeTensor) value = message(*part, reader);
-      if (part->number == kAttributeGraph || part->number == kAttributeGraphs) graph(message(*part, reader), depth + 1);
+      if (part->number == kAttributeGraph || part->number == kAttributeGraphs) graphs.push_back(message(*part, reader));
     }
-    if (!constant || name != "value" || !value) return;
+    for (size_t i = 0; i < graphs.size(); ++i)  // a list of graphs (`graphs`) numbers them
+      graph(graphs[i], depth + 1,
+            fmt::format("{}{}/{}{}/", node.scope, node.label, name, graphs.size() > 1 ? fmt::format(".{}", i) : ""));
+    if (!node.constant || name != "value" || !value) return;
     OnnxTensor tensor = this->tensor(*value);
-    if (!output.empty()) tensor.name = output;
+    if (!node.output.empty()) tensor.name = node.output;
     if (tensor.name.empty()) reader.fail("a Constant node without an output");
+    tensor.name = node.scope + tensor.name;
     tensor.constant = true;
     found_.tensors.push_back(std::move(tensor));
   }

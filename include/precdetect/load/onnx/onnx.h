@@ -21,13 +21,13 @@ std::filesystem::path onnx_external_path(const std::filesystem::path& model, std
                                          std::string_view tensor);
 
 /// Reads the ONNX model that is file `file` of `checkpoint`. Initializers are tensors named as the graph names
-/// them (torch.onnx.export's parameter names); Constant nodes' values are named by the node's output and are
-/// buffers computed by the exporter (TensorRecord::computed_from_config), out of the verdict but in fp16 cast
-/// safety. Tensors of types precdetect does not read (strings, complex128, 4-, 2- and 6-bit types) and sparse
-/// initializers are listed in a kDtypesNotRead warning. External data files are mapped beside the model (the
-/// checkpoint's file becomes a JoinedSource of them, wrapped in a DecodedSource for the typed fields). Returns
-/// "onnx". Errors: kInvalidOnnx naming the offset and tensor (read_onnx_graph's, an unknown data type, values whose
-/// count or size is not the shape's, external data outside its file or outside the model's folder), kNotFound (an
+/// them (torch.onnx.export's parameter names; a subgraph's prefixed by its scope, onnx_graph.h); Constant nodes' values
+/// are named by the node's output and are buffers computed by the exporter (TensorRecord::computed_from_config), out of
+/// the verdict but in fp16 cast safety. Tensors of types precdetect does not read (strings, complex128, 4-, 2- and
+/// 6-bit types) and sparse initializers are listed in a kDtypesNotRead warning. External data files are mapped beside
+/// the model (the checkpoint's file becomes a JoinedSource of them, wrapped in a DecodedSource for the typed fields).
+/// Returns "onnx". Errors: kInvalidOnnx naming the offset and tensor (read_onnx_graph's, an unknown data type, values
+/// whose count or size is not the shape's, external data outside its file or outside the model's folder), kNotFound (an
 /// external data file that is not there), kIo.
 std::string read_onnx(Checkpoint& checkpoint, size_t file);
 

@@ -1,9 +1,11 @@
 #pragma once
 /// The tensors an ONNX model holds (onnx/onnx.proto), found by walking its protobuf encoding in place: the graph's
 /// initializers, its Constant nodes' values, and the same in the subgraphs of its nodes (If's branches, Loop's and
-/// Scan's bodies), to any depth up to kMaxOnnxGraphDepth. Only the fields that hold or name tensors are read:
+/// Scan's bodies), to any depth up to kMaxOnnxGraphDepth. A subgraph's tensors are named by their scope,
+/// `<node>/<attribute>/<name>` (the node by its name, else its first output), since sibling subgraphs (an If's two
+/// branches) may each define a name once. Only the fields that hold or name tensors are read:
 /// ModelProto.graph (7); GraphProto.node (1), .initializer (5), .sparse_initializer (15); NodeProto.output (2),
-/// .op_type (4), .attribute (5), .domain (7); AttributeProto.name (1), .t (5), .g (6), .graphs (11);
+/// .name (3), .op_type (4), .attribute (5), .domain (7); AttributeProto.name (1), .t (5), .g (6), .graphs (11);
 /// TensorProto.dims (1), .data_type (2), .name (8), .raw_data (9), .external_data (13), .data_location (14), and
 /// its typed fields when its values are read (load/onnx/onnx.cpp). The model's functions (ModelProto.functions)
 /// are templates, not tensors, and are not read.
