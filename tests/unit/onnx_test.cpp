@@ -144,17 +144,19 @@ TEST(Onnx, RefusesValuesThatAreNotTheShapesAndDamagedGraphs) {
   auto graph_with = [](const std::string& initializer) { return model(bytes_field(5, initializer)); };
   std::string two_floats = raw_bytes(std::vector<float>{1, 2});
   std::string nested = bytes_field(5, tensor("w", 1, {1}, fixed32_field(4, 1)));
+  std::string body = bytes_field(1, "body") + bytes_field(6, nested);  // an attribute holding a graph
   for (int depth = 0; depth < 40; ++depth)
     nested = bytes_field(1, bytes_field(5, bytes_field(1, "body") + bytes_field(6, nested)));
   for (const std::string& bad : {
-           graph_with(tensor("w", 1, {3}, bytes_field(9, two_floats))),                       // raw_data too short
-           graph_with(tensor("w", 1, {3}, bytes_field(4, two_floats))),                       // two values for three
-           graph_with(tensor("w", 99, {1}, "")),                                              // unknown type
-           graph_with(tensor("", 1, {1}, fixed32_field(4, 1))),                               // unnamed initializer
-           graph_with(tensor("w", 1, {uint64_t(-1)}, "")),                                    // negative dimension
-           graph_with(tensor("w", 1, {1ULL << 62, 1ULL << 62}, "")),                          // overflowing count
-           model(nested),                                                                     // nested over 32 deep
-           model(bytes_field(5, tensor("w", 1, {1}, bytes_field(9, "abcd"))).substr(0, 12)),  // truncated
+           graph_with(tensor("w", 1, {3}, bytes_field(9, two_floats))),  // raw_data too short
+           graph_with(tensor("w", 1, {3}, bytes_field(4, two_floats))),  // two values for three
+           graph_with(tensor("w", 99, {1}, "")),                         // unknown type
+           graph_with(tensor("", 1, {1}, fixed32_field(4, 1))),          // unnamed initializer
+           graph_with(tensor("w", 1, {uint64_t(-1)}, "")),               // negative dimension
+           graph_with(tensor("w", 1, {1ULL << 62, 1ULL << 62}, "")),     // overflowing count
+           model(nested),                                                // nested over 32 deep
+           model(bytes_field(1, bytes_field(3, std::string(5000, 'n')) + bytes_field(5, body))),  // a long scope
+           model(bytes_field(5, tensor("w", 1, {1}, bytes_field(9, "abcd"))).substr(0, 12)),      // truncated
        })
     EXPECT_EQ(code_of([&] { read(bad); }), ErrorCode::kInvalidOnnx) << bad.size();
 }

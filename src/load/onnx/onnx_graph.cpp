@@ -44,6 +44,8 @@ class GraphWalker {
   void graph(const ProtoField& field, int depth, const std::string& scope) {
     ProtoReader reader(field.payload, path_, field.offset);
     if (depth > kMaxOnnxGraphDepth) reader.fail(fmt::format("graphs nested more than {} deep", kMaxOnnxGraphDepth));
+    if (scope.size() > kMaxOnnxScope)
+      reader.fail(fmt::format("a subgraph whose scope (its nodes' names) is over {} bytes", kMaxOnnxScope));
     while (std::optional<ProtoField> part = reader.next()) {
       if (part->number == kGraphNode) node(message(*part, reader), depth, scope);
       if (part->number == kGraphInitializer) {

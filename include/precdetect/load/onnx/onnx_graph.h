@@ -22,6 +22,9 @@ namespace precdetect {
 
 /// Graphs nested deeper than this (a subgraph of a subgraph ...) are refused: no exporter nests more than a few.
 constexpr int kMaxOnnxGraphDepth = 32;
+/// The longest scope a subgraph's tensor names may have: every tensor of a subgraph carries its scope, so a long
+/// node name would otherwise be copied once per tensor (real scopes are a few dozen bytes).
+constexpr size_t kMaxOnnxScope = 4096;
 /// The most dimensions a tensor may have.
 constexpr size_t kMaxOnnxDims = 64;
 
@@ -51,9 +54,9 @@ struct OnnxGraph {
 
 /// The tensors of the ModelProto `model`, the bytes of `path`. Throws Error(kInvalidOnnx) naming the path and the
 /// offset for damaged protobuf (a truncated field, a length past its message, a varint over 10 bytes, a field of
-/// the wrong wire type), a graph nested over kMaxOnnxGraphDepth, an initializer without a name, a negative
-/// dimension or more than kMaxOnnxDims, external data without a location or with an offset or length that is no
-/// number.
+/// the wrong wire type), a graph nested over kMaxOnnxGraphDepth or with a scope over kMaxOnnxScope, an initializer
+/// without a name, a negative dimension or more than kMaxOnnxDims, external data without a location or with an offset
+/// or length that is no number.
 OnnxGraph read_onnx_graph(std::span<const std::byte> model, const std::filesystem::path& path);
 
 }  // namespace precdetect
