@@ -154,6 +154,21 @@ class Onnx(ScanTestCase):
             self.assertEqual(len(pair["computed_from_config"]), 3)
             self.assertEqual(pair["outcome"], "lossless")
 
+    def test_a_folder_with_its_safetensors_prefers_them_and_all_formats_scans_both(self):
+        module = Mlp()
+        save_file(module.state_dict(), self.tmp / "model.safetensors")
+        export(module, self.tmp / "model.onnx")
+        code, document, _ = scan(self.tmp)
+        self.assertEqual(code, 0)
+        (model,) = document["models"]
+        self.assertEqual(model["format"], "safetensors")
+        self.assertIn("other_formats", warning_codes(model))
+        code, document, _ = scan("--all-formats", self.tmp)
+        self.assertEqual(code, 0)
+        self.assertEqual(sorted(m["format"] for m in document["models"]), ["onnx", "safetensors"])
+        summaries = [m["summary"] for m in document["models"]]
+        self.assertEqual(summaries[0], summaries[1])  # one set of weights, the same statistics in both formats
+
     def test_damaged_models_are_named_errors(self):
         export(Mlp(), self.tmp / "good.onnx")
         data = (self.tmp / "good.onnx").read_bytes()
