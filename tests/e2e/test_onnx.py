@@ -134,6 +134,10 @@ class Onnx(ScanTestCase):
         (model,) = document["models"]  # model.onnx_data is read through the model, never a model of its own
         self.assertEqual(model["files"], [str(folder / "model.onnx")])
         self.assertTensors(model, onnx_tensors(folder / "model.onnx"))
+        for _ in range(2):  # stored in the results cache, then found there
+            code, document, _ = scan("--cache", self.tmp / "cache.sqlite", folder)
+            self.assertEqual(code, 0)
+            self.assertTensors(document["models"][0], onnx_tensors(folder / "model.onnx"))
 
     def test_diff_against_the_safetensors_it_was_exported_from(self):
         for module, constants in ((Mlp(), False), (Block(), True)):

@@ -18,6 +18,13 @@ uint64_t JoinedSource::append(std::unique_ptr<ByteSource> part) {
   return start;
 }
 
+std::vector<std::filesystem::path> JoinedSource::files() const {
+  std::vector<std::filesystem::path> files;
+  for (const auto& part : parts_)
+    for (std::filesystem::path& file : part->files()) files.push_back(std::move(file));
+  return files;
+}
+
 std::pair<const ByteSource*, uint64_t> JoinedSource::part_of(uint64_t offset, uint64_t length) const {
   // The last part starting at or before `offset`; empty parts share their start with the next one.
   size_t part = std::upper_bound(starts_.begin(), starts_.end(), offset) - starts_.begin() - 1;

@@ -25,6 +25,9 @@ class JoinedSource final : public ByteSource {
   void release(uint64_t offset, uint64_t length) const override;
   void read(uint64_t offset, std::span<std::byte> dest) const override;
   bool zero_copy() const override { return parts_.front()->zero_copy(); }
+  /// Every part's files, in order.
+  std::vector<std::filesystem::path> files() const override;
+  uint64_t own_size() const override { return parts_.front()->own_size(); }
 
  private:
   /// The part holding [offset, offset + length), and the range's offset in it.
