@@ -182,6 +182,9 @@ TEST_F(OnnxExternal, ReadsTensorsInPlaceFromTheirFile) {
   const TensorRecord& w = checkpoint.tensors.at(0);
   EXPECT_EQ(values_of(checkpoint, w), raw_bytes(std::vector<float>{1.5f, -4.0f}));
   EXPECT_EQ(checkpoint.files[0]->path(), root_ / "model.onnx");  // errors name the model
+  uint64_t model_size = std::filesystem::file_size(root_ / "model.onnx");
+  EXPECT_EQ(w.offset, model_size + 8);  // the data file joined behind the model
+  EXPECT_EQ(code_of([&] { checkpoint.files[0]->view(model_size - 4, 8); }), ErrorCode::kOffsetPastEnd);
 }
 
 TEST_F(OnnxExternal, RefusesLocationsOutsideTheFolderAndRangesOutsideTheFile) {
