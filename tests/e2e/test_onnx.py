@@ -69,7 +69,7 @@ class Onnx(ScanTestCase):
         self.assertEqual(set(tensors), set(arrays))
         for name, array in arrays.items():
             self.assertEqual(tensors[name]["shape"], list(array.shape), name)
-            if array.dtype.kind == "f" or array.dtype.name == "bfloat16":
+            if array.dtype.kind == "f" or array.dtype.name in ("bfloat16", "float8_e4m3fn"):  # ml_dtypes' kinds
                 self.assertTensorStats(tensors[name], torch.from_numpy(array.astype(np.float64)), name)
 
     def test_torch_export_matches_references_and_names_the_mask_that_overflows_fp16(self):
@@ -101,10 +101,11 @@ class Onnx(ScanTestCase):
                   "f16": (rng.standard_normal((4, 4)) * 2e3).astype(np.float16),
                   "f64": rng.standard_normal((3, 2)) * 1e-5,
                   "bf16": (rng.standard_normal(9) * 1e5).astype(np.float32),
-                  "i64": np.arange(6, dtype=np.int64).reshape(2, 3)}
+                  "i64": np.arange(6, dtype=np.int64).reshape(2, 3),
+                  "f8": np.array([1.0, -448.0, 0.015625, 2.0**-9], np.float32)}
         kinds = {"f32": TensorProto.FLOAT, "f16": TensorProto.FLOAT16, "f64": TensorProto.DOUBLE,
-                 "bf16": TensorProto.BFLOAT16, "i64": TensorProto.INT64}
-        # raw=False: float_data, int32_data (fp16 and bf16 as bit patterns), double_data, int64_data
+                 "bf16": TensorProto.BFLOAT16, "i64": TensorProto.INT64, "f8": TensorProto.FLOAT8E4M3FN}
+        # raw=False: float_data, int32_data (fp16, bf16 and float8 as bit patterns), double_data, int64_data
         initializers = [helper.make_tensor(n, kinds[n], a.shape, a.flatten().tolist()) for n, a in values.items()]
         node = helper.make_node("Identity", ["f32"], ["y"])
         graph = helper.make_graph([node], "g", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6, 5])],
@@ -118,9 +119,10 @@ class Onnx(ScanTestCase):
         self.assertTensors(document["models"][0], references)
         self.assertEqual(tensors_by_name(document["models"][0])["bf16"]["dtype"], "BF16")
         self.assertEqual(tensors_by_name(document["models"][0])["i64"]["dtype"], "I64")
+        self.assertEqual(tensors_by_name(document["models"][0])["f8"]["dtype"], "F8_E4M3")
 
         # onnx moves raw_data alone to external files: the same values, as raw_data
-        raw = [numpy_helper.from_array(a, n) for n, a in values.items() if n != "bf16"]
+        raw = [numpy_helper.from_array(a, n) for n, a in values.items() if n not in ("bf16", "f8")]
         graph = helper.make_graph([node], "g", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6, 5])],
                                   initializer=raw)
         folder = self.tmp / "external"
