@@ -4,10 +4,11 @@
   .venv/bin/python tests/malformed_corpus.py DEST     # DEST/<case> for every case, and DEST/expected.json
 
 Every safetensors validation rule, zip and ZIP64 damage, pickle damage (unknown opcodes, stack underflow, memo
-misuse, nesting bombs, huge lengths), legacy torch.save damage, overflowing shapes, absurd tensor counts, shard
-indexes that point outside their folder, symlink loops, FIFOs, folders without weights, and torch.distributed.checkpoint
-folders whose .metadata and .distcp files disagree. tests/e2e/
-test_malformed.py scans each case (named error, path, exit 2, valid JSON) and all of them in one batch.
+misuse, nesting bombs, huge lengths), legacy torch.save damage, ONNX damage (protobuf, shapes, external data outside
+its folder or its file), overflowing shapes, absurd tensor counts, shard indexes that point outside their folder,
+symlink loops, FIFOs, folders without weights, and torch.distributed.checkpoint folders whose .metadata and .distcp
+files disagree. tests/e2e/test_malformed.py scans each case (named error, path, exit 2, valid JSON) and all of them
+in one batch.
 """
 
 import io
@@ -229,6 +230,45 @@ TAR = {  # the pre-0.4 torch.save tar layout (tests/pre04_tar.py)
 }
 
 
+def varint(value):
+    out = b""
+    while value >= 0x80:
+        out += bytes([value & 0x7F | 0x80])
+        value >>= 7
+    return out + bytes([value])
+
+
+def proto(number, payload):
+    """A protobuf field: a varint (int) or length-delimited (bytes) value."""
+    if isinstance(payload, int):
+        return varint(number << 3) + varint(payload)
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def onnx_model(*initializers):
+    """An ONNX ModelProto (ir_version 8) whose graph holds these TensorProto encodings as initializers."""
+    return proto(1, 8) + proto(7, b"".join(proto(5, t) for t in initializers))
+
+
+def onnx_tensor(name=b"w", data_type=1, dims=(4,), data=None, external=None):
+    """A TensorProto: float32 `w` of shape [4] in raw_data unless told otherwise; `external`: its key/values."""
+    fields = proto(1, b"".join(varint(d) for d in dims)) + proto(2, data_type) + proto(8, name)
+    if external is not None:
+        entries = b"".join(proto(13, proto(1, k.encode()) + proto(2, v.encode())) for k, v in external.items())
+        return fields + entries + proto(14, 1)
+    return fields + proto(9, bytes(16) if data is None else data)
+
+
+ONNX = {
+    "onnx-truncated": (onnx_model(onnx_tensor())[:-6], "invalid_onnx"),
+    "onnx-varint-of-11-bytes": (proto(1, 8) + varint(7 << 3 | 2) + b"\xff" * 11, "invalid_onnx"),
+    "onnx-raw-data-shorter-than-its-shape": (onnx_model(onnx_tensor(data=bytes(12))), "invalid_onnx"),
+    "onnx-unknown-data-type": (onnx_model(onnx_tensor(data_type=99)), "invalid_onnx"),
+    "onnx-dimensions-overflow": (onnx_model(onnx_tensor(dims=(1 << 62, 1 << 62))), "invalid_onnx"),
+    "onnx-initializer-without-a-name": (onnx_model(onnx_tensor(name=b"")), "invalid_onnx"),
+}
+
+
 def write_folders(dest):
     """Cases that are folders; returns {case: expected code}."""
     expected = {}
@@ -300,6 +340,13 @@ def write_folders(dest):
            "l.weight.quant_state.bitsandbytes__nf4": {"dtype": "U8", "shape": [len(state)],
                                                        "data_offsets": [84, 84 + len(state)]}}
     folder("bnb-absmax-does-not-fit", "size_mismatch", {"model.safetensors": safetensors(bnb, bytes(84) + state)})
+    external = {"location": "model.onnx_data", "offset": "0", "length": "16"}
+    for name, code, changes in (("onnx-external-escapes-the-folder", "invalid_onnx", {"location": "../../etc/passwd"}),
+                                ("onnx-external-absolute-path", "invalid_onnx", {"location": "/etc/passwd"}),
+                                ("onnx-external-past-its-file", "invalid_onnx", {"offset": "8"}),
+                                ("onnx-external-file-missing", "not_found", {"location": "gone.onnx_data"})):
+        folder(name, code, {"model.onnx": onnx_model(onnx_tensor(external={**external, **changes})),
+                            "model.onnx_data": bytes(16)})
     os.mkfifo(dest / "fifo-given-directly.safetensors")
     expected["fifo-given-directly.safetensors"] = "io_error"
     return expected
@@ -351,7 +398,8 @@ def build(dest):
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     expected = {}
-    for cases, suffix in ((SAFETENSORS, ".safetensors"), (ZIP_AND_PICKLE, ".pt"), (LEGACY, ".bin"), (TAR, ".tar.pt")):
+    for cases, suffix in ((SAFETENSORS, ".safetensors"), (ZIP_AND_PICKLE, ".pt"), (LEGACY, ".bin"), (TAR, ".tar.pt"),
+                           (ONNX, ".onnx")):
         for name, (content, code) in cases.items():
             (dest / (name + suffix)).write_bytes(content)
             expected[name + suffix] = code

@@ -118,9 +118,18 @@ std::string StatsCache::file_identity(const Checkpoint& checkpoint, size_t index
   fs::path canonical = fs::weakly_canonical(file.path(), ec);
   struct stat info {};
   ::stat(file.path().c_str(), &info);
-  uint64_t hash = fnv1a(file.view(0, std::min(kHashedBytes, file.size())));
-  return fmt::format("{}|{}|{}.{:09}|{:016x}|{}", (ec ? file.path() : canonical).string(), file.size(),
-                     info.st_mtim.tv_sec, info.st_mtim.tv_nsec, hash, PRECDETECT_VERSION);
+  // The file's own bytes: a source that adds decoded regions or joined files after them may hold fewer than
+  // kHashedBytes of its own, and no view may cross into what it added.
+  uint64_t hash = fnv1a(file.view(0, std::min(kHashedBytes, file.own_size())));
+  std::string identity = fmt::format("{}|{}|{}.{:09}|{:016x}|{}", (ec ? file.path() : canonical).string(), file.size(),
+                                     info.st_mtim.tv_sec, info.st_mtim.tv_nsec, hash, PRECDETECT_VERSION);
+  std::vector<fs::path> files = file.files();
+  for (size_t i = 1; i < files.size(); ++i) {  // the files joined behind it (an ONNX model's external data)
+    ::stat(files[i].c_str(), &info);
+    identity +=
+        fmt::format("|{}|{}|{}.{:09}", files[i].string(), info.st_size, info.st_mtim.tv_sec, info.st_mtim.tv_nsec);
+  }
+  return identity;
 }
 
 std::optional<TensorStats> StatsCache::find(const std::string& file, const TensorRecord& record) {

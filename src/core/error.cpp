@@ -26,10 +26,11 @@ std::string_view to_string(ErrorCode code) {
       "storage_too_small",   "invalid_legacy",
       "invalid_numpy",       "invalid_gguf",
       "invalid_msgpack",     "invalid_hdf5",
-      "invalid_dcp",         "unsafe_pickle",
-      "not_a_checkpoint",    "hf_cache_miss",
-      "invalid_rules",       "invalid_registry",
-      "device_error",        "internal_error",
+      "invalid_dcp",         "invalid_onnx",
+      "unsafe_pickle",       "not_a_checkpoint",
+      "hf_cache_miss",       "invalid_rules",
+      "invalid_registry",    "device_error",
+      "internal_error",
   };
   static_assert(kNames.size() == static_cast<size_t>(ErrorCode::kInternal) + 1);
   return kNames[static_cast<size_t>(code)];

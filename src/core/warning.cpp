@@ -103,7 +103,7 @@ std::string Warning::message() const {
     case WarningCode::kOtherFormats:
       return fmt::format(
           "the folder also holds weights as {}: the scan used the preferred format (safetensors, pytorch, flax, tf, "
-          "gguf, numpy); --all-formats scans each, to check that the conversions agree",
+          "gguf, numpy, onnx); --all-formats scans each, to check that the conversions agree",
           names_text);
     case WarningCode::kUnindexedTensors:
       return fmt::format(

@@ -120,6 +120,7 @@ const WeightFormat kWeightFormats[] = {
     {"gguf", "", {".gguf"}},
     {"numpy", "", {".npz", ".npy"}},
     {"dcp", kDcpMetadata, {".distcp"}},
+    {"onnx", "", {".onnx"}},  // an export: its external data files (model.onnx_data) are read through it
 };
 
 /// One format's weights in a folder: its shard index, or its files (without the training state).
@@ -243,7 +244,7 @@ void use_set(ModelSource& source, WeightSet set) {
                      fmt::join(components, ", ")));
   fail(ErrorCode::kNoWeights, folder,
        "no weight files (*.safetensors, *.bin, *.pt, *.pth, *.ckpt, *.jit, *.nemo, *.msgpack, *.h5, *.gguf, *.npz, "
-       "*.npy, a DCP folder's .metadata and *.distcp) here");
+       "*.npy, *.onnx, a DCP folder's .metadata and *.distcp) here");
 }
 
 /// A folder is one model: its shard index, or its one set of weight files; its training state is that model's.

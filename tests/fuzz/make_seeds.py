@@ -113,6 +113,51 @@ def dcp_seeds():
     write("dcp_metadata", "column-chunks", pickle.dumps(metadata))
 
 
+def onnx_seeds():
+    """ONNX seeds (issue 50): torch.onnx.export's model (raw_data initializers, Constant nodes), onnx.helper's typed
+    fields (float_data, fp16 and bf16 in int32_data, int64_data, double_data), an If node's subgraphs, a sparse
+    initializer, and a tensor whose data is external."""
+    import warnings
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(3, 2)
+
+        def forward(self, x):
+            return self.fc(x) + torch.where(x.sum() > 0, 0.0, torch.finfo(torch.float32).min)
+
+    exported = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Block().eval(), (torch.ones(1, 3),), exported, dynamo=False)
+    write("onnx", "torch-export", exported.getvalue())
+    typed = [helper.make_tensor("f32", TensorProto.FLOAT, [2, 2], [1.0, -2.0, 3.5, 0.0]),
+             helper.make_tensor("f16", TensorProto.FLOAT16, [3], [1.0, -65504.0, 6e-8]),
+             helper.make_tensor("bf16", TensorProto.BFLOAT16, [2], [1e30, -1.5]),
+             helper.make_tensor("i64", TensorProto.INT64, [2], [5, -3]),
+             helper.make_tensor("f64", TensorProto.DOUBLE, [1], [2.5])]
+    branch = helper.make_graph([helper.make_node("Identity", ["c"], ["z"])], "then", [],
+                               [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1])],
+                               initializer=[numpy_helper.from_array(np.ones(1, np.float32), "c")])
+    if_node = helper.make_node("If", ["cond"], ["y"], then_branch=branch, else_branch=branch)
+    sparse = helper.make_sparse_tensor(numpy_helper.from_array(np.ones(2, np.float32), "s"),
+                                       numpy_helper.from_array(np.array([0, 3], np.int64), "s_indices"), [4])
+    external = numpy_helper.from_array(np.ones(4, np.float32), "ext")
+    external.ClearField("raw_data")
+    external.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "model.onnx_data"), ("offset", "0"), ("length", "16")):
+        external.external_data.add(key=key, value=value)
+    graph = helper.make_graph([if_node], "g", [helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])], initializer=typed,
+                              sparse_initializer=[sparse])
+    write("onnx", "typed-subgraph-sparse", helper.make_model(graph).SerializeToString())
+    graph.initializer.append(external)
+    write("onnx", "external", helper.make_model(graph).SerializeToString())
+
+
 def main():
     small = {"w": torch.arange(6, dtype=torch.float32).reshape(2, 3), "b": torch.ones(3, dtype=torch.bfloat16)}
     write("safetensors_header", "two-tensors", save(small, metadata={"format": "pt"}))
@@ -154,6 +199,7 @@ def main():
     pickle_safety_seeds()
     new_format_seeds()
     dcp_seeds()
+    onnx_seeds()
     print(f"seeds in {SEEDS}")
 
 

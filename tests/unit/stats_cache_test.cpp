@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "precdetect/load/checkpoint.h"
+#include "precdetect/load/source/decoded_source.h"
+#include "precdetect/load/source/joined_source.h"
 #include "test_util.h"
 
 namespace precdetect {
@@ -55,6 +59,26 @@ TEST_F(StatsCacheTest, AFileThatIsNoCacheIsRebuilt) {
   EXPECT_TRUE(cache->find(file, record("w", 0)));
   write("a-file", "x");
   EXPECT_EQ(StatsCache::open(root_ / "a-file/stats.sqlite"), nullptr);  // no cache there: never a failed scan
+}
+
+TEST_F(StatsCacheTest, AFileJoinedToOthersOrFollowedByDecodedRegionsIsKnownByEveryFile) {
+  // An ONNX model of a few bytes, its external data joined behind it, a decoded region after both: the hash reads
+  // the model's own bytes (a 64 KiB view was offset_past_end), and the data file's size and mtime are part of it.
+  write("model.onnx", "a small model");
+  write("model.onnx_data", std::string(100000, 'a'));
+  auto joined = std::make_unique<JoinedSource>(map_file(root_ / "model.onnx"));
+  joined->append(map_file(root_ / "model.onnx_data"));
+  auto decoded = std::make_unique<DecodedSource>(std::move(joined));
+  decoded->add_region(100000, [](std::span<std::byte>) {});
+  Checkpoint checkpoint;
+  checkpoint.files.push_back(std::move(decoded));
+  std::string before = StatsCache::file_identity(checkpoint, 0);
+  EXPECT_NE(before.find("model.onnx_data"), std::string::npos);
+  // the data rewritten with as many bytes, the model untouched
+  auto stamp = std::filesystem::last_write_time(root_ / "model.onnx_data");
+  write("model.onnx_data", std::string(100000, 'b'));
+  std::filesystem::last_write_time(root_ / "model.onnx_data", stamp + std::chrono::seconds(1));
+  EXPECT_NE(StatsCache::file_identity(checkpoint, 0), before);
 }
 
 }  // namespace

@@ -24,7 +24,8 @@ class StatsCache {
   ~StatsCache();
 
   /// The identity of `checkpoint`'s file `index`: canonical path, size, mtime (ns), a hash of its first 64 KiB,
-  /// and this precdetect's version. Any change to the file gives a new identity, so stale entries are never hit.
+  /// and this precdetect's version; with the path, size and mtime of each file joined behind it (an ONNX model's
+  /// external data). Any change to the files gives a new identity, so stale entries are never hit.
   static std::string file_identity(const Checkpoint& checkpoint, size_t index);
 
   /// The statistics stored for `record` of a file with identity `file`, if any.

@@ -45,6 +45,7 @@ enum class ErrorCode {
   kInvalidMsgpack,
   kInvalidHdf5,
   kInvalidDcp,
+  kInvalidOnnx,
   kUnsafePickle,
   kNotACheckpoint,
   kHfCacheMiss,

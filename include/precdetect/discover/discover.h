@@ -25,7 +25,7 @@ struct ModelSource {
   /// bare pickles and NumPy files.
   std::vector<std::filesystem::path> pickles_beside;
   /// Weight formats the folder also holds, beside the one scanned (formats_in's preference: safetensors, pytorch,
-  /// flax, tf, gguf, numpy): "flax" for a flax_model.msgpack beside model.safetensors. --all-formats scans each.
+  /// flax, tf, gguf, numpy, onnx): "flax" for a flax_model.msgpack beside model.safetensors. --all-formats scans each.
   std::vector<std::string> other_formats;
   /// The files are model-parallel shards (consolidated.00.pth, mp_rank_00, ...): each holds a part of every
   /// tensor under its full name.

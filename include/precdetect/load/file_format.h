@@ -33,12 +33,13 @@ enum class FileFormat {
   kTorchTar,     ///< torch.save before 0.4: a tar of pickles and storages
   kNpy,
   kDcp,     ///< torch.distributed.checkpoint: a folder's .metadata pickle, indexing its .distcp files
+  kOnnx,    ///< a protobuf ModelProto named .onnx
   kPickle,  ///< a bare pickle stream: never a checkpoint of weights by itself
   kUnknown,
 };
 
 /// "gguf", "flax", "hdf5", "safetensors", "npz", "torch_zip", "torch_legacy", "nemo", "torch_tar", "npy", "dcp",
-/// "pickle", "unknown".
+/// "onnx", "pickle", "unknown".
 std::string_view file_format_name(FileFormat format);
 
 class FormatFile;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace precdetect {
 
@@ -34,6 +35,12 @@ class ByteSource {
   virtual void read(uint64_t offset, std::span<std::byte> dest) const;
   /// True when view() is the cheap way to a tensor's bytes; false when they should be read() (ReadMode::kPread).
   virtual bool zero_copy() const { return true; }
+  /// The files the bytes are read from, path() first; more where a source joins several (an ONNX model and its
+  /// external data), so that a results cache sees a change to any of them.
+  virtual std::vector<std::filesystem::path> files() const { return {path()}; }
+  /// How many bytes from offset 0 are path()'s own, before what a source adds after them (decoded regions, joined
+  /// files): the bytes a results cache may hash in one view().
+  virtual uint64_t own_size() const { return size(); }
 };
 
 /// Maps `path` read-only; with ReadMode::kPread also keeps it open for read(). Throws Error(kNotFound / kIo)

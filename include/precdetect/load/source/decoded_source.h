@@ -42,6 +42,8 @@ class DecodedSource final : public ByteSource {
   void release(uint64_t offset, uint64_t length) const override;
   void read(uint64_t offset, std::span<std::byte> dest) const override;
   bool zero_copy() const override { return file_->zero_copy(); }
+  std::vector<std::filesystem::path> files() const override { return file_->files(); }
+  uint64_t own_size() const override { return file_->own_size(); }
 
  private:
   struct Region {

@@ -1,0 +1,62 @@
+#pragma once
+/// The tensors an ONNX model holds (onnx/onnx.proto), found by walking its protobuf encoding in place: the graph's
+/// initializers, its Constant nodes' values, and the same in the subgraphs of its nodes (If's branches, Loop's and
+/// Scan's bodies), to any depth up to kMaxOnnxGraphDepth. A subgraph's tensors are named by their scope,
+/// `<node>/<attribute>/<name>` (the node by its name, else its first output), since sibling subgraphs (an If's two
+/// branches) may each define a name once. Only the fields that hold or name tensors are read:
+/// ModelProto.graph (7); GraphProto.node (1), .initializer (5), .sparse_initializer (15); NodeProto.output (2),
+/// .name (3), .op_type (4), .attribute (5), .domain (7); AttributeProto.name (1), .t (5), .g (6), .graphs (11);
+/// TensorProto.dims (1), .data_type (2), .name (8), .raw_data (9), .external_data (13), .data_location (14), and
+/// its typed fields when its values are read (load/onnx/onnx.cpp). The model's functions (ModelProto.functions)
+/// are templates, not tensors, and are not read.
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace precdetect {
+
+/// Graphs nested deeper than this (a subgraph of a subgraph ...) are refused: no exporter nests more than a few.
+constexpr int kMaxOnnxGraphDepth = 32;
+/// The longest scope a subgraph's tensor names may have: every tensor of a subgraph carries its scope, so a long
+/// node name would otherwise be copied once per tensor (real scopes are a few dozen bytes).
+constexpr size_t kMaxOnnxScope = 4096;
+/// The most dimensions a tensor may have.
+constexpr size_t kMaxOnnxDims = 64;
+
+/// Where an external tensor's bytes are: TensorProto.external_data's `location`, `offset` and `length`.
+struct OnnxExternal {
+  std::string location;
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;  ///< nullopt: to the end of the file
+};
+
+struct OnnxTensor {
+  std::string name;
+  int32_t data_type = 0;  ///< TensorProto.DataType
+  std::vector<int64_t> dims;
+  std::span<const std::byte> message;  ///< the TensorProto's encoding, in place: its typed fields hold the values
+  uint64_t message_offset = 0;         ///< where it starts in the file
+  std::optional<std::span<const std::byte>> raw;  ///< raw_data, in place
+  uint64_t raw_offset = 0;                        ///< where raw_data starts in the file
+  std::optional<OnnxExternal> external;           ///< data_location EXTERNAL
+  bool constant = false;  ///< a Constant node's `value`, named by the node's output; else an initializer
+};
+
+struct OnnxGraph {
+  std::vector<OnnxTensor> tensors;  ///< in the order they are stored
+  std::vector<std::string> sparse;  ///< the sparse initializers' names: not read
+};
+
+/// The tensors of the ModelProto `model`, the bytes of `path`. Throws Error(kInvalidOnnx) naming the path and the
+/// offset for damaged protobuf (a truncated field, a length past its message, a varint over 10 bytes, a field of
+/// the wrong wire type), a graph nested over kMaxOnnxGraphDepth or with a scope over kMaxOnnxScope, an initializer
+/// without a name, a negative dimension or more than kMaxOnnxDims, external data without a location or with an offset
+/// or length that is no number.
+OnnxGraph read_onnx_graph(std::span<const std::byte> model, const std::filesystem::path& path);
+
+}  // namespace precdetect

@@ -1,0 +1,208 @@
+#include "precdetect/load/onnx/onnx.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "precdetect/core/bytes.h"
+#include "precdetect/core/error.h"
+#include "precdetect/load/onnx/onnx_graph.h"
+#include "precdetect/load/onnx/protobuf.h"
+#include "precdetect/load/source/decoded_source.h"
+#include "precdetect/load/source/joined_source.h"
+
+namespace precdetect {
+namespace {
+
+/// An ONNX data type (TensorProto.DataType): its name, the dtype precdetect reads it as (nullopt: not read), and
+/// the typed field that holds its values when raw_data does not, with that field's encoding.
+struct OnnxType {
+  int32_t id;
+  std::string_view name;
+  std::optional<DType> dtype;
+  uint32_t field = 0;
+  WireType wire = WireType::kVarint;
+};
+
+// float_data (4, floats), int32_data (5: every type of 16 bits or fewer as its bit pattern), int64_data (7),
+// double_data (10), uint64_data (11: uint32 and uint64). Types under 8 bits share bytes and are not read.
+constexpr OnnxType kTypes[] = {{1, "FLOAT", DType::F32, 4, WireType::kFixed32},
+                               {2, "UINT8", DType::U8, 5},
+                               {3, "INT8", DType::I8, 5},
+                               {4, "UINT16", DType::U16, 5},
+                               {5, "INT16", DType::I16, 5},
+                               {6, "INT32", DType::I32, 5},
+                               {7, "INT64", DType::I64, 7},
+                               {8, "STRING", std::nullopt},
+                               {9, "BOOL", DType::BOOL, 5},
+                               {10, "FLOAT16", DType::F16, 5},
+                               {11, "DOUBLE", DType::F64, 10, WireType::kFixed64},
+                               {12, "UINT32", DType::U32, 11},
+                               {13, "UINT64", DType::U64, 11},
+                               {14, "COMPLEX64", DType::C64, 4, WireType::kFixed32},
+                               {15, "COMPLEX128", std::nullopt},
+                               {16, "BFLOAT16", DType::BF16, 5},
+                               {17, "FLOAT8E4M3FN", DType::F8_E4M3, 5},
+                               {18, "FLOAT8E4M3FNUZ", DType::F8_E4M3FNUZ, 5},
+                               {19, "FLOAT8E5M2", DType::F8_E5M2, 5},
+                               {20, "FLOAT8E5M2FNUZ", DType::F8_E5M2FNUZ, 5},
+                               {21, "UINT4", std::nullopt},
+                               {22, "INT4", std::nullopt},
+                               {23, "FLOAT4E2M1", std::nullopt},
+                               {24, "FLOAT8E8M0", DType::F8_E8M0, 5},
+                               {25, "UINT2", std::nullopt},
+                               {26, "INT2", std::nullopt},
+                               {27, "FLOAT6E2M3", std::nullopt},
+                               {28, "FLOAT6E3M2", std::nullopt}};
+
+class OnnxReader {
+ public:
+  OnnxReader(Checkpoint& checkpoint, size_t file)
+      : checkpoint_(checkpoint),
+        file_(file),
+        path_(checkpoint.files[file]->path()),
+        graph_(read_onnx_graph(checkpoint.files[file]->view(0, checkpoint.files[file]->size()), path_)) {}
+
+  void read() {
+    const ByteSource& model = *checkpoint_.files[file_];
+    ReadMode mode = model.zero_copy() ? ReadMode::kMmap : ReadMode::kPread;
+    auto joined = std::make_unique<JoinedSource>(std::move(checkpoint_.files[file_]));
+    // Every external file is joined before the first decoded region is added after them.
+    for (const OnnxTensor& tensor : graph_.tensors)
+      if (tensor.external && !externals_.contains(tensor.external->location)) {
+        auto file = map_file(external_file(tensor), mode);
+        uint64_t size = file->size();
+        externals_[tensor.external->location] = {joined->append(std::move(file)), size};
+      }
+    decoded_ = std::make_unique<DecodedSource>(std::move(joined));
+    std::vector<std::string> not_read = graph_.sparse;
+    for (std::string& name : not_read) name += " (sparse)";
+    for (const OnnxTensor& tensor : graph_.tensors) add(tensor, not_read);
+    warn_about(checkpoint_.warnings, WarningCode::kDtypesNotRead, path_.string(), std::move(not_read));
+    checkpoint_.files[file_] = std::move(decoded_);
+  }
+
+ private:
+  [[noreturn]] void fail(const OnnxTensor& tensor, std::string_view what) const {
+    fail_at_offset(ErrorCode::kInvalidOnnx, path_, "ONNX", tensor.message_offset,
+                   fmt::format("tensor `{}`: {}", tensor.name, what));
+  }
+
+  /// The external file of `tensor`, which must be there: a missing one is named with the model and the tensor.
+  std::filesystem::path external_file(const OnnxTensor& tensor) const {
+    std::filesystem::path file = onnx_external_path(path_, tensor.external->location, tensor.name);
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec))
+      precdetect::fail(
+          ErrorCode::kNotFound, path_,
+          fmt::format("tensor `{}`: its external data file `{}` is not there", tensor.name, file.string()));
+    return file;
+  }
+
+  void add(const OnnxTensor& tensor, std::vector<std::string>& not_read) {
+    auto type = std::ranges::find(kTypes, tensor.data_type, &OnnxType::id);
+    if (type == std::end(kTypes)) fail(tensor, fmt::format("unknown data type {}", tensor.data_type));
+    if (!type->dtype) return not_read.push_back(fmt::format("{} ({})", tensor.name, type->name));
+    TensorRecord record{.name = tensor.name, .dtype = *type->dtype, .shape = tensor.dims, .file = file_};
+    record.numel = 1;
+    for (int64_t extent : tensor.dims) {
+      auto product = checked_mul(record.numel, static_cast<uint64_t>(extent));
+      if (!product) fail(tensor, "element count overflows");
+      record.numel = *product;
+    }
+    auto nbytes = dtype_bytes(record.dtype, record.numel);
+    if (!nbytes) fail(tensor, "byte size overflows");
+    record.nbytes = record.storage_nbytes = *nbytes;
+    if (tensor.external)
+      record.offset = external_offset(tensor, *nbytes);
+    else if (tensor.raw)
+      record.offset = raw_offset(tensor, *nbytes);
+    else
+      record.offset = typed_values(tensor, *type, record.numel, *nbytes);
+    if (tensor.constant) {  // the exporter's, not a checkpoint's: a buffer, listed apart by diff
+      record.role = TensorRole::kBuffer;
+      record.role_from_file = true;
+      record.computed_from_config = true;
+    }
+    checkpoint_.tensors.push_back(std::move(record));
+  }
+
+  uint64_t raw_offset(const OnnxTensor& tensor, uint64_t nbytes) const {
+    if (tensor.raw->size() != nbytes)
+      fail(tensor, fmt::format("raw_data of {} bytes, its shape and type need {}", tensor.raw->size(), nbytes));
+    return tensor.raw_offset;
+  }
+
+  /// Where the external bytes lie in the joined source: inside their file, exactly as many as the shape needs.
+  uint64_t external_offset(const OnnxTensor& tensor, uint64_t nbytes) const {
+    const OnnxExternal& external = *tensor.external;
+    auto [start, file_size] = externals_.at(external.location);
+    if (external.offset > file_size)
+      fail(tensor, fmt::format("external data offset {} is past the end of `{}` ({} bytes)", external.offset,
+                               external.location, file_size));
+    uint64_t length = external.length.value_or(file_size - external.offset);
+    if (length > file_size - external.offset)
+      fail(tensor, fmt::format("external data [{}, +{}) runs past the end of `{}` ({} bytes)", external.offset, length,
+                               external.location, file_size));
+    if (length != nbytes)
+      fail(tensor, fmt::format("external data of {} bytes, its shape and type need {}", length, nbytes));
+    return start + external.offset;
+  }
+
+  /// Values in the type's own field, packed or not: counted now, decoded little-endian when analyzed.
+  uint64_t typed_values(const OnnxTensor& tensor, const OnnxType& type, uint64_t numel, uint64_t nbytes) {
+    uint64_t per_element = type.dtype == DType::C64 ? 2 : 1;  // a real and an imaginary float
+    uint64_t count =
+        for_each_value(tensor.message, path_, tensor.message_offset, type.field, type.wire, [](uint64_t) {});
+    if (count / per_element != numel || count % per_element != 0)
+      fail(tensor, fmt::format("{} values in field {}, its shape needs {}", count, type.field, numel * per_element));
+    if (nbytes == 0) return 0;
+    size_t width = nbytes / count;
+    return decoded_->add_region(nbytes, [message = tensor.message, path = path_, base = tensor.message_offset,
+                                         field = type.field, wire = type.wire, width](std::span<std::byte> dest) {
+      uint64_t at = 0;
+      for_each_value(message, path, base, field, wire, [&](uint64_t value) {
+        for (size_t i = 0; i < width && at < dest.size(); ++i, ++at) dest[at] = std::byte(value >> (8 * i));
+      });
+    });
+  }
+
+  Checkpoint& checkpoint_;
+  size_t file_;
+  std::filesystem::path path_;
+  OnnxGraph graph_;
+  /// Each external file's location -> where it starts in the joined source, and its size.
+  std::map<std::string, std::pair<uint64_t, uint64_t>> externals_;
+  std::unique_ptr<DecodedSource> decoded_;
+};
+
+}  // namespace
+
+std::filesystem::path onnx_external_path(const std::filesystem::path& model, std::string_view location,
+                                         std::string_view tensor) {
+  std::filesystem::path relative(location);
+  bool escapes = relative.is_absolute() || relative.has_root_path() || location.find('\0') != std::string_view::npos;
+  for (const std::filesystem::path& part : relative) escapes = escapes || part == "..";
+  if (escapes) {
+    std::string shown(location);
+    std::replace(shown.begin(), shown.end(), '\0', '?');  // a NUL would cut the message short where it is printed
+    fail(ErrorCode::kInvalidOnnx, model,
+         fmt::format("tensor `{}`: external data location `{}` is not a path inside the model's folder: refused",
+                     tensor, shown));
+  }
+  return model.parent_path() / relative;
+}
+
+std::string read_onnx(Checkpoint& checkpoint, size_t file) {
+  OnnxReader(checkpoint, file).read();
+  return "onnx";
+}
+
+std::unique_ptr<FormatFile> open_onnx(const ByteSource& source) {
+  if (source.path().extension() != ".onnx") return nullptr;
+  return plain_format_file(source, FileFormat::kOnnx, read_onnx, holds_no_pickles);
+}
+
+}  // namespace precdetect

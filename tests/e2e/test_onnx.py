@@ -1,0 +1,200 @@
+"""ONNX models (issue 50): files written by the real producers, torch.onnx.export (its TorchScript exporter, which
+keeps the parameters' names) and the onnx package's own helpers, every tensor checked against float64 references
+computed from onnx.numpy_helper.to_array of the same file; external data read through the model; Constant nodes
+named in fp16 cast safety; diff against the safetensors the model was exported from."""
+
+import json
+import unittest
+import warnings
+
+import numpy as np
+import torch
+
+from helpers import ScanTestCase, run, scan, tensors_by_name, warning_codes
+
+import onnx  # noqa: E402  (after helpers: the test venv's packages)
+from onnx import TensorProto, helper, numpy_helper
+from safetensors.torch import save_file
+
+
+class Block(torch.nn.Module):
+    """A small block whose forward masks with float32's lowest value, as attention masks do: the exporter writes it
+    as a Constant node."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(4, 8)
+        self.norm = torch.nn.LayerNorm(8)
+        self.fc2 = torch.nn.Linear(8, 3)
+
+    def forward(self, x):
+        hidden = self.norm(torch.relu(self.fc1(x)))
+        mask = torch.where(hidden > 0, 0.0, torch.finfo(torch.float32).min)
+        return self.fc2(hidden + mask)
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(4, 8)
+        self.fc2 = torch.nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def export(module, path):
+    """torch.onnx.export's TorchScript exporter (dynamo=False): initializers named as the state dict names them."""
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # its deprecation notice
+        torch.onnx.export(module.eval(), (torch.randn(2, 4),), str(path), dynamo=False)
+
+
+def onnx_tensors(path):
+    """Every initializer and Constant value of the model at `path` as numpy arrays (external data loaded), by the
+    name precdetect gives it: its own, or the Constant node's output."""
+    model = onnx.load(str(path))
+    arrays = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "Constant":
+            arrays[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+    return arrays
+
+
+class Onnx(ScanTestCase):
+    def assertTensors(self, model, arrays):
+        """Every array is a tensor of its shape; the floating ones' statistics match float64 references."""
+        tensors = tensors_by_name(model)
+        self.assertEqual(set(tensors), set(arrays))
+        for name, array in arrays.items():
+            self.assertEqual(tensors[name]["shape"], list(array.shape), name)
+            if array.dtype.kind == "f" or array.dtype.name in ("bfloat16", "float8_e4m3fn"):  # ml_dtypes' kinds
+                self.assertTensorStats(tensors[name], torch.from_numpy(array.astype(np.float64)), name)
+
+    def test_torch_export_matches_references_and_names_the_mask_that_overflows_fp16(self):
+        folder = self.tmp / "exported"
+        folder.mkdir()
+        export(Block(), folder / "model.onnx")
+        code, document, _ = scan(folder)
+        self.assertEqual(code, 0)
+        (model,) = document["models"]
+        self.assertEqual(model["format"], "onnx")
+        arrays = onnx_tensors(folder / "model.onnx")
+        self.assertEqual({n for n in arrays if not n.startswith("/")},
+                         {"fc1.weight", "fc1.bias", "norm.weight", "norm.bias", "fc2.weight", "fc2.bias"})
+        self.assertTensors(model, arrays)
+        tensors = tensors_by_name(model)
+        (mask,) = [n for n, a in arrays.items() if a.size == 1 and a.item() == np.finfo(np.float32).min]
+        self.assertEqual(tensors[mask]["role"], "buffer")  # the exporter's constant, out of the verdict
+        self.assertEqual(tensors["fc1.weight"]["role"], "model")
+        self.assertTrue(model["verdict"]["fp16_risk"])
+        self.assertEqual(model["verdict"]["fp16_risk_reasons"],
+                         [{"kind": "overflow", "tensor": mask, "role": "buffer",
+                           "value": float(np.finfo(np.float32).max), "values": 1}])
+        table = run(folder)
+        self.assertIn(f"overflow in 1 tensor (buffer {mask} 3.403e+38)", table.stdout)
+
+    def test_typed_fields_and_external_data_match_references(self):
+        rng = np.random.default_rng(3)
+        values = {"f32": (rng.standard_normal((6, 5)) * 3).astype(np.float32),
+                  "f16": (rng.standard_normal((4, 4)) * 2e3).astype(np.float16),
+                  "f64": rng.standard_normal((3, 2)) * 1e-5,
+                  "bf16": (rng.standard_normal(9) * 1e5).astype(np.float32),
+                  "i64": np.arange(6, dtype=np.int64).reshape(2, 3),
+                  "f8": np.array([1.0, -448.0, 0.015625, 2.0**-9], np.float32)}
+        kinds = {"f32": TensorProto.FLOAT, "f16": TensorProto.FLOAT16, "f64": TensorProto.DOUBLE,
+                 "bf16": TensorProto.BFLOAT16, "i64": TensorProto.INT64, "f8": TensorProto.FLOAT8E4M3FN}
+        # raw=False: float_data, int32_data (fp16, bf16 and float8 as bit patterns), double_data, int64_data
+        initializers = [helper.make_tensor(n, kinds[n], a.shape, a.flatten().tolist()) for n, a in values.items()]
+        node = helper.make_node("Identity", ["f32"], ["y"])
+        graph = helper.make_graph([node], "g", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6, 5])],
+                                  initializer=initializers)
+        typed = helper.make_model(graph)
+        self.assertFalse(any(t.raw_data for t in typed.graph.initializer))
+        onnx.save_model(typed, str(self.tmp / "typed.onnx"))
+        code, document, _ = scan(self.tmp / "typed.onnx")
+        self.assertEqual(code, 0)
+        references = onnx_tensors(self.tmp / "typed.onnx")
+        self.assertTensors(document["models"][0], references)
+        self.assertEqual(tensors_by_name(document["models"][0])["bf16"]["dtype"], "BF16")
+        self.assertEqual(tensors_by_name(document["models"][0])["i64"]["dtype"], "I64")
+        self.assertEqual(tensors_by_name(document["models"][0])["f8"]["dtype"], "F8_E4M3")
+
+        # onnx moves raw_data alone to external files: the same values, as raw_data
+        raw = [numpy_helper.from_array(a, n) for n, a in values.items() if n not in ("bf16", "f8")]
+        graph = helper.make_graph([node], "g", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6, 5])],
+                                  initializer=raw)
+        folder = self.tmp / "external"
+        folder.mkdir()
+        onnx.save_model(helper.make_model(graph), str(folder / "model.onnx"), save_as_external_data=True,
+                        all_tensors_to_one_file=True, location="model.onnx_data", size_threshold=0)
+        stored = onnx.load(str(folder / "model.onnx"), load_external_data=False)
+        self.assertTrue(all(t.data_location == TensorProto.EXTERNAL for t in stored.graph.initializer))
+        code, document, _ = scan(folder)
+        self.assertEqual(code, 0)
+        (model,) = document["models"]  # model.onnx_data is read through the model, never a model of its own
+        self.assertEqual(model["files"], [str(folder / "model.onnx")])
+        self.assertTensors(model, onnx_tensors(folder / "model.onnx"))
+        for _ in range(2):  # stored in the results cache, then found there
+            code, document, _ = scan("--cache", self.tmp / "cache.sqlite", folder)
+            self.assertEqual(code, 0)
+            self.assertTensors(document["models"][0], onnx_tensors(folder / "model.onnx"))
+
+    def test_diff_against_the_safetensors_it_was_exported_from(self):
+        for module, constants in ((Mlp(), False), (Block(), True)):
+            torch.manual_seed(1)
+            module = type(module)()
+            save_file(module.state_dict(), self.tmp / "model.safetensors")
+            export(module, self.tmp / "model.onnx")
+            result = run("diff", "--json", self.tmp / "model.safetensors", self.tmp / "model.onnx", check_json=True)
+            (pair,) = result.document["pairs"]
+            self.assertEqual(sorted(t["name"] for t in pair["tensors"]), sorted(module.state_dict()))
+            self.assertTrue(all(t["identical"] for t in pair["tensors"]))
+            self.assertEqual((pair["missing"], pair["extra"]), ([], []))
+            if not constants:
+                self.assertEqual(pair["outcome"], "identical")
+                self.assertEqual(result.returncode, 0)
+                continue
+            # The exporter's Constant nodes are no weights of the module: listed apart, the weights all kept.
+            self.assertEqual(len(pair["computed_from_config"]), 3)
+            self.assertEqual(pair["outcome"], "lossless")
+
+    def test_a_folder_with_its_safetensors_prefers_them_and_all_formats_scans_both(self):
+        module = Mlp()
+        save_file(module.state_dict(), self.tmp / "model.safetensors")
+        export(module, self.tmp / "model.onnx")
+        code, document, _ = scan(self.tmp)
+        self.assertEqual(code, 0)
+        (model,) = document["models"]
+        self.assertEqual(model["format"], "safetensors")
+        self.assertIn("other_formats", warning_codes(model))
+        code, document, _ = scan("--all-formats", self.tmp)
+        self.assertEqual(code, 0)
+        self.assertEqual(sorted(m["format"] for m in document["models"]), ["onnx", "safetensors"])
+        summaries = [m["summary"] for m in document["models"]]
+        self.assertEqual(summaries[0], summaries[1])  # one set of weights, the same statistics in both formats
+
+    def test_damaged_models_are_named_errors(self):
+        export(Mlp(), self.tmp / "good.onnx")
+        data = (self.tmp / "good.onnx").read_bytes()
+        (self.tmp / "cut.onnx").write_bytes(data[:len(data) // 2])
+        weight = numpy_helper.from_array(np.ones(4, np.float32), "w")
+        weight.data_location = TensorProto.EXTERNAL
+        weight.ClearField("raw_data")
+        for key, value in (("location", "../../etc/passwd"), ("offset", "0"), ("length", "16")):
+            weight.external_data.add(key=key, value=value)
+        graph = helper.make_graph([], "g", [], [], initializer=[weight])
+        (self.tmp / "escape.onnx").write_bytes(helper.make_model(graph).SerializeToString())
+        for name, needle in (("cut.onnx", "invalid ONNX at offset"),
+                             ("escape.onnx", "external data location `../../etc/passwd` is not a path inside")):
+            code, document, stderr = scan(self.tmp / name)
+            self.assertEqual(code, 2, name)
+            error = document["models"][0]["error"]
+            self.assertEqual(error["code"], "invalid_onnx", name)
+            self.assertIn(str(self.tmp / name), error["message"])
+            self.assertIn(needle, error["message"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,207 @@
+// The ONNX reader on protobuf bytes built here (field by field, as onnx.proto numbers them): the wire reader, every
+// way a tensor's values may be stored (raw_data, packed and unpacked typed fields, int32_data's bit patterns,
+// external files), Constant nodes and subgraphs, and the named errors. Files written by onnx and torch.onnx.export
+// themselves are tested end to end (tests/e2e/test_onnx.py).
+#include "precdetect/load/onnx/onnx.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstring>
+
+#include "precdetect/core/error.h"
+#include "precdetect/load/checkpoint.h"
+#include "precdetect/load/file_format.h"
+#include "precdetect/load/onnx/protobuf.h"
+#include "test_util.h"
+
+namespace precdetect {
+namespace {
+
+using testing::raw_bytes;
+
+std::string varint(uint64_t value) {
+  std::string out;
+  for (; value >= 0x80; value >>= 7) out += static_cast<char>((value & 0x7F) | 0x80);
+  return out + static_cast<char>(value);
+}
+std::string tag(uint32_t number, int wire) { return varint((uint64_t{number} << 3) | wire); }
+std::string bytes_field(uint32_t number, const std::string& payload) {
+  return tag(number, 2) + varint(payload.size()) + payload;
+}
+std::string varint_field(uint32_t number, uint64_t value) { return tag(number, 0) + varint(value); }
+std::string fixed32_field(uint32_t number, float value) {
+  return tag(number, 5) + raw_bytes(std::vector<uint32_t>{std::bit_cast<uint32_t>(value)});
+}
+
+/// A TensorProto: dims packed, then `data` (its value fields, encoded by the caller).
+std::string tensor(const std::string& name, int data_type, const std::vector<uint64_t>& dims, const std::string& data) {
+  std::string packed_dims;
+  for (uint64_t extent : dims) packed_dims += varint(extent);
+  return bytes_field(1, packed_dims) + varint_field(2, data_type) + bytes_field(8, name) + data;
+}
+std::string constant_node(const std::string& output, const std::string& value) {
+  std::string attribute = bytes_field(1, "value") + bytes_field(5, value) + varint_field(20, 4);
+  return bytes_field(2, output) + bytes_field(4, "Constant") + bytes_field(5, attribute);
+}
+std::string model(const std::string& graph) { return varint_field(1, 8) + bytes_field(7, graph); }
+
+ErrorCode code_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const Error& e) {
+    return e.code();
+  }
+  return ErrorCode::kInternal;
+}
+
+Checkpoint read(std::unique_ptr<ByteSource> file) {
+  Checkpoint checkpoint;
+  checkpoint.files.push_back(std::move(file));
+  EXPECT_EQ(read_onnx(checkpoint, 0), "onnx");
+  return checkpoint;
+}
+Checkpoint read(const std::string& bytes) { return read(memory_source(bytes, "/nowhere/model.onnx")); }
+
+std::string values_of(const Checkpoint& checkpoint, const TensorRecord& record) {
+  auto bytes = checkpoint.files[record.file]->view(record.offset, record.nbytes);
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+TEST(OnnxProtobuf, ReadsEachWireTypeAndRefusesDamageByName) {
+  std::string message = varint_field(1, 300) + bytes_field(2, "ab") + fixed32_field(3, 1.5f) + tag(4, 1) +
+                        raw_bytes(std::vector<uint64_t>{7});
+  const std::filesystem::path path = "m.onnx";  // the reader refers to it
+  ProtoReader reader(std::as_bytes(std::span(message)), path, 100);
+  EXPECT_EQ(reader.next()->value, 300u);
+  ProtoField text = *reader.next();
+  EXPECT_EQ(field_text(text, reader), "ab");
+  EXPECT_EQ(text.offset, 100u + 5);  // the payload, in the file: after 3 bytes of field 1, a tag and a length
+  EXPECT_EQ(std::bit_cast<float>(static_cast<uint32_t>(reader.next()->value)), 1.5f);
+  EXPECT_EQ(reader.next()->value, 7u);
+  EXPECT_FALSE(reader.next());
+  for (const std::string& bad : {bytes_field(2, "abc").substr(0, 4), tag(1, 0) + std::string(11, '\xff'), tag(5, 3),
+                                 varint_field(0, 1), tag(1, 5) + "ab"}) {
+    ProtoReader damaged(std::as_bytes(std::span(bad)), path, 0);
+    EXPECT_EQ(code_of([&] { damaged.next(); }), ErrorCode::kInvalidOnnx) << bad.size();
+  }
+}
+
+TEST(Onnx, ReadsRawPackedUnpackedAndBitPatternValues) {
+  std::vector<float> raw = {1.0f, -2.5f, 3e38f};
+  std::string unpacked = fixed32_field(4, 0.25f) + fixed32_field(4, -8.0f);
+  std::string halves = bytes_field(5, varint(0x3C00) + varint(0xC000));  // fp16 1.0 and -2.0 in int32_data
+  std::string graph =
+      bytes_field(5, tensor("raw", 1, {3}, bytes_field(9, raw_bytes(raw)))) +
+      bytes_field(5, tensor("unpacked", 1, {2, 1}, unpacked)) + bytes_field(5, tensor("half", 10, {2}, halves)) +
+      bytes_field(5, tensor("ints", 7, {2}, varint_field(7, 5) + varint_field(7, uint64_t(-3)))) +
+      bytes_field(1, constant_node("mask", tensor("", 1, {}, bytes_field(4, raw_bytes(raw).substr(8)))));
+  std::string bytes = model(graph);
+  Checkpoint checkpoint = read(bytes);
+  ASSERT_EQ(checkpoint.tensors.size(), 5u);
+  const TensorRecord& first = checkpoint.tensors[0];
+  EXPECT_EQ(first.dtype, DType::F32);
+  EXPECT_EQ(first.offset, bytes.find(raw_bytes(raw)));  // in place
+  EXPECT_EQ(values_of(checkpoint, first), raw_bytes(raw));
+  EXPECT_EQ(checkpoint.tensors[1].shape, (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(values_of(checkpoint, checkpoint.tensors[1]), raw_bytes(std::vector<float>{0.25f, -8.0f}));
+  EXPECT_EQ(checkpoint.tensors[2].dtype, DType::F16);
+  EXPECT_EQ(values_of(checkpoint, checkpoint.tensors[2]), raw_bytes(std::vector<uint16_t>{0x3C00, 0xC000}));
+  EXPECT_EQ(values_of(checkpoint, checkpoint.tensors[3]), raw_bytes(std::vector<int64_t>{5, -3}));
+  const TensorRecord& mask = checkpoint.tensors[4];
+  EXPECT_EQ(mask.name, "mask");  // the node's output, not its value's own (empty) name
+  EXPECT_TRUE(mask.shape.empty());
+  EXPECT_EQ(mask.numel, 1u);
+  EXPECT_EQ(values_of(checkpoint, mask), raw_bytes(std::vector<float>{3e38f}));
+  EXPECT_EQ(mask.role, TensorRole::kBuffer);
+  EXPECT_TRUE(mask.computed_from_config);
+  EXPECT_EQ(checkpoint.tensors[0].role, TensorRole::kModel);
+}
+
+TEST(Onnx, WalksSubgraphsAndListsWhatItDoesNotRead) {
+  // Both branches define `w` and `c`: sibling scopes, told apart by the node (its output `y`) and the attribute.
+  std::string body = bytes_field(5, tensor("w", 11, {1}, bytes_field(10, raw_bytes(std::vector<double>{2.0})))) +
+                     bytes_field(1, constant_node("c", tensor("", 1, {1}, fixed32_field(4, 1))));
+  std::string if_node = bytes_field(2, "y") + bytes_field(4, "If") +
+                        bytes_field(5, bytes_field(1, "then_branch") + bytes_field(6, body)) +
+                        bytes_field(5, bytes_field(1, "else_branch") + bytes_field(6, body));
+  std::string sparse = bytes_field(1, tensor("s", 1, {1}, "")) + bytes_field(2, tensor("", 7, {1}, ""));
+  std::string graph = bytes_field(1, if_node) + bytes_field(5, tensor("names", 8, {1}, bytes_field(6, "x"))) +
+                      bytes_field(15, sparse) +
+                      bytes_field(5, tensor("nibbles", 22, {2}, bytes_field(9, std::string(1, '\x12'))));
+  Checkpoint checkpoint = read(model(graph));
+  std::vector<std::string> names;
+  for (const TensorRecord& record : checkpoint.tensors) names.push_back(record.name);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"y/then_branch/w", "y/then_branch/c", "y/else_branch/w", "y/else_branch/c"}));
+  EXPECT_EQ(values_of(checkpoint, checkpoint.tensors[2]), raw_bytes(std::vector<double>{2.0}));
+  ASSERT_EQ(checkpoint.warnings.size(), 1u);
+  EXPECT_EQ(checkpoint.warnings[0].code, WarningCode::kDtypesNotRead);
+  EXPECT_EQ(checkpoint.warnings[0].names, (std::vector<std::string>{"s (sparse)", "names (STRING)", "nibbles (INT4)"}));
+}
+
+TEST(Onnx, RefusesValuesThatAreNotTheShapesAndDamagedGraphs) {
+  auto graph_with = [](const std::string& initializer) { return model(bytes_field(5, initializer)); };
+  std::string two_floats = raw_bytes(std::vector<float>{1, 2});
+  std::string nested = bytes_field(5, tensor("w", 1, {1}, fixed32_field(4, 1)));
+  std::string body = bytes_field(1, "body") + bytes_field(6, nested);  // an attribute holding a graph
+  for (int depth = 0; depth < 40; ++depth)
+    nested = bytes_field(1, bytes_field(5, bytes_field(1, "body") + bytes_field(6, nested)));
+  for (const std::string& bad : {
+           graph_with(tensor("w", 1, {3}, bytes_field(9, two_floats))),  // raw_data too short
+           graph_with(tensor("w", 1, {3}, bytes_field(4, two_floats))),  // two values for three
+           graph_with(tensor("w", 99, {1}, "")),                         // unknown type
+           graph_with(tensor("", 1, {1}, fixed32_field(4, 1))),          // unnamed initializer
+           graph_with(tensor("w", 1, {uint64_t(-1)}, "")),               // negative dimension
+           graph_with(tensor("w", 1, {1ULL << 62, 1ULL << 62}, "")),     // overflowing count
+           model(nested),                                                // nested over 32 deep
+           model(bytes_field(1, bytes_field(3, std::string(5000, 'n')) + bytes_field(5, body))),  // a long scope
+           model(bytes_field(5, tensor("w", 1, {1}, bytes_field(9, "abcd"))).substr(0, 12)),      // truncated
+       })
+    EXPECT_EQ(code_of([&] { read(bad); }), ErrorCode::kInvalidOnnx) << bad.size();
+}
+
+std::string external(const std::string& location, const std::string& offset, const std::string& length) {
+  auto entry = [](const std::string& key, const std::string& value) {
+    return bytes_field(13, bytes_field(1, key) + bytes_field(2, value));
+  };
+  return entry("location", location) + entry("offset", offset) + entry("length", length) + varint_field(14, 1);
+}
+
+class OnnxExternal : public testing::TempDir {
+ protected:
+  Checkpoint read_model(const std::string& data) {
+    write("model.onnx", model(bytes_field(5, tensor("w", 1, {2}, data))));
+    return read(map_file(root_ / "model.onnx"));
+  }
+};
+
+TEST_F(OnnxExternal, ReadsTensorsInPlaceFromTheirFile) {
+  write("model.onnx_data", std::string(8, 'x') + raw_bytes(std::vector<float>{1.5f, -4.0f}));
+  Checkpoint checkpoint = read_model(external("model.onnx_data", "8", "8"));
+  const TensorRecord& w = checkpoint.tensors.at(0);
+  EXPECT_EQ(values_of(checkpoint, w), raw_bytes(std::vector<float>{1.5f, -4.0f}));
+  EXPECT_EQ(checkpoint.files[0]->path(), root_ / "model.onnx");  // errors name the model
+  uint64_t model_size = std::filesystem::file_size(root_ / "model.onnx");
+  EXPECT_EQ(w.offset, model_size + 8);  // the data file joined behind the model
+  EXPECT_EQ(code_of([&] { checkpoint.files[0]->view(model_size - 4, 8); }), ErrorCode::kOffsetPastEnd);
+}
+
+TEST_F(OnnxExternal, RefusesLocationsOutsideTheFolderAndRangesOutsideTheFile) {
+  write("data", std::string(8, '\0'));
+  write("../outside", std::string(8, '\0'));
+  for (const std::string& bad : {external("../outside", "0", "8"), external("/etc/passwd", "0", "8"),
+                                 external(std::string("data\0../x", 9), "0", "8"), external("data", "4", "8"),
+                                 external("data", "0", "4"), external("data", "-1", "8"), external("data", "9", "0")})
+    EXPECT_EQ(code_of([&] { read_model(bad); }), ErrorCode::kInvalidOnnx) << bad;
+  EXPECT_EQ(code_of([&] { read_model(external("absent", "0", "8")); }), ErrorCode::kNotFound);
+}
+
+TEST(Onnx, KnownByItsName) {
+  std::string bytes = model(bytes_field(5, tensor("w", 1, {1}, fixed32_field(4, 1))));
+  EXPECT_EQ(detect_format(*memory_source(bytes, "a/model.onnx")), FileFormat::kOnnx);
+  EXPECT_EQ(detect_format(*memory_source(bytes, "a/model.bin")), FileFormat::kUnknown);
+}
+
+}  // namespace
+}  // namespace precdetect
