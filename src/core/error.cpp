@@ -8,7 +8,7 @@ namespace precdetect {
 
 std::string_view to_string(ErrorCode code) {
   // Indexed by the enum's order; keep the two lists in step (docs/errors.md documents each name).
-  static constexpr std::array<std::string_view, 42> kNames = {
+  static constexpr std::array<std::string_view, 43> kNames = {
       "not_found",           "io_error",
       "unknown_format",      "no_weights",
       "no_tensors",          "several_models",
