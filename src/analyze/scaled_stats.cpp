@@ -7,6 +7,7 @@
 
 #include "precdetect/analyze/cpu_kernel.h"
 #include "precdetect/analyze/narrow_rounding.h"
+#include "precdetect/analyze/packed_codes.h"
 #include "precdetect/analyze/scalar_stats.h"
 #include "precdetect/analyze/widen.h"
 #include "precdetect/core/parallel.h"
@@ -80,22 +81,20 @@ TensorStats multiplied_rows(const HostValues& weight, const Shape& shape, const 
   return stats;
 }
 
-/// Rows [begin, end) of MLX's packed codes: a histogram of each group's codes (one scale and bias per group), each
-/// code's value formed once.
+/// Rows [begin, end) of MLX's packed codes (a dense bit stream per row): a histogram of each group's codes (one scale
+/// and bias per group), each code's value formed once.
 TensorStats affine_rows(const HostValues& weight, const std::vector<float>& scales, const std::vector<float>& biases,
                         DType scale_dtype, const ScaleLink& link, int64_t begin, int64_t end) {
   TensorStats stats;
-  const int64_t words = weight.shape()[1], per_word = 32 / link.bits, groups = words * per_word / link.block_cols;
-  const int64_t words_per_group = link.block_cols / per_word;
-  const uint32_t mask = (uint32_t{1} << link.bits) - 1;
+  const int64_t words = weight.shape()[1], groups = words * 32 / link.bits / link.block_cols;
   std::vector<uint64_t> counts(size_t{1} << link.bits);
   for (int64_t row = begin; row < end; ++row)
     for (int64_t group = 0; group < groups; ++group) {
       std::fill(counts.begin(), counts.end(), 0);
-      for (int64_t word = 0; word < words_per_group; ++word) {
-        uint32_t packed = load_raw<uint32_t>(weight.data(), row * words + group * words_per_group + word);
-        for (int64_t k = 0; k < per_word; ++k) ++counts[(packed >> (k * link.bits)) & mask];
-      }
+      auto first_bit = static_cast<uint64_t>(group * link.block_cols * link.bits);
+      for (int64_t k = 0; k < link.block_cols; ++k)
+        ++counts[packed_code(weight.data(), first_bit + static_cast<uint64_t>(k * link.bits), link.bits,
+                             [&](int64_t word) { return row * words + word; })];
       double scale = scales[row * groups + group], bias = biases[row * groups + group];
       for (size_t code = 0; code < counts.size(); ++code)
         if (counts[code] > 0) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "precdetect/analyze/narrow_rounding.h"
+#include "precdetect/analyze/packed_codes.h"
 #include "precdetect/analyze/table_stats.h"
 #include "precdetect/analyze/widen.h"
 #include "precdetect/core/error.h"
@@ -31,11 +32,7 @@ class GridCodes {
     int64_t along = grid_.packed_dim == 0 ? i : j, across = grid_.packed_dim == 0 ? j : i;
     uint64_t bit = grid_.awq_order ? static_cast<uint64_t>(along / 8) * 32 + kAwqNibble[along % 8] * 4
                                    : static_cast<uint64_t>(along) * bits_;
-    auto word = static_cast<int64_t>(bit / 32);
-    auto shift = static_cast<unsigned>(bit % 32);
-    uint64_t value = uint64_t{load_raw<uint32_t>(words_, index(word, across))} >> shift;
-    if (shift + bits_ > 32) value |= uint64_t{load_raw<uint32_t>(words_, index(word + 1, across))} << (32 - shift);
-    return static_cast<uint32_t>(value & ((uint64_t{1} << bits_) - 1));
+    return packed_code(words_, bit, grid_.awq_order ? 4 : bits_, [&](int64_t word) { return index(word, across); });
   }
 
  private:

@@ -98,7 +98,7 @@ std::optional<std::pair<int64_t, int>> mlx_settings(const nlohmann::json& config
     return (*chosen)[key].get<int64_t>();
   };
   std::optional<int64_t> group = integer("group_size"), bits = integer("bits");
-  if (!group || !bits || *group <= 0 || (*bits != 2 && *bits != 4 && *bits != 8)) return std::nullopt;
+  if (!group || !bits || *group <= 0 || *bits < 2 || *bits > 8 || *bits == 7) return std::nullopt;
   return std::pair{*group, static_cast<int>(*bits)};
 }
 
@@ -118,9 +118,9 @@ void link_affine(TensorRecord& weight, std::vector<TensorRecord>& tensors,
   if (!settings) return;  // no group size and bits to read the codes by: counted, never guessed
   auto [group, bits] = *settings;
   int64_t rows = weight.shape[0], codes = weight.shape[1] * 32 / bits;
-  bool fits = scale.shape.size() == 2 && scale.shape == bias.shape && scale.dtype == bias.dtype &&
-              dtype_kind(scale.dtype) == DTypeKind::kFloat && scale.shape[0] == rows && codes % group == 0 &&
-              scale.shape[1] == codes / group;
+  bool fits = weight.shape[1] * 32 % bits == 0 && scale.shape.size() == 2 && scale.shape == bias.shape &&
+              scale.dtype == bias.dtype && dtype_kind(scale.dtype) == DTypeKind::kFloat && scale.shape[0] == rows &&
+              codes % group == 0 && scale.shape[1] == codes / group;
   if (!fits)
     fail(
         ErrorCode::kSizeMismatch, file,

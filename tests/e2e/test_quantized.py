@@ -8,7 +8,7 @@ computes, then its statistics in float64.
 - compressed-tensors' float8 (per channel, `weight_scale`): written by compressed-tensors 0.20.0 itself
   (apply_quantization_config, its calculate_qparams for the scales, ModelCompressor.compress_model,
   save_pretrained), its `dequantize` the reference.
-- MLX's affine quantization (2, 4, 8 bits; float32, float16, bfloat16 scales): quantized by mx.quantize and written
+- MLX's affine quantization (2, 3, 4, 5, 6 and 8 bits; float32, float16, bfloat16 scales): quantized by mx.quantize and written
   by mx.save_safetensors, with the config.json `quantization` block mlx-lm writes (mlx-lm itself was not installed:
   it pins its own transformers); mx.dequantize is the reference.
 - Scale checks: NaN/Inf, zeros, and growth with depth, each a named warning."""
@@ -173,7 +173,7 @@ class MlxAffine(ScanTestCase):
 
         mx.random.seed(0)
         for dtype in (mx.float32, mx.float16, mx.bfloat16):
-            for bits, group in ((2, 32), (4, 64), (8, 128)):
+            for bits, group in ((2, 32), (3, 64), (4, 64), (5, 32), (6, 64), (8, 128)):
                 with self.subTest(dtype=str(dtype), bits=bits):
                     folder = self.tmp / f"mlx-{dtype}-{bits}"
                     folder.mkdir()

@@ -4,7 +4,8 @@
 /// - FP8 with 2-D blocks of `weight_scale_inv` (DeepSeek-V3 and many 2025-2026 releases; transformers'
 ///   FineGrainedFP8, `quantization_config.quant_method` "fp8" with `weight_block_size`);
 /// - compressed-tensors' float8 (`weight_scale`, per tensor, per channel or per group) and FBGEMM's fp8;
-/// - MLX's affine quantization (`weight` packed in uint32 with `scales` and `biases` per group, 2, 4 or 8 bits, as
+/// - MLX's affine quantization (`weight` packed in uint32 with `scales` and `biases` per group, 2, 3, 4, 5, 6 or 8
+/// bits, as
 ///   config.json's `quantization` says: without it the codes are counted, never read by a guessed layout).
 /// The scale (and bias) tensors get TensorRole::kScale. Integer codes with zero points (GPTQ, AWQ,
 /// compressed-tensors' pack-quantized) are linked by load/zero_point_codes.h, bitsandbytes' by
