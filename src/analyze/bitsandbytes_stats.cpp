@@ -95,17 +95,19 @@ TensorStats blockwise_4bit_stats(const Blockwise4bitValues& values, const std::f
   std::vector<float> quant_map(16);
   widen(values.quant_map, 0, 16, quant_map.data());
   const auto* codes = reinterpret_cast<const uint8_t*>(values.codes.data());
-  return table_stats(
-      static_cast<int64_t>(blocks), state.blocksize, state.numel, 16,
-      [&](int64_t block, std::vector<float>& table) {
-        for (size_t code = 0; code < 16; ++code)  // the product in float32, then cast to the state's dtype
-          table[code] = static_cast<float>(rounded_to(state.dtype, quant_map[code] * absmax[block]));
-      },
-      [&](int64_t block, int64_t column) {
-        uint64_t index = static_cast<uint64_t>(block * state.blocksize + column);
-        uint8_t pair = codes[index / 2];
-        return static_cast<size_t>(index % 2 == 0 ? pair >> 4 : pair & 0xf);
-      });
+  return for_result_dtype(state.dtype, [&]<DType kResult>() {
+    return table_stats<kResult>(
+        static_cast<int64_t>(blocks), state.blocksize, state.numel, 16,
+        [&](int64_t block, auto& table) {
+          for (size_t code = 0; code < 16; ++code)  // the product in float32, then cast to the state's dtype
+            table[code] = narrow_value<kResult>(quant_map[code] * absmax[block]);
+        },
+        [&](int64_t block, int64_t column) {
+          uint64_t index = static_cast<uint64_t>(block * state.blocksize + column);
+          uint8_t pair = codes[index / 2];
+          return static_cast<size_t>(index % 2 == 0 ? pair >> 4 : pair & 0xf);
+        });
+  });
 }
 
 TensorStats int8_rows_stats(const HostValues& codes, const HostValues& scb, const std::filesystem::path& file,
@@ -118,7 +120,7 @@ TensorStats int8_rows_stats(const HostValues& codes, const HostValues& scb, cons
   widen(scb, 0, row_scales.size(), row_scales.data());
   const auto* bytes = reinterpret_cast<const uint8_t*>(codes.data());
   constexpr float kInverse127 = 7.874015718698502e-3F;  // bitsandbytes multiplies by 1/127 rather than divide
-  return table_stats(
+  return table_stats<DType::F32>(
       rows, columns, static_cast<uint64_t>(rows * columns), 256,
       [&](int64_t row, std::vector<float>& table) {
         for (int code = 0; code < 256; ++code)  // indexed by the stored byte

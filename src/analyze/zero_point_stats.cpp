@@ -148,18 +148,21 @@ std::vector<float> scales_by_row(const ZeroPointParts& parts, const ZeroPointCod
 }
 
 /// Row `row`'s value of every (group, stored code): scale x (code - zero), rounded to the scales' dtype.
+template <DType kResult>
 void fill_table(const ZeroPointParts& parts, const ScaleLink& link, const Geometry& shape,
-                const std::vector<float>& scales, int64_t row, std::vector<float>& table) {
+                const std::vector<float>& scales, int64_t row, std::vector<NarrowValue<kResult>>& table) {
   const ZeroPointCodes& codes = *link.zero_point;
   std::optional<GridCodes> zeros;
   if (parts.zeros) zeros.emplace(*codes.zeros, *parts.zeros, link.bits);
   const int64_t levels = int64_t{1} << link.bits;
   for (int64_t group = 0; group < shape.groups; ++group) {
     int64_t zero = zeros ? int64_t{zeros->stored(row, group)} + codes.zeros->offset : 0;
-    double scale = scales[static_cast<size_t>(row * shape.groups + group)];
+    float scale = scales[static_cast<size_t>(row * shape.groups + group)];
+    // (code - zero) has at most 9 significant bits and the scale at most 24: a float16 or bfloat16 scale's product
+    // is exact in float32, a float32 one's rounded once, as the kernels' own product.
     for (int64_t code = 0; code < levels; ++code)
-      table[static_cast<size_t>(group * levels + code)] = static_cast<float>(
-          rounded_to(parts.scales.dtype(), static_cast<double>(code + codes.codes.offset - zero) * scale));
+      table[static_cast<size_t>(group * levels + code)] =
+          narrow_value<kResult>(static_cast<float>(code + codes.codes.offset - zero) * scale);
   }
 }
 
@@ -172,13 +175,15 @@ TensorStats zero_point_stats(const ZeroPointParts& parts, const ScaleLink& link,
   const std::vector<int32_t> groups = groups_of_columns(parts, shape, mismatch);
   const std::vector<float> scales = scales_by_row(parts, *link.zero_point, shape);
   const GridCodes codes(link.zero_point->codes, parts.codes, link.bits);
-  return table_stats(
-      shape.rows, shape.columns, static_cast<uint64_t>(shape.rows * shape.columns),
-      static_cast<size_t>(shape.groups << link.bits),
-      [&](int64_t row, std::vector<float>& table) { fill_table(parts, link, shape, scales, row, table); },
-      [&](int64_t row, int64_t column) {
-        return (static_cast<size_t>(groups[static_cast<size_t>(column)]) << link.bits) | codes.stored(row, column);
-      });
+  return for_result_dtype(parts.scales.dtype(), [&]<DType kResult>() {
+    return table_stats<kResult>(
+        shape.rows, shape.columns, static_cast<uint64_t>(shape.rows * shape.columns),
+        static_cast<size_t>(shape.groups << link.bits),
+        [&](int64_t row, auto& table) { fill_table<kResult>(parts, link, shape, scales, row, table); },
+        [&](int64_t row, int64_t column) {
+          return (static_cast<size_t>(groups[static_cast<size_t>(column)]) << link.bits) | codes.stored(row, column);
+        });
+  });
 }
 
 }  // namespace precdetect
