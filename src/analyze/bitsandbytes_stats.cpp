@@ -102,10 +102,18 @@ TensorStats blockwise_4bit_stats(const Blockwise4bitValues& values, const std::f
           for (size_t code = 0; code < 16; ++code)  // the product in float32, then cast to the state's dtype
             table[code] = narrow_value<kResult>(quant_map[code] * absmax[block]);
         },
-        [&](int64_t block, int64_t column) {
-          uint64_t index = static_cast<uint64_t>(block * state.blocksize + column);
-          uint8_t pair = codes[index / 2];
-          return static_cast<size_t>(index % 2 == 0 ? pair >> 4 : pair & 0xf);
+        [&](int64_t block, const auto& table, auto* out, int64_t length) {
+          // Two codes a byte, the first in the high nibble; blocks hold an even number of values but the last.
+          // Bytes read into locals: stores through `out` could alias a uint8_t, which would reload each byte.
+          const uint8_t* pairs = codes + block * state.blocksize / 2;
+          const auto* values = table.data();
+          for (int64_t i = 0; i + 1 < length; i += 2) {
+            const uint8_t pair = pairs[i / 2];
+            const auto high = values[pair >> 4], low = values[pair & 0xf];
+            out[i] = high;
+            out[i + 1] = low;
+          }
+          if (length % 2 != 0) out[length - 1] = values[pairs[length / 2] >> 4];
         });
   });
 }
@@ -127,7 +135,10 @@ TensorStats int8_rows_stats(const HostValues& codes, const HostValues& scb, cons
           table[static_cast<size_t>(code)] =
               static_cast<float>(static_cast<int8_t>(code)) * row_scales[static_cast<size_t>(row)] * kInverse127;
       },
-      [&](int64_t row, int64_t column) { return size_t{bytes[row * columns + column]}; });
+      [&](int64_t row, const auto& table, float* out, int64_t length) {
+        const uint8_t* row_bytes = bytes + row * columns;
+        for (int64_t column = 0; column < length; ++column) out[column] = table[row_bytes[column]];
+      });
 }
 
 }  // namespace precdetect

@@ -26,6 +26,23 @@ class GridCodes {
   GridCodes(const PackedGrid& grid, const HostValues& words, int bits)
       : grid_(grid), words_(words.data()), stored_columns_(words.shape()[1]), bits_(bits) {}
 
+  /// `emit(column, stored bits)` for the first `length` codes of row `row`: a word at a time where the row's codes
+  /// run along whole words (GPTQ's and compressed-tensors' 2, 4 and 8 bits), else code by code.
+  template <typename Emit>
+  void decode_row(int64_t row, int64_t length, Emit emit) const {
+    bool along_row = grid_.packed_dim == (grid_.transposed ? 0 : 1);
+    if (grid_.awq_order || !along_row || 32 % bits_ != 0) {
+      for (int64_t column = 0; column < length; ++column) emit(column, stored(row, column));
+      return;
+    }
+    const int per_word = 32 / bits_;
+    const uint32_t mask = (uint32_t{1} << bits_) - 1;
+    for (int64_t word = 0, column = 0; column < length; ++word) {
+      uint32_t packed = load_raw<uint32_t>(words_, index(word, row));
+      for (int k = 0; k < per_word && column < length; ++k, ++column) emit(column, (packed >> (k * bits_)) & mask);
+    }
+  }
+
   /// The stored bits of code (row, column) of the grid (PackedGrid::offset not added).
   uint32_t stored(int64_t row, int64_t column) const {
     int64_t i = grid_.transposed ? column : row, j = grid_.transposed ? row : column;
@@ -180,8 +197,10 @@ TensorStats zero_point_stats(const ZeroPointParts& parts, const ScaleLink& link,
         shape.rows, shape.columns, static_cast<uint64_t>(shape.rows * shape.columns),
         static_cast<size_t>(shape.groups << link.bits),
         [&](int64_t row, auto& table) { fill_table<kResult>(parts, link, shape, scales, row, table); },
-        [&](int64_t row, int64_t column) {
-          return (static_cast<size_t>(groups[static_cast<size_t>(column)]) << link.bits) | codes.stored(row, column);
+        [&](int64_t row, const auto& table, auto* out, int64_t length) {
+          codes.decode_row(row, length, [&](int64_t column, uint32_t code) {
+            out[column] = table[(static_cast<size_t>(groups[static_cast<size_t>(column)]) << link.bits) | code];
+          });
         });
   });
 }

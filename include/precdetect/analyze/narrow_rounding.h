@@ -27,8 +27,10 @@ using NarrowValue = std::conditional_t<kResult == DType::F16 || kResult == DType
 /// `x` as the table value of a `kResult` result (NarrowValue).
 template <DType kResult>
 NarrowValue<kResult> narrow_value(float x) {
-  if constexpr (kResult == DType::F16 || kResult == DType::BF16) return narrow_bits(kResult, x);
-  else return x;
+  if constexpr (kResult == DType::F16 || kResult == DType::BF16)
+    return narrow_bits(kResult, x);
+  else
+    return x;
 }
 
 }  // namespace precdetect

@@ -17,12 +17,12 @@
 namespace precdetect {
 
 /// `count` values laid out as `rows` of `columns` (the last row may be short): `fill_table(row, table)` writes row
-/// `row`'s `table_size` values, `index(row, column)` is the table index of a value. The tables hold the values as the
-/// kernel of `kResult` reads them (NarrowValue): a result in float16 or bfloat16 costs the kernel what its float
-/// twin costs.
-template <DType kResult, typename FillTable, typename Index>
+/// `row`'s `table_size` values, `decode_row(row, table, out, length)` writes the row's first `length` values to
+/// `out`, each one of its table's. The tables hold the values as the kernel of `kResult` reads them (NarrowValue): a
+/// result in float16 or bfloat16 costs the kernel what its float twin costs.
+template <DType kResult, typename FillTable, typename DecodeRow>
 TensorStats table_stats(int64_t rows, int64_t columns, uint64_t count, size_t table_size, FillTable fill_table,
-                        Index index) {
+                        DecodeRow decode_row) {
   using Value = NarrowValue<kResult>;
   constexpr DType kKernel = std::is_same_v<Value, float> ? DType::F32 : kResult;
   constexpr uint64_t kChunkValues = uint64_t{1} << 20;  // values decoded at a time
@@ -37,10 +37,10 @@ TensorStats table_stats(int64_t rows, int64_t columns, uint64_t count, size_t ta
         stats.merge(cpu_tensor_stats(values.data(), kKernel, filled));
         filled = 0;
       }
-      for (int64_t column = 0; column < length; ++column) values[filled++] = table[index(row, column)];
+      decode_row(row, table, values.data() + filled, length);
+      filled += static_cast<size_t>(length);
     }
-    if (filled > 0)
-      stats.merge(cpu_tensor_stats(values.data(), kKernel, filled));
+    if (filled > 0) stats.merge(cpu_tensor_stats(values.data(), kKernel, filled));
     return stats;
   };
   uint64_t per_part = std::max<uint64_t>(1, kChunkValues / static_cast<uint64_t>(std::max<int64_t>(columns, 1)));
