@@ -70,7 +70,7 @@ std::optional<TensorRecord> chunk_record(Checkpoint& checkpoint, size_t file, co
   for (Warning& warning : archive.warnings) {
     unreadable_dtype = unreadable_dtype || warning.code == WarningCode::kDtypesNotRead;
     for (std::string& name : warning.names)
-      if (name.starts_with(kRootName)) name = fqn + name.substr(kRootName.size());
+      if (name.starts_with(kRootName)) name.replace(0, kRootName.size(), fqn);
     checkpoint.warnings.push_back(std::move(warning));
   }
   if (archive.tensors.empty() && unreadable_dtype) return std::nullopt;
