@@ -166,11 +166,9 @@ std::vector<float> scales_by_row(const ZeroPointParts& parts, const ZeroPointCod
 
 /// Row `row`'s value of every (group, stored code): scale x (code - zero), rounded to the scales' dtype.
 template <DType kResult>
-void fill_table(const ZeroPointParts& parts, const ScaleLink& link, const Geometry& shape,
-                const std::vector<float>& scales, int64_t row, std::vector<NarrowValue<kResult>>& table) {
+void fill_table(const ScaleLink& link, const Geometry& shape, const std::vector<float>& scales,
+                const std::optional<GridCodes>& zeros, int64_t row, std::vector<NarrowValue<kResult>>& table) {
   const ZeroPointCodes& codes = *link.zero_point;
-  std::optional<GridCodes> zeros;
-  if (parts.zeros) zeros.emplace(*codes.zeros, *parts.zeros, link.bits);
   const int64_t levels = int64_t{1} << link.bits;
   for (int64_t group = 0; group < shape.groups; ++group) {
     int64_t zero = zeros ? int64_t{zeros->stored(row, group)} + codes.zeros->offset : 0;
@@ -192,11 +190,13 @@ TensorStats zero_point_stats(const ZeroPointParts& parts, const ScaleLink& link,
   const std::vector<int32_t> groups = groups_of_columns(parts, shape, mismatch);
   const std::vector<float> scales = scales_by_row(parts, *link.zero_point, shape);
   const GridCodes codes(link.zero_point->codes, parts.codes, link.bits);
+  std::optional<GridCodes> zeros;
+  if (parts.zeros) zeros.emplace(*link.zero_point->zeros, *parts.zeros, link.bits);
   return for_result_dtype(parts.scales.dtype(), [&]<DType kResult>() {
     return table_stats<kResult>(
         shape.rows, shape.columns, static_cast<uint64_t>(shape.rows * shape.columns),
         static_cast<size_t>(shape.groups << link.bits),
-        [&](int64_t row, auto& table) { fill_table<kResult>(parts, link, shape, scales, row, table); },
+        [&](int64_t row, auto& table) { fill_table<kResult>(link, shape, scales, zeros, row, table); },
         [&](int64_t row, const auto& table, auto* out, int64_t length) {
           codes.decode_row(row, length, [&](int64_t column, uint32_t code) {
             out[column] = table[(static_cast<size_t>(groups[static_cast<size_t>(column)]) << link.bits) | code];

@@ -26,15 +26,7 @@ import numpy
 import torch
 from safetensors.torch import save_file
 
-from helpers import ScanTestCase, reference_tensor_stats, scan, tensors_by_name
-
-
-def small_llama(hidden=128, intermediate=256):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    return LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=hidden, intermediate_size=intermediate,
-                                        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4))
+from helpers import ScanTestCase, compressed_checkpoint, reference_tensor_stats, scan, small_llama, tensors_by_name
 
 
 def packed_lsb_first(codes, bits):
@@ -259,32 +251,6 @@ class BitsAndBytes(ScanTestCase):
 
 
 class CompressedTensorsPackQuantized(ScanTestCase):
-    def compress(self, folder, scheme):
-        """A small Llama quantized by `scheme` with compressed-tensors' own qparams, written pack-quantized."""
-        from compressed_tensors.compressors import ModelCompressor
-        from compressed_tensors.quantization import QuantizationConfig, apply_quantization_config
-        from compressed_tensors.quantization.utils import calculate_qparams
-
-        model = small_llama()
-        apply_quantization_config(model, QuantizationConfig(config_groups={"group_0": scheme}, ignore=["lm_head"]))
-        for module in model.modules():
-            if getattr(module, "quantization_scheme", None) is None:
-                continue
-            weight = module.weight.data
-            groups = module.weight_scale.shape[1]
-            grouped = weight.reshape(weight.shape[0], groups, -1)
-            scale, zero_point = calculate_qparams(grouped.amin(-1).clamp(max=0), grouped.amax(-1).clamp(min=0),
-                                                  scheme.weights)
-            module.weight_scale.data.copy_(scale.reshape(module.weight_scale.shape))
-            if hasattr(module, "weight_zero_point"):
-                module.weight_zero_point.data.copy_(zero_point.reshape(module.weight_zero_point.shape))
-        compressor = ModelCompressor.from_pretrained_model(model)
-        compressor.compress_model(model)
-        model.save_pretrained(folder)
-        compressor.update_config(folder)
-        self.assertEqual(json.loads((folder / "config.json").read_text())["quantization_config"]["format"],
-                         "pack-quantized")
-
     def check(self, folder, scheme):
         from compressed_tensors.compressors.pack_quantized.base import PackedQuantizationCompressor
         from safetensors import safe_open
@@ -319,7 +285,7 @@ class CompressedTensorsPackQuantized(ScanTestCase):
         for name, scheme in schemes.items():
             with self.subTest(scheme=name):
                 folder = self.tmp / name
-                self.compress(folder, scheme)
+                self.assertEqual(compressed_checkpoint(folder, scheme), "pack-quantized")
                 document = self.check(folder, scheme)
                 self.assertIn("scaled_weights", [w["code"] for w in document["models"][0]["warnings"]])
 

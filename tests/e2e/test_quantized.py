@@ -21,7 +21,7 @@ import torch
 from safetensors.torch import save_file
 from transformers.integrations.finegrained_fp8 import _dequantize_fp8_weight
 
-from helpers import ScanTestCase, reference_tensor_stats, run, scan, tensors_by_name
+from helpers import ScanTestCase, compressed_checkpoint, reference_tensor_stats, run, scan, tensors_by_name
 
 FP8_CONFIG = {"model_type": "deepseek_v3", "architectures": ["DeepseekV3ForCausalLM"],
               "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
@@ -117,33 +117,13 @@ class Fp8Blocks(ScanTestCase):
 
 class CompressedTensorsFloat8(ScanTestCase):
     def test_a_float_quantized_checkpoint_is_analyzed_as_compressed_tensors_dequantizes_it(self):
-        from compressed_tensors.compressors import ModelCompressor
-        from compressed_tensors.quantization import (QuantizationConfig, apply_quantization_config,
-                                                     preset_name_to_scheme)
+        from compressed_tensors.quantization import preset_name_to_scheme
         from compressed_tensors.quantization.lifecycle.forward import dequantize
-        from compressed_tensors.quantization.utils import calculate_qparams
         from safetensors import safe_open
-        from transformers import LlamaConfig, LlamaForCausalLM
 
-        torch.manual_seed(0)
-        model = LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=64, intermediate_size=128,
-                                             num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4))
         scheme = preset_name_to_scheme("FP8_DYNAMIC", ["Linear"])  # float8 weights, one scale per output channel
-        apply_quantization_config(model, QuantizationConfig(config_groups={"group_0": scheme}, ignore=["lm_head"]))
-        for module in model.modules():
-            if getattr(module, "quantization_scheme", None) is None:
-                continue
-            weight = module.weight.data  # the scales as compressed-tensors computes them from a range
-            scale, _ = calculate_qparams(weight.amin(1, keepdim=True).clamp(max=0),
-                                         weight.amax(1, keepdim=True).clamp(min=0), scheme.weights)
-            module.weight_scale.data.copy_(scale.reshape(module.weight_scale.shape))
-        compressor = ModelCompressor.from_pretrained_model(model)
-        compressor.compress_model(model)
         folder = self.tmp / "compressed"
-        model.save_pretrained(folder)
-        compressor.update_config(folder)
-        self.assertEqual(json.loads((folder / "config.json").read_text())["quantization_config"]["format"],
-                         "float-quantized")
+        self.assertEqual(compressed_checkpoint(folder, scheme, hidden=64, intermediate=128), "float-quantized")
 
         code, document, stderr = scan(folder)
         self.assertEqual(code, 0, stderr)
