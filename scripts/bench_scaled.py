@@ -1,9 +1,12 @@
 """Scan speed of quantized safetensors against their float twins (issue 50's target: within 2x): the same
 dequantized values stored as a float dtype, scanned by the same binary. Formats: fp8 with 128x128 block scales (bf16
-twin), GPTQ 4-bit in groups of 128 (fp16 twin) and bitsandbytes nf4 with nested quantization (bf16 twin). Prints the
-best of --repeats whole-process runs of each.
+twin), GPTQ and AWQ 4-bit in groups of 128 (fp16 twins) and bitsandbytes nf4 with nested quantization (bf16 twin).
+Prints the best of --repeats whole-process runs of each.
 
-    .venv/bin/python scripts/bench_scaled.py [--binary build/precdetect] [--tensors 8] [--side 4096]"""
+    .venv/bin/python scripts/bench_scaled.py [--binary build/precdetect] [--tensors 8] [--side 4096]
+        [--baseline OTHER_BINARY]
+
+With --baseline, the quantized files are also scanned by another build (an earlier commit's), for the step's gain."""
 
 import argparse
 import json
@@ -50,6 +53,32 @@ def gptq_4bit(weights, generator):
     return quantized, {"quant_method": "gptq", "bits": 4, "group_size": 128}, twin
 
 
+def awq_4bit(weights, generator):
+    """AutoAWQ's GEMM layout: 4-bit codes packed along the outputs in its order (0, 2, 4, 6, 1, 3, 5, 7), zero points
+    packed the same way, fp16 scales per group of 128 inputs."""
+    rng = numpy.random.default_rng(1)
+    order = [0, 2, 4, 6, 1, 3, 5, 7]
+    shifts = numpy.arange(8, dtype=numpy.uint32) * 4
+
+    def packed(values):
+        rows, columns = values.shape
+        ordered = values.reshape(rows, columns // 8, 8)[:, :, order]
+        return torch.from_numpy((ordered << shifts).sum(2, dtype=numpy.uint32).view(numpy.int32))
+
+    quantized, twin = {}, {}
+    for name, weight in weights.items():
+        outputs, inputs = weight.shape
+        codes = rng.integers(0, 16, size=(inputs, outputs), dtype=numpy.uint32)
+        zeros = rng.integers(0, 16, size=(inputs // 128, outputs), dtype=numpy.uint32)
+        scales = torch.empty(inputs // 128, outputs).uniform_(1e-3, 1e-2, generator=generator).half()
+        quantized[f"{name}.qweight"], quantized[f"{name}.qzeros"] = packed(codes), packed(zeros)
+        quantized[f"{name}.scales"] = scales
+        difference = torch.from_numpy(codes.astype(numpy.int64) - numpy.repeat(zeros, 128, 0)).half()
+        twin[f"{name}.weight"] = (scales.repeat_interleave(128, 0) * difference).T.contiguous()
+    return quantized, {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True,
+                       "version": "gemm"}, twin
+
+
 def bitsandbytes_nf4(weights, generator):
     """bitsandbytes' nf4 with nested quantization, as QuantState.as_dict(packed=True) saves it."""
     import bitsandbytes.functional as F
@@ -78,12 +107,13 @@ def main():
     parser.add_argument("--tensors", type=int, default=8)
     parser.add_argument("--side", type=int, default=4096)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--baseline", help="another precdetect binary to time on the same quantized files")
     args = parser.parse_args()
     generator = torch.Generator().manual_seed(0)
     weights = {f"model.layers.{index}.mlp.down_proj": torch.randn(args.side, args.side, generator=generator) * 0.02
                for index in range(args.tensors)}
     values = args.tensors * args.side * args.side
-    for label, write in (("fp8 with block scales", fp8_blocks), ("GPTQ 4-bit", gptq_4bit),
+    for label, write in (("fp8 with block scales", fp8_blocks), ("GPTQ 4-bit", gptq_4bit), ("AWQ 4-bit", awq_4bit),
                          ("bitsandbytes nf4, nested", bitsandbytes_nf4)):
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
@@ -98,6 +128,9 @@ def main():
             print(f"{values / 1e6:.0f}M values: {label} {seconds:.3f} s ({values / seconds / 1e9:.2f} G values/s), "
                   f"{dtype} twin {twin_seconds:.3f} s ({values / twin_seconds / 1e9:.2f} G values/s): "
                   f"{seconds / twin_seconds:.2f}x")
+            if args.baseline:
+                baseline = best_seconds(args.baseline, folder / "quantized", args.repeats)
+                print(f"    baseline {args.baseline}: {baseline:.3f} s ({baseline / twin_seconds:.2f}x the twin)")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -97,23 +98,25 @@ TensorStats blockwise_4bit_stats(const Blockwise4bitValues& values, const std::f
   const auto* codes = reinterpret_cast<const uint8_t*>(values.codes.data());
   return for_result_dtype(state.dtype, [&]<DType kResult>() {
     return table_stats<kResult>(
-        static_cast<int64_t>(blocks), state.blocksize, state.numel, 16,
-        [&](int64_t block, auto& table) {
-          for (size_t code = 0; code < 16; ++code)  // the product in float32, then cast to the state's dtype
-            table[code] = narrow_value<kResult>(quant_map[code] * absmax[block]);
+        blocks, static_cast<uint64_t>(state.blocksize), 16,
+        [&](uint64_t block, auto& table) {
+          std::array<float, 16> products;  // in float32, then cast to the state's dtype
+          for (size_t code = 0; code < 16; ++code) products[code] = quant_map[code] * absmax[block];
+          narrow_magnitudes<kResult>(products.data(), products.size(), table.data());
         },
-        [&](int64_t block, const auto& table, auto* out, int64_t length) {
-          // Two codes a byte, the first in the high nibble; blocks hold an even number of values but the last.
-          // Bytes read into locals: stores through `out` could alias a uint8_t, which would reload each byte.
-          const uint8_t* pairs = codes + block * state.blocksize / 2;
-          const auto* values = table.data();
-          for (int64_t i = 0; i + 1 < length; i += 2) {
+        [&](uint64_t block, const auto& table, auto& decoded) {
+          // Two codes a byte, the first in the high nibble; blocks hold an even number of values but the last. Each
+          // byte read into a local: a count's increment could alias a uint8_t, which would reload it.
+          const uint64_t first = block * static_cast<uint64_t>(state.blocksize);
+          const uint64_t length = std::min(static_cast<uint64_t>(state.blocksize), state.numel - first);
+          const uint8_t* pairs = codes + first / 2;
+          decoded.reserve(length);
+          for (uint64_t i = 0; i + 1 < length; i += 2) {
             const uint8_t pair = pairs[i / 2];
-            const auto high = values[pair >> 4], low = values[pair & 0xf];
-            out[i] = high;
-            out[i + 1] = low;
+            decoded.add(table[pair >> 4], 0);
+            decoded.add(table[pair & 0xf], 1);
           }
-          if (length % 2 != 0) out[length - 1] = values[pairs[length / 2] >> 4];
+          if (length % 2 != 0) decoded.add(table[pairs[length / 2] >> 4], 0);
         });
   });
 }
@@ -129,15 +132,16 @@ TensorStats int8_rows_stats(const HostValues& codes, const HostValues& scb, cons
   const auto* bytes = reinterpret_cast<const uint8_t*>(codes.data());
   constexpr float kInverse127 = 7.874015718698502e-3F;  // bitsandbytes multiplies by 1/127 rather than divide
   return table_stats<DType::F32>(
-      rows, columns, static_cast<uint64_t>(rows * columns), 256,
-      [&](int64_t row, std::vector<float>& table) {
+      static_cast<uint64_t>(rows), static_cast<uint64_t>(columns), 256,
+      [&](uint64_t row, std::vector<float>& table) {
         for (int code = 0; code < 256; ++code)  // indexed by the stored byte
           table[static_cast<size_t>(code)] =
-              static_cast<float>(static_cast<int8_t>(code)) * row_scales[static_cast<size_t>(row)] * kInverse127;
+              static_cast<float>(static_cast<int8_t>(code)) * row_scales[row] * kInverse127;
       },
-      [&](int64_t row, const auto& table, float* out, int64_t length) {
-        const uint8_t* row_bytes = bytes + row * columns;
-        for (int64_t column = 0; column < length; ++column) out[column] = table[row_bytes[column]];
+      [&](uint64_t row, const std::vector<float>& table, auto& decoded) {
+        const uint8_t* row_bytes = bytes + row * static_cast<uint64_t>(columns);
+        decoded.reserve(static_cast<uint64_t>(columns));
+        for (int64_t column = 0; column < columns; ++column) decoded.add(table[row_bytes[column]], 0);
       });
 }
 

@@ -3,65 +3,19 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <vector>
 
+#include "precdetect/analyze/grid_codes.h"
 #include "precdetect/analyze/narrow_rounding.h"
-#include "precdetect/analyze/packed_codes.h"
 #include "precdetect/analyze/table_stats.h"
 #include "precdetect/analyze/widen.h"
 #include "precdetect/core/error.h"
 
 namespace precdetect {
 namespace {
-
-/// AWQ packs output columns 0..7 of each word at nibbles 0, 2, 4, 6, 1, 3, 5, 7 (AutoAWQ's order_map): column k
-/// of a word sits at nibble kAwqNibble[k].
-constexpr std::array<int, 8> kAwqNibble = {0, 4, 1, 5, 2, 6, 3, 7};
-
-/// A PackedGrid's words read as the grid of codes they hold.
-class GridCodes {
- public:
-  GridCodes(const PackedGrid& grid, const HostValues& words, int bits)
-      : grid_(grid), words_(words.data()), stored_columns_(words.shape()[1]), bits_(bits) {}
-
-  /// `emit(column, stored bits)` for the first `length` codes of row `row`: a word at a time where the row's codes
-  /// run along whole words (GPTQ's and compressed-tensors' 2, 4 and 8 bits), else code by code.
-  template <typename Emit>
-  void decode_row(int64_t row, int64_t length, Emit emit) const {
-    bool along_row = grid_.packed_dim == (grid_.transposed ? 0 : 1);
-    if (grid_.awq_order || !along_row || 32 % bits_ != 0) {
-      for (int64_t column = 0; column < length; ++column) emit(column, stored(row, column));
-      return;
-    }
-    const int per_word = 32 / bits_;
-    const uint32_t mask = (uint32_t{1} << bits_) - 1;
-    for (int64_t word = 0, column = 0; column < length; ++word) {
-      uint32_t packed = load_raw<uint32_t>(words_, index(word, row));
-      for (int k = 0; k < per_word && column < length; ++k, ++column) emit(column, (packed >> (k * bits_)) & mask);
-    }
-  }
-
-  /// The stored bits of code (row, column) of the grid (PackedGrid::offset not added).
-  uint32_t stored(int64_t row, int64_t column) const {
-    int64_t i = grid_.transposed ? column : row, j = grid_.transposed ? row : column;
-    int64_t along = grid_.packed_dim == 0 ? i : j, across = grid_.packed_dim == 0 ? j : i;
-    uint64_t bit = grid_.awq_order ? static_cast<uint64_t>(along / 8) * 32 + kAwqNibble[along % 8] * 4
-                                   : static_cast<uint64_t>(along) * bits_;
-    return packed_code(words_, bit, grid_.awq_order ? 4 : bits_, [&](int64_t word) { return index(word, across); });
-  }
-
- private:
-  int64_t index(int64_t word, int64_t across) const {
-    return grid_.packed_dim == 0 ? word * stored_columns_ + across : across * stored_columns_ + word;
-  }
-
-  const PackedGrid& grid_;
-  const std::byte* words_;
-  int64_t stored_columns_;
-  int bits_;
-};
 
 /// The dequantized weight as rows (outputs) x columns (inputs), and its groups of columns per row.
 struct Geometry {
@@ -164,21 +118,128 @@ std::vector<float> scales_by_row(const ZeroPointParts& parts, const ZeroPointCod
   return scales;
 }
 
-/// Row `row`'s value of every (group, stored code): scale x (code - zero), rounded to the scales' dtype.
-template <DType kResult>
-void fill_table(const ScaleLink& link, const Geometry& shape, const std::vector<float>& scales,
-                const std::optional<GridCodes>& zeros, int64_t row, std::vector<NarrowValue<kResult>>& table) {
-  const ZeroPointCodes& codes = *link.zero_point;
-  const int64_t levels = int64_t{1} << link.bits;
-  for (int64_t group = 0; group < shape.groups; ++group) {
-    int64_t zero = zeros ? int64_t{zeros->stored(row, group)} + codes.zeros->offset : 0;
-    float scale = scales[static_cast<size_t>(row * shape.groups + group)];
-    // (code - zero) has at most 9 significant bits and the scale at most 24: a float16 or bfloat16 scale's product
-    // is exact in float32, a float32 one's rounded once, as the kernels' own product.
-    for (int64_t code = 0; code < levels; ++code)
-      table[static_cast<size_t>(group * levels + code)] =
-          narrow_value<kResult>(static_cast<float>(code + codes.codes.offset - zero) * scale);
+/// Columns [first_column, last_column), which hold groups [first_group, last_group) and no other.
+struct Span {
+  int64_t first_column, last_column;
+  int32_t first_group, last_group;
+};
+
+/// One span per group where every group is one run of consecutive columns, in order, each starting at a word where
+/// a word's codes run along a row (GPTQ's and AWQ's usual groups; not act-order's); else none.
+std::vector<Span> group_spans(const std::vector<int32_t>& groups, const GridCodes& codes) {
+  const int64_t per_word = codes.codes_along_rows() ? 1 : codes.codes_per_word();
+  std::vector<Span> spans;
+  for (size_t column = 0; column < groups.size(); ++column) {
+    if (column > 0 && groups[column] == groups[column - 1]) continue;
+    if (groups[column] != static_cast<int32_t>(spans.size()) || static_cast<int64_t>(column) % per_word != 0) return {};
+    if (!spans.empty()) spans.back().last_column = static_cast<int64_t>(column);
+    spans.push_back(
+        Span{static_cast<int64_t>(column), static_cast<int64_t>(groups.size()), groups[column], groups[column] + 1});
   }
+  return spans;
+}
+
+/// How each code finds its group's table in a tile: the tile's one group, its word's (every word's codes along a
+/// row in one group), or its column's.
+enum class GroupLookup { kTile, kWord, kColumn };
+
+/// The work's units: tiles of a band of rows by a span of columns, each with its tables of every (group, row, stored
+/// code) value laid out group by group. GPTQ's and AWQ's transposed grids hold a group's columns of every row as
+/// consecutive stored rows: where groups are runs of columns, a tile spans one group and as many rows as its tables
+/// let, and its codes are read front to back. Elsewhere (compressed-tensors' rows, act-order's scattered groups) a
+/// tile spans every column.
+class Tiles {
+ public:
+  Tiles(const ScaleLink& link, const Geometry& shape, const GridCodes& codes, const std::vector<int32_t>& groups)
+      : levels_(size_t{1} << link.bits) {
+    if (codes.transposed()) spans_ = group_spans(groups, codes);
+    lookup_ = !spans_.empty()                                                     ? GroupLookup::kTile
+              : !codes.codes_along_rows() && groups_of_whole_words(groups, codes) ? GroupLookup::kWord
+                                                                                  : GroupLookup::kColumn;
+    if (spans_.empty()) spans_.push_back(Span{0, shape.columns, 0, static_cast<int32_t>(shape.groups)});
+    const int64_t span_groups = spans_.size() == 1 ? shape.groups : 1;
+    rows_ = std::clamp<int64_t>(kTableValues / (span_groups << link.bits), 1, shape.rows);
+    const int64_t multiple = codes.codes_along_rows() ? codes.codes_per_word() : 1;  // a band starts at a word
+    rows_ = (rows_ + multiple - 1) / multiple * multiple;
+    bands_ = (shape.rows + rows_ - 1) / rows_;
+  }
+
+  GroupLookup lookup() const { return lookup_; }
+  uint64_t count() const { return static_cast<uint64_t>(bands_) * spans_.size(); }
+  int64_t rows() const { return rows_; }
+  /// Tile `unit`'s first row and span.
+  int64_t first_row(uint64_t unit) const { return static_cast<int64_t>(unit / spans_.size()) * rows_; }
+  const Span& span(uint64_t unit) const { return spans_[unit % spans_.size()]; }
+  size_t table_size() const {
+    const auto most_groups =
+        std::ranges::max(spans_, {}, [](const Span& span) { return span.last_group - span.first_group; });
+    return static_cast<size_t>((most_groups.last_group - most_groups.first_group) * rows_) * levels_;
+  }
+  /// Where group `group`'s tables start in a tile whose groups start at `first_group`.
+  size_t group_start(int32_t group, int32_t first_group) const {
+    return static_cast<size_t>((group - first_group) * rows_) * levels_;
+  }
+  /// The value of `code` at `row` (of the tile starting at `first_row`), from its group's start.
+  size_t at(int64_t first_row, int64_t row, uint32_t code) const {
+    return static_cast<size_t>(row - first_row) * levels_ + code;  // a product: one instruction, a shift by a
+    // register three on some CPUs
+  }
+
+ private:
+  static constexpr int64_t kTableValues = int64_t{1} << 16;  // a tile's tables stay in the cache beside its codes
+
+  /// Whether every run of a word's codes along a row, from column 0 on, lies in one group.
+  static bool groups_of_whole_words(const std::vector<int32_t>& groups, const GridCodes& codes) {
+    const auto per_word = static_cast<size_t>(codes.codes_per_word());
+    for (size_t column = 0; column < groups.size(); ++column)
+      if (groups[column] != groups[column - column % per_word]) return false;
+    return true;
+  }
+
+  size_t levels_;  // not an int: a count's increment (a uint32_t) could alias one, reloading it for every value
+  std::vector<Span> spans_;
+  GroupLookup lookup_ = GroupLookup::kColumn;
+  int64_t rows_ = 1, bands_ = 0;
+};
+
+/// The tables of tile `unit`: scale x (code - zero) for each row, group and stored code, rounded to the scales' dtype.
+template <DType kResult>
+void fill_tables(const ScaleLink& link, const Geometry& shape, const Tiles& tiles, const std::vector<float>& scales,
+                 const std::optional<GridCodes>& zeros, uint64_t unit, std::vector<NarrowValue<kResult>>& tables) {
+  const ZeroPointCodes& codes = *link.zero_point;
+  const int levels = 1 << link.bits;
+  const Span& span = tiles.span(unit);
+  const int64_t first_row = tiles.first_row(unit), last_row = std::min(shape.rows, first_row + tiles.rows());
+  std::array<float, 256> products{};
+  for (int64_t row = first_row; row < last_row; ++row)
+    for (int32_t group = span.first_group; group < span.last_group; ++group) {
+      int zero = zeros ? static_cast<int>(zeros->stored(row, group)) + codes.zeros->offset : 0;
+      float scale = scales[static_cast<size_t>(row * shape.groups + group)];
+      // (code - zero) has at most 9 significant bits and the scale at most 24: a float16 or bfloat16 scale's
+      // product is exact in float32, a float32 one's rounded once, as the kernels' own product.
+      for (int code = 0; code < levels; ++code)
+        products[static_cast<size_t>(code)] = static_cast<float>(code + codes.codes.offset - zero) * scale;
+      narrow_magnitudes<kResult>(
+          products.data(), static_cast<size_t>(levels),
+          tables.data() + tiles.group_start(group, span.first_group) + tiles.at(first_row, row, 0));
+    }
+}
+
+/// Tile `unit`'s values through its tables, each code's group found as kLookup says. Flattened: left to itself,
+/// GCC called the per-code step out of line, 2.5x slower.
+template <GroupLookup kLookup, typename Tables, typename Decoded>
+[[gnu::flatten]] void decode_tile(const GridCodes& codes, const Tiles& tiles, const std::vector<size_t>& column_starts,
+                                  const Geometry& shape, uint64_t unit, const Tables& tables, Decoded& decoded) {
+  const Span& span = tiles.span(unit);
+  const int64_t first_row = tiles.first_row(unit), last_row = std::min(shape.rows, first_row + tiles.rows());
+  decoded.reserve(static_cast<uint64_t>((last_row - first_row) * (span.last_column - span.first_column)));
+  codes.for_each_code(first_row, last_row, span.first_column, span.last_column,
+                      [&](int64_t row, int64_t column, uint32_t code, int place) {
+                        size_t start = 0;  // kTile: the tile's one group
+                        if constexpr (kLookup == GroupLookup::kWord) start = column_starts[column - place];
+                        if constexpr (kLookup == GroupLookup::kColumn) start = column_starts[column];
+                        decoded.add(tables[start + tiles.at(first_row, row, code)], static_cast<unsigned>(place));
+                      });
 }
 
 }  // namespace
@@ -187,20 +248,26 @@ TensorStats zero_point_stats(const ZeroPointParts& parts, const ScaleLink& link,
                              std::string_view weight) {
   const Mismatch mismatch(file, weight);
   const Geometry shape = geometry(parts, link, mismatch);
-  const std::vector<int32_t> groups = groups_of_columns(parts, shape, mismatch);
   const std::vector<float> scales = scales_by_row(parts, *link.zero_point, shape);
   const GridCodes codes(link.zero_point->codes, parts.codes, link.bits);
+  const std::vector<int32_t> groups = groups_of_columns(parts, shape, mismatch);
+  const Tiles tiles(link, shape, codes, groups);
+  std::vector<size_t> column_starts(groups.size());  // each column's group's start in a tile spanning every column
+  std::ranges::transform(groups, column_starts.begin(), [&](int32_t group) { return tiles.group_start(group, 0); });
   std::optional<GridCodes> zeros;
   if (parts.zeros) zeros.emplace(*link.zero_point->zeros, *parts.zeros, link.bits);
   return for_result_dtype(parts.scales.dtype(), [&]<DType kResult>() {
     return table_stats<kResult>(
-        shape.rows, shape.columns, static_cast<uint64_t>(shape.rows * shape.columns),
-        static_cast<size_t>(shape.groups << link.bits),
-        [&](int64_t row, auto& table) { fill_table<kResult>(link, shape, scales, zeros, row, table); },
-        [&](int64_t row, const auto& table, auto* out, int64_t length) {
-          codes.decode_row(row, length, [&](int64_t column, uint32_t code) {
-            out[column] = table[(static_cast<size_t>(groups[static_cast<size_t>(column)]) << link.bits) | code];
-          });
+        tiles.count(), static_cast<uint64_t>(shape.rows * shape.columns) / std::max<uint64_t>(tiles.count(), 1),
+        tiles.table_size(),
+        [&](uint64_t unit, auto& tables) { fill_tables<kResult>(link, shape, tiles, scales, zeros, unit, tables); },
+        [&](uint64_t unit, const auto& tables, auto& decoded) {
+          using Tables = std::remove_cvref_t<decltype(tables)>;
+          using Decoded = std::remove_cvref_t<decltype(decoded)>;
+          auto decode = tiles.lookup() == GroupLookup::kTile   ? decode_tile<GroupLookup::kTile, Tables, Decoded>
+                        : tiles.lookup() == GroupLookup::kWord ? decode_tile<GroupLookup::kWord, Tables, Decoded>
+                                                               : decode_tile<GroupLookup::kColumn, Tables, Decoded>;
+          decode(codes, tiles, column_starts, shape, unit, tables, decoded);
         });
   });
 }

@@ -55,10 +55,10 @@ class Gptq(ScanTestCase):
     LAYERS = ("model.layers.0.self_attn.q_proj", "model.layers.0.mlp.down_proj")
 
     def write(self, folder, bits, group, version="gptq", act_order=False, config_file="config.json",
-              scale_dtype=torch.float16):
-        """GPTQ tensors of two layers ([out, in] = [48, 256]) packed as AutoGPTQ packs them; the references."""
+              scale_dtype=torch.float16, outputs=48):
+        """GPTQ tensors of two layers ([out, in] = [outputs, 256]) packed as AutoGPTQ packs them; the references."""
         generator = numpy.random.default_rng(bits)
-        inputs, outputs = 256, 48
+        inputs = 256
         groups = inputs // group
         tensors, references = {}, {}
         for index, name in enumerate(self.LAYERS):
@@ -110,7 +110,9 @@ class Gptq(ScanTestCase):
         for bits in (2, 3, 4, 8):
             with self.subTest(bits=bits):
                 folder = self.tmp / f"gptq-{bits}"
-                self.scan_and_check(folder, self.write(folder, bits, group=64), bits)
+                # 8-bit codes in 520 rows: more than one tile of rows (256 at 8 bits), the last one short.
+                outputs = 520 if bits == 8 else 48
+                self.scan_and_check(folder, self.write(folder, bits, group=64, outputs=outputs), bits)
 
     def test_v2_zero_points_act_order_quantize_config_and_bfloat16_scales(self):
         cases = {"v2": dict(version="gptq_v2"), "act-order": dict(act_order=True),
@@ -154,7 +156,7 @@ class Awq(ScanTestCase):
         from compressed_tensors.quantization import preset_name_to_scheme
 
         generator = numpy.random.default_rng(4)
-        inputs, outputs, group = 256, 64, 128
+        inputs, outputs, group = 256, 4104, 128  # more rows than one tile (4096 at 4 bits), the last tile short
         order_map = [0, 2, 4, 6, 1, 3, 5, 7]  # AutoAWQ's WQLinear_GEMM.from_linear
         tensors = {}
         for index in range(2):

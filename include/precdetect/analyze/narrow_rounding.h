@@ -2,9 +2,14 @@
 /// Rounding to the narrow float formats the dequantizing kernels compute in: what a product or sum formed in a
 /// scale's dtype (float16, bfloat16, float32) holds.
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
+#include "precdetect/analyze/float_vectors.h"
 #include "precdetect/core/dtype.h"
 
 namespace precdetect {
@@ -14,10 +19,27 @@ namespace precdetect {
 /// holds more than twice their precision plus two.
 double rounded_to(DType dtype, double x);
 
-/// The stored bits of `x` cast to `dtype` (F16 or BF16) as torch casts a float32 tensor: round to nearest even,
-/// overflow to infinity, NaN kept. Bit operations rather than rounded_to's arithmetic: the dequantizing loops call it
-/// for every entry of every block's table.
-uint16_t narrow_bits(DType dtype, float x);
+/// float32 to float16 bits as torch casts a float32 tensor, rounding to nearest even, overflowing to infinity, NaN
+/// kept: the FP16 library's fp16_ieee_from_fp32_value, which c10::Half uses (two float products move the rounding
+/// point to the half's, the sum rounds there). Bit operations rather than rounded_to's arithmetic, inline: the
+/// dequantizing loops fill every block's table with them.
+inline uint16_t half_bits(float f) {
+  float base = (std::fabs(f) * 0x1.0p+112F) * 0x1.0p-110F;
+  const auto w = std::bit_cast<uint32_t>(f);
+  const uint32_t shl1_w = w + w, sign = w & 0x80000000U;
+  uint32_t bias = std::max(shl1_w & 0xFF000000U, 0x71000000U);
+  base = std::bit_cast<float>((bias >> 1) + 0x07800000U) + base;
+  const auto bits = std::bit_cast<uint32_t>(base);
+  const uint32_t nonsign = ((bits >> 13) & 0x00007C00U) + (bits & 0x00000FFFU);
+  return static_cast<uint16_t>((sign >> 16) | (shl1_w > 0xFF000000U ? 0x7E00U : nonsign));
+}
+
+/// float32 to bfloat16 bits, to nearest even, NaN as 0x7FC0: c10::BFloat16's round_to_nearest_even.
+inline uint16_t bfloat16_bits(float f) {
+  const auto bits = std::bit_cast<uint32_t>(f);
+  const auto rounded = static_cast<uint16_t>((bits + 0x7FFFU + ((bits >> 16) & 1U)) >> 16);
+  return std::isnan(f) ? uint16_t{0x7FC0} : rounded;
+}
 
 /// The value type a table of dequantized values holds for the kernel: the 16-bit patterns of an F16 or BF16 result,
 /// read by the kernel of that dtype (half the bytes of float32), else float32 itself.
@@ -27,10 +49,52 @@ using NarrowValue = std::conditional_t<kResult == DType::F16 || kResult == DType
 /// `x` as the table value of a `kResult` result (NarrowValue).
 template <DType kResult>
 NarrowValue<kResult> narrow_value(float x) {
-  if constexpr (kResult == DType::F16 || kResult == DType::BF16)
-    return narrow_bits(kResult, x);
+  if constexpr (kResult == DType::F16)
+    return half_bits(x);
+  else if constexpr (kResult == DType::BF16)
+    return bfloat16_bits(x);
   else
     return x;
+}
+
+/// half_bits of four floats at once, in the low halves of the words.
+inline vectors::Words half_bits(vectors::Floats f) {
+  using vectors::Words;
+  vectors::Floats base = (vectors::magnitudes(f) * 0x1.0p+112F) * 0x1.0p-110F;
+  const auto w = std::bit_cast<Words>(f);
+  const Words shl1_w = w + w, sign = w & 0x80000000U, exponent = shl1_w & 0xFF000000U;
+  const Words bias = exponent > 0x71000000U ? exponent : Words{} + 0x71000000U;
+  base = std::bit_cast<vectors::Floats>((bias >> 1) + 0x07800000U) + base;
+  const auto bits = std::bit_cast<Words>(base);
+  const Words nonsign = ((bits >> 13) & 0x00007C00U) + (bits & 0x00000FFFU);
+  return (sign >> 16) | (shl1_w > 0xFF000000U ? Words{} + 0x7E00U : nonsign);
+}
+
+/// bfloat16_bits of four floats at once, in the low halves of the words.
+inline vectors::Words bfloat16_bits(vectors::Floats f) {
+  const auto bits = std::bit_cast<vectors::Words>(f);
+  const vectors::Words rounded = (bits + 0x7FFFU + ((bits >> 16) & 1U)) >> 16;
+  return (bits & 0x7FFFFFFFU) > 0x7F800000U ? vectors::Words{} + 0x7FC0U : rounded;  // NaN
+}
+
+/// The magnitudes of `count` floats as a table of `kResult` values holds them: narrow_value of each without its sign
+/// bit (no statistic looks at a sign; a 16-bit result's is then its magnitude code, below 2^15). Four at a time: the
+/// integer formats' tables are filled for every row, group or block, as often as one entry per four values.
+template <DType kResult>
+void narrow_magnitudes(const float* values, size_t count, NarrowValue<kResult>* out) {
+  size_t i = 0;
+  if constexpr (kResult == DType::F16 || kResult == DType::BF16) {
+    for (; i + vectors::kWidth <= count; i += vectors::kWidth) {
+      vectors::Floats four;
+      std::memcpy(&four, values + i, sizeof(four));
+      const vectors::Words bits = (kResult == DType::F16 ? half_bits(four) : bfloat16_bits(four)) & 0x7FFFU;
+      const auto narrow = __builtin_convertvector(bits, vectors::HalfWords);
+      std::memcpy(out + i, &narrow, sizeof(narrow));
+    }
+    for (; i < count; ++i) out[i] = narrow_value<kResult>(values[i]) & 0x7FFFU;
+  } else {
+    for (; i < count; ++i) out[i] = std::fabs(values[i]);
+  }
 }
 
 }  // namespace precdetect

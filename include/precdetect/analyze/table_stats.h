@@ -1,8 +1,8 @@
 #pragma once
-/// The statistics of values decoded through a lookup table per row: the shape every integer-quantized weight takes
-/// (GPTQ, AWQ, compressed-tensors, bitsandbytes), whose codes each stand for one of a few values per row or block.
-/// Each row's table is filled once, each code looked up, and the values go through the F32 kernel a chunk at a time,
-/// rows shared among the cores.
+/// The statistics of values decoded through lookup tables: the shape every integer-quantized weight takes (GPTQ,
+/// AWQ, compressed-tensors, bitsandbytes), whose codes each stand for one of a few values per row, group or block.
+/// The work comes in units (a block, a band of rows): each unit's tables are filled once, each of its codes looked
+/// up, and the value goes straight to DecodedValues; units are shared among the cores.
 
 #include <algorithm>
 #include <cstdint>
@@ -11,41 +11,92 @@
 
 #include "precdetect/analyze/cpu_kernel.h"
 #include "precdetect/analyze/narrow_rounding.h"
+#include "precdetect/analyze/scalar_stats.h"
 #include "precdetect/analyze/tensor_stats.h"
 #include "precdetect/core/parallel.h"
 
 namespace precdetect {
 
-/// `count` values laid out as `rows` of `columns` (the last row may be short): `fill_table(row, table)` writes row
-/// `row`'s `table_size` values, `decode_row(row, table, out, length)` writes the row's first `length` values to
-/// `out`, each one of its table's. The tables hold the values as the kernel of `kResult` reads them (NarrowValue): a
-/// result in float16 or bfloat16 costs the kernel what its float twin costs.
-template <DType kResult, typename FillTable, typename DecodeRow>
-TensorStats table_stats(int64_t rows, int64_t columns, uint64_t count, size_t table_size, FillTable fill_table,
-                        DecodeRow decode_row) {
-  using Value = NarrowValue<kResult>;
-  constexpr DType kKernel = std::is_same_v<Value, float> ? DType::F32 : kResult;
-  constexpr uint64_t kChunkValues = uint64_t{1} << 20;  // values decoded at a time
+/// Where decoded values go, `reserve(n)` announcing the next n before they are `add`ed. A float16 or bfloat16 result
+/// is counted by magnitude code into two tables (`lane` picks one, so that neighbouring equal codes do not wait on
+/// each other's increments), exactly as the kernel counts the float twin; a float32 result is gathered and run
+/// through the F32 kernel a chunk at a time.
+template <DType kResult, bool kCounted = !std::is_same_v<NarrowValue<kResult>, float>>
+class DecodedValues;
+
+template <DType kResult>
+class DecodedValues<kResult, true> {
+ public:
+  static constexpr uint64_t kCodes = uint64_t{1} << 15;  // all but the sign bit
+  void reserve(uint64_t count) {
+    if (pending_ + count > kMaxPending) flush();
+    pending_ += count;
+  }
+  /// `magnitude`: a table's entry (narrow_magnitudes), below 2^15. A sum, not an or: a constant lane then folds
+  /// into the address.
+  void add(uint16_t magnitude, unsigned lane) { ++counts_[magnitude + (lane & 1) * kCodes]; }
+  TensorStats stats() {
+    flush();
+    return stats_;
+  }
+
+ private:
+  static constexpr uint64_t kMaxPending = uint64_t{1} << 31;  // 32-bit counts
+  void flush() {
+    for (uint64_t code = 0; code < kCodes; ++code) counts_[code] += std::exchange(counts_[kCodes + code], 0);
+    stats_.merge(stats_from_code_counts(kResult, counts_.data()));
+    std::fill(counts_.begin(), counts_.end(), 0);
+    pending_ = 0;
+  }
+  std::vector<uint32_t> counts_ = std::vector<uint32_t>(2 * kCodes);
+  uint64_t pending_ = 0;
+  TensorStats stats_;
+};
+
+template <DType kResult>
+class DecodedValues<kResult, false> {
+ public:
+  void reserve(uint64_t count) {
+    if (filled_ + count > values_.size()) flush();
+    if (count > values_.size()) values_.resize(count);
+  }
+  void add(float value, unsigned /*lane*/) { values_[filled_++] = value; }
+  TensorStats stats() {
+    flush();
+    return stats_;
+  }
+
+ private:
+  static constexpr uint64_t kChunkValues = uint64_t{1} << 16;  // gathered at a time: they stay in the cache
+  void flush() {
+    if (filled_ > 0) stats_.merge(cpu_tensor_stats(values_.data(), DType::F32, filled_));
+    filled_ = 0;
+  }
+  std::vector<float> values_ = std::vector<float>(kChunkValues);
+  uint64_t filled_ = 0;
+  TensorStats stats_;
+};
+
+/// `units` units of about `unit_values` values each: `fill_tables(unit, tables)` writes the unit's `table_size`
+/// table values, as narrow_magnitudes writes them (a float32 table may keep signs: the F32 kernel drops them);
+/// `decode(unit, tables, values)` adds each of the unit's values to `values` (a DecodedValues<kResult>&). Exactness
+/// counts are left at 0: a dequantized value is no stored value.
+template <DType kResult, typename FillTables, typename Decode>
+TensorStats table_stats(uint64_t units, uint64_t unit_values, size_t table_size, FillTables fill_tables,
+                        Decode decode) {
+  constexpr uint64_t kPartValues = uint64_t{1} << 20;  // values a core takes at least
   auto range = [&](uint64_t first, uint64_t last) {
-    std::vector<Value> table(table_size), values(std::max<uint64_t>(static_cast<uint64_t>(columns), kChunkValues));
-    TensorStats stats;
-    size_t filled = 0;
-    for (auto row = static_cast<int64_t>(first); row < static_cast<int64_t>(last); ++row) {
-      fill_table(row, table);
-      int64_t length = std::min<int64_t>(columns, static_cast<int64_t>(count) - row * columns);
-      if (filled + static_cast<size_t>(length) > values.size()) {
-        stats.merge(cpu_tensor_stats(values.data(), kKernel, filled));
-        filled = 0;
-      }
-      decode_row(row, table, values.data() + filled, length);
-      filled += static_cast<size_t>(length);
+    std::vector<NarrowValue<kResult>> tables(table_size);
+    DecodedValues<kResult> values;
+    for (uint64_t unit = first; unit < last; ++unit) {
+      fill_tables(unit, tables);
+      decode(unit, tables, values);
     }
-    if (filled > 0) stats.merge(cpu_tensor_stats(values.data(), kKernel, filled));
-    return stats;
+    return values.stats();
   };
-  uint64_t per_part = std::max<uint64_t>(1, kChunkValues / static_cast<uint64_t>(std::max<int64_t>(columns, 1)));
-  TensorStats total = reduce_in_parallel(static_cast<uint64_t>(rows), per_part, range);
-  total.exactness_checked = total.bf16_exact = total.fp16_exact = 0;  // a dequantized value is no stored value
+  TensorStats total =
+      reduce_in_parallel(units, std::max<uint64_t>(1, kPartValues / std::max<uint64_t>(unit_values, 1)), range);
+  total.exactness_checked = total.bf16_exact = total.fp16_exact = 0;
   return total;
 }
 
