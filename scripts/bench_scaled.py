@@ -1,6 +1,7 @@
 """Scan speed of quantized safetensors against their float twins (issue 50's target: within 2x): the same
 dequantized values stored as a float dtype, scanned by the same binary. Formats: fp8 with 128x128 block scales (bf16
-twin), GPTQ and AWQ 4-bit in groups of 128 (fp16 twins) and bitsandbytes nf4 with nested quantization (bf16 twin).
+twin), GPTQ and AWQ 4-bit in groups of 128 and MLX 4-bit in groups of 64 (fp16 twins), bitsandbytes nf4 with nested
+quantization (bf16 twin).
 Prints the best of --repeats whole-process runs of each.
 
     .venv/bin/python scripts/bench_scaled.py [--binary build/precdetect] [--tensors 8] [--side 4096]
@@ -79,6 +80,19 @@ def awq_4bit(weights, generator):
                        "version": "gemm"}, twin
 
 
+def mlx_4bit(weights, generator):
+    """MLX's affine quantization as mx.quantize writes it: 4-bit codes, float16 scales and biases per group of 64."""
+    import mlx.core as mx
+
+    quantized, twin = {}, {}
+    for name, weight in weights.items():
+        codes, scales, biases = mx.quantize(mx.array(weight.half().numpy()), group_size=64, bits=4)
+        for part, value in (("weight", codes), ("scales", scales), ("biases", biases)):
+            quantized[f"{name}.{part}"] = torch.from_numpy(numpy.array(value))
+        twin[f"{name}.weight"] = torch.from_numpy(numpy.array(mx.dequantize(codes, scales, biases, 64, 4)))
+    return quantized, {"group_size": 64, "bits": 4}, twin
+
+
 def bitsandbytes_nf4(weights, generator):
     """bitsandbytes' nf4 with nested quantization, as QuantState.as_dict(packed=True) saves it."""
     import bitsandbytes.functional as F
@@ -114,13 +128,14 @@ def main():
                for index in range(args.tensors)}
     values = args.tensors * args.side * args.side
     for label, write in (("fp8 with block scales", fp8_blocks), ("GPTQ 4-bit", gptq_4bit), ("AWQ 4-bit", awq_4bit),
-                         ("bitsandbytes nf4, nested", bitsandbytes_nf4)):
+                         ("MLX 4-bit", mlx_4bit), ("bitsandbytes nf4, nested", bitsandbytes_nf4)):
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             quantized, config, twin = write(weights, generator)
             for name, tensors in (("quantized", quantized), ("twin", twin)):
                 (folder / name).mkdir()
-                (folder / name / "config.json").write_text(json.dumps({"quantization_config": config}))
+                key = "quantization" if write is mlx_4bit else "quantization_config"  # mlx-lm's own key
+                (folder / name / "config.json").write_text(json.dumps({key: config}))
                 save_file(tensors, folder / name / "model.safetensors")
             seconds = best_seconds(args.binary, folder / "quantized", args.repeats)
             twin_seconds = best_seconds(args.binary, folder / "twin", args.repeats)

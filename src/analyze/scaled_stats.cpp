@@ -6,8 +6,7 @@
 #include <vector>
 
 #include "precdetect/analyze/cpu_kernel.h"
-#include "precdetect/analyze/narrow_rounding.h"
-#include "precdetect/analyze/packed_codes.h"
+#include "precdetect/analyze/grid_tables.h"
 #include "precdetect/analyze/scalar_stats.h"
 #include "precdetect/analyze/widen.h"
 #include "precdetect/core/parallel.h"
@@ -81,42 +80,32 @@ TensorStats multiplied_rows(const HostValues& weight, const Shape& shape, const 
   return stats;
 }
 
-/// Rows [begin, end) of MLX's packed codes (a dense bit stream per row): a histogram of each group's codes (one scale
-/// and bias per group), each code's value formed once.
-TensorStats affine_rows(const HostValues& weight, const std::vector<float>& scales, const std::vector<float>& biases,
-                        DType scale_dtype, const ScaleLink& link, int64_t begin, int64_t end) {
-  TensorStats stats;
-  const int64_t words = weight.shape()[1], groups = words * 32 / link.bits / link.block_cols;
-  std::vector<uint64_t> counts(size_t{1} << link.bits);
-  for (int64_t row = begin; row < end; ++row)
-    for (int64_t group = 0; group < groups; ++group) {
-      std::fill(counts.begin(), counts.end(), 0);
-      auto first_bit = static_cast<uint64_t>(group * link.block_cols * link.bits);
-      for (int64_t k = 0; k < link.block_cols; ++k)
-        ++counts[packed_code(weight.data(), first_bit + static_cast<uint64_t>(k * link.bits), link.bits,
-                             [&](int64_t word) { return row * words + word; })];
-      double scale = scales[row * groups + group], bias = biases[row * groups + group];
-      for (size_t code = 0; code < counts.size(); ++code)
-        if (counts[code] > 0) {
-          double value = rounded_to(scale_dtype, rounded_to(scale_dtype, scale * static_cast<double>(code)) + bias);
-          add_magnitude(stats, std::fabs(value), counts[code]);
-        }
-    }
-  return stats;
-}
-
+/// MLX's packed codes (a dense bit stream per row, LSB first) through a table per group: scale x q rounded to the
+/// scales' dtype, plus the bias, rounded again, as mx.dequantize computes. float32 holds 2 x 11 + 2 bits: each sum
+/// rounded there and then to float16 (or bfloat16) is the sum rounded once, as the double rounding theorem has it.
 TensorStats affine_stats(const HostValues& weight, const HostValues& scale, const HostValues& bias,
                          const ScaleLink& link) {
   std::vector<float> scales(scale.numel()), biases(bias.numel());
   widen(scale, 0, scales.size(), scales.data());
   widen(bias, 0, biases.size(), biases.data());
-  const int64_t rows = weight.shape()[0];
-  const uint64_t row_values = static_cast<uint64_t>(std::max<int64_t>(weight.shape()[1] * (32 / link.bits), 1));
-  return reduce_in_parallel(static_cast<uint64_t>(rows), std::max<uint64_t>(1, kChunkValues / row_values),
-                            [&](uint64_t first, uint64_t last) {
-                              return affine_rows(weight, scales, biases, scale.dtype(), link,
-                                                 static_cast<int64_t>(first), static_cast<int64_t>(last));
-                            });
+  const int64_t rows = weight.shape()[0], columns = weight.shape()[1] * 32 / link.bits;
+  const int64_t group_count = columns / link.block_cols;
+  std::vector<int32_t> groups(static_cast<size_t>(columns));
+  for (int64_t column = 0; column < columns; ++column)
+    groups[static_cast<size_t>(column)] = static_cast<int32_t>(column / link.block_cols);
+  const PackedGrid grid{.tensor = link.tensor};  // rows as stored, codes along them
+  const GridCodes codes(grid, weight, link.bits);
+  const int levels = 1 << link.bits;
+  return for_result_dtype(scale.dtype(), [&]<DType kResult>() {
+    return grid_table_stats<kResult>(codes, link.bits, rows, groups, static_cast<int32_t>(group_count),
+                                     [&](int64_t row, int32_t group, float* products) {
+                                       const auto index = static_cast<size_t>(row * group_count + group);
+                                       for (int code = 0; code < levels; ++code)
+                                         products[code] = scales[index] * static_cast<float>(code);
+                                       round_in_place<kResult>(products, static_cast<size_t>(levels));
+                                       for (int code = 0; code < levels; ++code) products[code] += biases[index];
+                                     });
+  });
 }
 
 TensorStats product_stats(const HostValues& weight, const HostValues& scale, const ScaleLink& link) {

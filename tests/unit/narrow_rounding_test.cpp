@@ -1,11 +1,12 @@
 // The integer formats' table rounding against c10's own float16 and bfloat16 conversions (what a dequantizing
-// kernel's cast computes), one float at a time and, as table magnitudes, four at a time.
+// kernel's cast computes), one float at a time, as table magnitudes and in place, four at a time.
 #include "precdetect/analyze/narrow_rounding.h"
 
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 #include <random>
 #include <vector>
@@ -51,7 +52,25 @@ void expect_rounds_as_c10() {
   }
 }
 
+template <DType kResult>
+void expect_rounds_in_place_as_c10() {
+  std::vector<float> floats = samples();
+  const std::vector<float> original = floats;
+  round_in_place<kResult>(floats.data(), floats.size());
+  for (size_t i = 0; i < floats.size(); ++i) {
+    const float expected = kResult == DType::F16 ? static_cast<float>(c10::Half(original[i]))
+                                                 : static_cast<float>(c10::BFloat16(original[i]));
+    if (std::isnan(expected)) {
+      ASSERT_TRUE(std::isnan(floats[i])) << std::hexfloat << original[i];
+    } else {
+      ASSERT_EQ(std::bit_cast<uint32_t>(floats[i]), std::bit_cast<uint32_t>(expected)) << std::hexfloat << original[i];
+    }
+  }
+}
+
 TEST(NarrowRounding, Float16AsC10Half) { expect_rounds_as_c10<DType::F16>(); }
+TEST(NarrowRounding, Float16InPlaceAsC10Half) { expect_rounds_in_place_as_c10<DType::F16>(); }
+TEST(NarrowRounding, BFloat16InPlaceAsC10BFloat16) { expect_rounds_in_place_as_c10<DType::BF16>(); }
 TEST(NarrowRounding, BFloat16AsC10BFloat16) { expect_rounds_as_c10<DType::BF16>(); }
 
 }  // namespace

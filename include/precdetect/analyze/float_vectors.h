@@ -41,14 +41,17 @@ inline Words load_32bit(const void* data) {
 
 inline Floats bf16_values(const void* data) { return std::bit_cast<Floats>(load_16bit(data) << 16); }
 
-inline Floats f16_magnitudes(const void* data) {
+/// The magnitudes of four float16 values held in the low halves of words.
+inline Floats f16_magnitudes(Words halves) {
   // Shift exponent and mantissa into float position, then rescale the exponent bias (15 -> 127) with one
   // multiply by 2^112; this also turns fp16 subnormals into the right float normals. Inf/NaN keep all-ones.
-  Words shifted = (load_16bit(data) & 0x7FFF) << 13;
+  Words shifted = (halves & 0x7FFF) << 13;
   Floats finite = std::bit_cast<Floats>(shifted) * 0x1p112f;
   Floats special = std::bit_cast<Floats>(shifted | 0x7F800000u);
   return (shifted & 0x0F800000u) == 0x0F800000u ? special : finite;
 }
+
+inline Floats f16_magnitudes(const void* data) { return f16_magnitudes(load_16bit(data)); }
 
 inline Floats f16_values(const void* data) {
   Words sign = (load_16bit(data) & 0x8000) << 16;

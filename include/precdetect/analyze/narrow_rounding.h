@@ -77,6 +77,26 @@ inline vectors::Words bfloat16_bits(vectors::Floats f) {
   return (bits & 0x7FFFFFFFU) > 0x7F800000U ? vectors::Words{} + 0x7FC0U : rounded;  // NaN
 }
 
+/// Each of `count` floats rounded to `kResult` (F16, BF16; F32 leaves them), in place, four at a time: MLX's
+/// dequantization rounds its product to the scales' dtype before adding the bias.
+template <DType kResult>
+void round_in_place(float* values, size_t count) {
+  if constexpr (kResult == DType::F16 || kResult == DType::BF16) {
+    size_t i = 0;
+    for (; i + vectors::kWidth <= count; i += vectors::kWidth) {
+      vectors::Floats four;
+      std::memcpy(&four, values + i, sizeof(four));
+      const vectors::Words sign = std::bit_cast<vectors::Words>(four) & 0x80000000U;
+      const vectors::Floats magnitude = kResult == DType::F16
+                                            ? vectors::f16_magnitudes(half_bits(four))
+                                            : std::bit_cast<vectors::Floats>((bfloat16_bits(four) & 0x7FFFU) << 16);
+      four = std::bit_cast<vectors::Floats>(std::bit_cast<vectors::Words>(magnitude) | sign);
+      std::memcpy(values + i, &four, sizeof(four));
+    }
+    for (; i < count; ++i) values[i] = static_cast<float>(rounded_to(kResult, values[i]));
+  }
+}
+
 /// The magnitudes of `count` floats as a table of `kResult` values holds them: narrow_value of each without its sign
 /// bit (no statistic looks at a sign; a 16-bit result's is then its magnitude code, below 2^15). Four at a time: the
 /// integer formats' tables are filled for every row, group or block, as often as one entry per four values.
