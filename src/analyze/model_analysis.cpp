@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <string_view>
+#include <unordered_map>
 
 #include "precdetect/analyze/cpu_kernel.h"
 #include "precdetect/core/error.h"
@@ -21,16 +23,33 @@ std::vector<TensorStats> float_stats(const Checkpoint& checkpoint, const std::ve
     if (file.empty()) file = StatsCache::file_identity(checkpoint, record.file);
     return file;
   };
+  std::unordered_map<std::string_view, const TensorRecord*> by_name;
+  for (const TensorRecord& record : checkpoint.tensors) by_name.emplace(record.name, &record);
+  // What a tensor's statistics are computed from: its file, and a scaled weight's parts wherever they lie (a
+  // sharded checkpoint may keep the scales in another file, which can change while the weight's does not).
+  auto inputs = [&](const TensorRecord& record) {
+    std::string key = identity(record);
+    if (record.scaled_by)
+      for (const std::string& name : linked_tensors(*record.scaled_by)) {
+        auto part = by_name.find(name);  // linking found every part: a missing one fails the analysis itself
+        if (part != by_name.end())
+          key += fmt::format("|{}@{}:{}+{}:{}", name, identity(*part->second), part->second->offset,
+                             part->second->nbytes, static_cast<int>(part->second->dtype));
+      }
+    return key;
+  };
+  std::vector<std::string> keys;
   std::vector<std::optional<TensorStats>> cached;
   std::vector<const TensorRecord*> missing;
   for (const TensorRecord* record : floats) {
-    cached.push_back(cache->find(identity(*record), *record));
+    keys.push_back(inputs(*record));
+    cached.push_back(cache->find(keys.back(), *record));
     if (!cached.back()) missing.push_back(record);
   }
   std::vector<TensorStats> analyzed = analyzer.analyze(checkpoint, missing);
   std::vector<TensorStats> stats;
   for (size_t i = 0, next = 0; i < floats.size(); ++i) {
-    if (!cached[i]) cache->store(identity(*floats[i]), *floats[i], analyzed[next]);
+    if (!cached[i]) cache->store(keys[i], *floats[i], analyzed[next]);
     stats.push_back(cached[i] ? *cached[i] : analyzed[next++]);
   }
   return stats;

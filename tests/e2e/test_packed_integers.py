@@ -24,7 +24,7 @@ import unittest
 
 import numpy
 import torch
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 
 from helpers import ScanTestCase, compressed_checkpoint, reference_tensor_stats, scan, small_llama, tensors_by_name
 
@@ -137,6 +137,35 @@ class Gptq(ScanTestCase):
         reported = tensors_by_name(document["models"][0])
         name = next(iter(references))
         self.assertNotEqual(reported[name]["norm"], reference_tensor_stats(references[name])["norm"])
+
+    def test_the_cache_follows_the_scales_shard_and_the_zero_point_convention(self):
+        # A scaled weight's statistics come from more than its own file: the scales may lie in another shard, and
+        # config.json says how the zero points read. A change to either is a cache miss, never a stale answer.
+        folder = self.tmp / "gptq-sharded"
+        references = self.write(folder, 4, group=64)
+        tensors = load_file(folder / "model.safetensors")
+        (folder / "model.safetensors").unlink()
+        scales = {name: tensors.pop(name) for name in list(tensors) if name.endswith(".scales")}
+        save_file(tensors, folder / "model-00001-of-00002.safetensors")
+        save_file(scales, folder / "model-00002-of-00002.safetensors")
+        cache = self.tmp / "cache.sqlite"
+
+        def scanned():
+            code, document, stderr = scan("--cache", cache, folder)
+            self.assertEqual(code, 0, stderr)
+            return tensors_by_name(document["models"][0])
+
+        for name, reference in references.items():
+            check_stats(self, scanned(), name, reference)
+        save_file({name: value * 2 for name, value in scales.items()}, folder / "model-00002-of-00002.safetensors")
+        reported = scanned()
+        for name, reference in references.items():
+            check_stats(self, reported, name, reference * 2)  # a power of two commutes with the rounding
+        config = json.loads((folder / "config.json").read_text())
+        config["quantization_config"]["checkpoint_format"] = "gptq_v2"
+        (folder / "config.json").write_text(json.dumps(config))
+        _, uncached, _ = scan(folder)
+        self.assertEqual(scanned(), tensors_by_name(uncached["models"][0]))
 
     def test_without_its_bits_the_codes_are_counted_not_guessed(self):
         folder = self.tmp / "gptq-no-config"

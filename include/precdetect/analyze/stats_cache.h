@@ -28,9 +28,10 @@ class StatsCache {
   /// external data). Any change to the files gives a new identity, so stale entries are never hit.
   static std::string file_identity(const Checkpoint& checkpoint, size_t index);
 
-  /// The statistics stored for `record` of a file with identity `file`, if any.
-  std::optional<TensorStats> find(const std::string& file, const TensorRecord& record);
-  void store(const std::string& file, const TensorRecord& record, const TensorStats& stats);
+  /// The statistics stored for `record`, if any, computed from `inputs`: its file's identity, and for a scaled
+  /// weight each linked tensor's layout and file identity (model_analysis).
+  std::optional<TensorStats> find(const std::string& inputs, const TensorRecord& record);
+  void store(const std::string& inputs, const TensorRecord& record, const TensorStats& stats);
 
  private:
   StatsCache(sqlite3* db, std::filesystem::path path) : db_(db), path_(std::move(path)) {}

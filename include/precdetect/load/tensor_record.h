@@ -70,6 +70,20 @@ struct ScaleLink {
   std::optional<Blockwise4bitParts> blockwise;  ///< kBlockwise4bit's code table and state
 };
 
+/// The names of every tensor `link` reads beside the weight: its scales, and the biases, zero points, group index,
+/// shape, code map, state and nested parts its scheme names.
+inline std::vector<std::string> linked_tensors(const ScaleLink& link) {
+  std::vector<std::string> names = {link.tensor, link.bias};
+  if (link.zero_point)
+    names.insert(names.end(), {link.zero_point->zeros ? link.zero_point->zeros->tensor : "",
+                               link.zero_point->group_index, link.zero_point->shape_tensor});
+  if (link.blockwise)
+    names.insert(names.end(), {link.blockwise->quant_map, link.blockwise->quant_state, link.blockwise->nested_absmax,
+                               link.blockwise->nested_quant_map});
+  std::erase(names, std::string());
+  return names;
+}
+
 /// What a tensor is to the model: a parameter (its weights; "model" in reports), a buffer (state the model keeps
 /// but does not learn: BatchNorm statistics, attention masks, rotary tables), or training state saved beside it.
 /// Only parameters enter the verdict, as seed 000 walks model.parameters(). A quantized weight's scales are a role
