@@ -1,7 +1,7 @@
 """Scan speed of quantized safetensors against their float twins (issue 50's target: within 2x): the same
 dequantized values stored as a float dtype, scanned by the same binary. Formats: fp8 with 128x128 block scales (bf16
 twin), GPTQ and AWQ 4-bit in groups of 128 and MLX 4-bit in groups of 64 (fp16 twins), bitsandbytes nf4 with nested
-quantization (bf16 twin).
+quantization (bf16 twin) and LLM.int8 (float32 twin).
 Prints the best of --repeats whole-process runs of each.
 
     .venv/bin/python scripts/bench_scaled.py [--binary build/precdetect] [--tensors 8] [--side 4096]
@@ -93,6 +93,19 @@ def mlx_4bit(weights, generator):
     return quantized, {"group_size": 64, "bits": 4}, twin
 
 
+def bitsandbytes_int8(weights, generator):
+    """bitsandbytes' LLM.int8: int8 codes and each row's SCB, as save_pretrained writes them (float32 twin: what
+    int8_vectorwise_dequant computes)."""
+    import bitsandbytes.functional as F
+
+    quantized, twin = {}, {}
+    for name, weight in weights.items():
+        codes, scb, _ = F.int8_vectorwise_quant(weight.half())
+        quantized[f"{name}.weight"], quantized[f"{name}.SCB"] = codes, scb
+        twin[f"{name}.weight"] = F.int8_vectorwise_dequant(codes, scb)
+    return quantized, {"quant_method": "bitsandbytes"}, twin
+
+
 def bitsandbytes_nf4(weights, generator):
     """bitsandbytes' nf4 with nested quantization, as QuantState.as_dict(packed=True) saves it."""
     import bitsandbytes.functional as F
@@ -128,7 +141,8 @@ def main():
                for index in range(args.tensors)}
     values = args.tensors * args.side * args.side
     for label, write in (("fp8 with block scales", fp8_blocks), ("GPTQ 4-bit", gptq_4bit), ("AWQ 4-bit", awq_4bit),
-                         ("MLX 4-bit", mlx_4bit), ("bitsandbytes nf4, nested", bitsandbytes_nf4)):
+                         ("MLX 4-bit", mlx_4bit), ("bitsandbytes nf4, nested", bitsandbytes_nf4),
+                         ("bitsandbytes int8", bitsandbytes_int8)):
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             quantized, config, twin = write(weights, generator)
