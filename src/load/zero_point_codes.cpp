@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <optional>
-#include <set>
 #include <unordered_map>
 
 namespace precdetect {
@@ -66,40 +65,57 @@ std::optional<Method> awq(const nlohmann::json& settings) {
 }
 
 /// compressed-tensors' pack-quantized integers: signed codes stored plus 2^(bits-1), packed along the inputs of
-/// [out, in]; asymmetric zero points likewise along the outputs of [out, groups]. The bits are those every config
-/// group of the checkpoint shares: a module's group is chosen by its class, which a checkpoint does not record.
-std::optional<Method> compressed_tensors(const nlohmann::json& settings) {
-  if (!settings.contains("config_groups") || !settings["config_groups"].is_object()) return std::nullopt;
-  std::set<int64_t> bits;
-  int64_t group_size = 0;
+/// [out, in]; asymmetric zero points likewise along the outputs of [out, groups]. One reading per config group of
+/// integer weights: a module's group is chosen by its class or a pattern of its name, which the tensors do not
+/// record, so each weight takes the reading its packed and scale shapes fit (fits).
+std::vector<Method> compressed_tensors(const nlohmann::json& settings) {
+  if (!settings.contains("config_groups") || !settings["config_groups"].is_object()) return {};
   bool packed = text(settings, "format") == "pack-quantized";
+  std::vector<Method> methods;
   for (const auto& [name, group] : settings["config_groups"].items()) {
     packed = packed || text(group, "format") == "pack-quantized";
-    if (!group.is_object() || !group.contains("weights")) continue;
-    if (text(group["weights"], "type") != "int") return std::nullopt;
-    bits.insert(integer(group["weights"], "num_bits").value_or(0));
-    group_size = integer(group["weights"], "group_size").value_or(0);
+    if (!group.is_object() || !group.contains("weights") || text(group["weights"], "type") != "int") continue;
+    int64_t bits = integer(group["weights"], "num_bits").value_or(0);
+    if (bits < 1 || bits > 8) continue;
+    int offset = -(1 << (bits - 1));
+    methods.push_back(
+        Method{.codes = ".weight_packed",
+               .scales = ".weight_scale",
+               .zeros = ".weight_zero_point",
+               .shape = ".weight_shape",
+               .bits = static_cast<int>(bits),
+               .group_size = integer(group["weights"], "group_size").value_or(0),
+               .layout = {.codes = {.offset = offset}, .zeros = PackedGrid{.packed_dim = 0, .offset = offset}},
+               .symmetric = true});
   }
-  if (!packed || bits.size() != 1 || *bits.begin() < 1 || *bits.begin() > 8) return std::nullopt;
-  int offset = -(1 << (*bits.begin() - 1));
-  return Method{.codes = ".weight_packed",
-                .scales = ".weight_scale",
-                .zeros = ".weight_zero_point",
-                .shape = ".weight_shape",
-                .bits = static_cast<int>(*bits.begin()),
-                .group_size = group_size,
-                .layout = {.codes = {.offset = offset}, .zeros = PackedGrid{.packed_dim = 0, .offset = offset}},
-                .symmetric = true};
+  return packed ? methods : std::vector<Method>{};
 }
 
-std::optional<Method> method_of(const nlohmann::json& config) {
-  if (!config.is_object() || !config.contains("quantization_config")) return std::nullopt;
+/// The readings config.json's quantization_config names: GPTQ's or AWQ's one, compressed-tensors' per config group.
+std::vector<Method> methods_of(const nlohmann::json& config) {
+  if (!config.is_object() || !config.contains("quantization_config")) return {};
   const nlohmann::json& settings = config["quantization_config"];
   std::string method = text(settings, "quant_method");
-  if (method == "gptq") return gptq(settings);
-  if (method == "awq") return awq(settings);
+  std::optional<Method> one;
+  if (method == "gptq") one = gptq(settings);
+  if (method == "awq") one = awq(settings);
   if (method == "compressed-tensors") return compressed_tensors(settings);
-  return std::nullopt;
+  return one ? std::vector<Method>{*one} : std::vector<Method>{};
+}
+
+/// Whether `codes` packed at `method`'s bits, with scales of `scales`' shape in its groups, can hold one weight:
+/// per group, the inputs are those of the scales' groups (the last one possibly short), and must pack to the stored
+/// words. A reading per channel or tensor fits any width: the weight's shape tensor decides in the analysis, as it
+/// does GPTQ's and AWQ's one reading (their transposed layouts are not compressed-tensors').
+bool fits(const Method& method, const TensorRecord& codes, const TensorRecord& scales) {
+  if (method.layout.codes.transposed || method.group_size <= 0 || scales.shape.size() != 2) return true;
+  const int64_t groups = scales.shape[1], words = codes.shape[1];
+  auto words_for = [&](int64_t inputs) { return (inputs * method.bits + 31) / 32; };
+  return words >= words_for((groups - 1) * method.group_size + 1) && words <= words_for(groups * method.group_size);
+}
+
+bool same_reading(const Method& a, const Method& b) {
+  return a.bits == b.bits && a.group_size == b.group_size && a.symmetric == b.symmetric;
 }
 
 bool is_words(const TensorRecord& record) {
@@ -118,10 +134,24 @@ std::string part(std::vector<TensorRecord>& tensors, const Names& names, const s
   return record.name;
 }
 
-void link(TensorRecord& weight, std::vector<TensorRecord>& tensors, const Names& names, const Method& method) {
-  std::string module = weight.name.substr(0, weight.name.size() - method.codes.size());
-  auto scales = names.find(module + method.scales);
+/// Links `weight` by the one reading among `methods` its shapes fit; none, or readings that differ: counted, not
+/// guessed.
+void link(TensorRecord& weight, std::vector<TensorRecord>& tensors, const Names& names,
+          const std::vector<Method>& methods) {
+  std::string module = weight.name.substr(0, weight.name.size() - methods.front().codes.size());
+  auto scales = names.find(module + methods.front().scales);
   if (scales == names.end() || dtype_kind(tensors[scales->second].dtype) != DTypeKind::kFloat) return;
+  const Method& first = methods.front();  // every reading names the same parts: quantization state either way
+  for (const std::string& suffix : {first.scales, first.zeros, first.group_index, first.shape})
+    part(tensors, names, module, suffix);
+  const Method* chosen = nullptr;
+  for (const Method& method : methods) {
+    if (!fits(method, weight, tensors[scales->second])) continue;
+    if (chosen && !same_reading(*chosen, method)) return;
+    chosen = &method;
+  }
+  if (!chosen) return;
+  const Method& method = *chosen;
   ZeroPointCodes layout = method.layout;
   layout.codes.tensor = weight.name;
   std::string zeros = part(tensors, names, module, method.zeros);
@@ -144,12 +174,12 @@ void link(TensorRecord& weight, std::vector<TensorRecord>& tensors, const Names&
 }  // namespace
 
 void link_zero_point_codes(std::vector<TensorRecord>& tensors, const nlohmann::json& config) {
-  std::optional<Method> method = method_of(config);
-  if (!method) return;
+  const std::vector<Method> methods = methods_of(config);
+  if (methods.empty()) return;
   Names names;
   for (size_t i = 0; i < tensors.size(); ++i) names.emplace(tensors[i].name, i);
   for (TensorRecord& weight : tensors)
-    if (is_words(weight) && weight.name.ends_with(method->codes)) link(weight, tensors, names, *method);
+    if (is_words(weight) && weight.name.ends_with(methods.front().codes)) link(weight, tensors, names, methods);
 }
 
 }  // namespace precdetect

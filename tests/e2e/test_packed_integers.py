@@ -282,7 +282,8 @@ class BitsAndBytes(ScanTestCase):
 
 
 class CompressedTensorsPackQuantized(ScanTestCase):
-    def check(self, folder, scheme):
+    def check(self, folder, scheme_of):
+        """Every packed weight against decompress with its module's scheme (`scheme_of(module name)`)."""
         from compressed_tensors.compressors.pack_quantized.base import PackedQuantizationCompressor
         from safetensors import safe_open
 
@@ -298,6 +299,7 @@ class CompressedTensorsPackQuantized(ScanTestCase):
                 parts = {key: stored.get_tensor(f"{module}.{key}") for key in
                          ("weight_packed", "weight_scale", "weight_shape", "weight_zero_point")
                          if f"{module}.{key}" in stored.keys()}
+                scheme = scheme_of(module)
                 reference = PackedQuantizationCompressor.decompress(parts, scheme)["weight"]
                 self.assertEqual(reported[name]["scaled_by"]["tensor"], f"{module}.weight_scale")
                 self.assertEqual(reported[name]["scaled_by"]["bits"], scheme.weights.num_bits)
@@ -317,8 +319,38 @@ class CompressedTensorsPackQuantized(ScanTestCase):
             with self.subTest(scheme=name):
                 folder = self.tmp / name
                 self.assertEqual(compressed_checkpoint(folder, scheme), "pack-quantized")
-                document = self.check(folder, scheme)
+                document = self.check(folder, lambda module, scheme=scheme: scheme)
                 self.assertIn("scaled_weights", [w["code"] for w in document["models"][0]["warnings"]])
+
+    def test_config_groups_of_other_bits_are_told_apart_by_their_shapes(self):
+        # llm-compressor's mixed recipes: 8-bit attention, 4-bit MLP, by patterns of module names the tensors do not
+        # record. Each weight takes the group whose bits and group size fit its packed words and scales.
+        from compressed_tensors.quantization import preset_name_to_scheme
+
+        groups = {"attention": preset_name_to_scheme("W8A16", ["re:.*self_attn.*"]),
+                  "mlp": preset_name_to_scheme("W4A16_ASYM", ["re:.*mlp.*"])}
+        folder = self.tmp / "mixed"
+        self.assertEqual(compressed_checkpoint(folder, groups, hidden=256, intermediate=512), "pack-quantized")
+        self.check(folder, lambda module: groups["attention" if "self_attn" in module else "mlp"])
+
+    def test_config_groups_their_shapes_cannot_tell_apart_are_counted_not_guessed(self):
+        # Per-channel scales fit any width: 8-bit and 4-bit groups per channel leave a weight's reading open.
+        from compressed_tensors.quantization import QuantizationArgs, QuantizationScheme
+
+        groups = {f"int{bits}": QuantizationScheme(targets=[pattern], weights=QuantizationArgs(
+                      num_bits=bits, type="int", strategy="channel", symmetric=True))
+                  for bits, pattern in ((8, "re:.*self_attn.*"), (4, "re:.*mlp.*"))}
+        folder = self.tmp / "mixed-channels"
+        self.assertEqual(compressed_checkpoint(folder, groups), "pack-quantized")
+        code, document, stderr = scan(folder)
+        self.assertEqual(code, 0, stderr)
+        reported = tensors_by_name(document["models"][0])
+        packed = [name for name in reported if name.endswith(".weight_packed")]
+        self.assertEqual(len(packed), 14)
+        for name in packed:
+            self.assertNotIn("scaled_by", reported[name])
+            self.assertFalse(reported[name]["analyzed"])
+            self.assertEqual(reported[name.replace("_packed", "_scale")]["role"], "scale")
 
 
 if __name__ == "__main__":
