@@ -37,7 +37,7 @@ Tiles::Tiles(const GridCodes& codes, int bits, int64_t rows, const std::vector<i
             : !codes.codes_along_rows() && groups_of_whole_words(groups, codes) ? GroupLookup::kWord
                                                                                 : GroupLookup::kColumn;
   if (spans_.empty()) spans_.push_back(Span{0, static_cast<int64_t>(groups.size()), 0, group_count});
-  const int64_t span_groups = spans_.size() == 1 ? group_count : 1;
+  const int64_t span_groups = spans_.size() == 1 ? std::max(group_count, 1) : 1;  // a grid of no columns has none
   rows_ = std::clamp<int64_t>(kTableValues / (span_groups << bits), 1, std::max<int64_t>(rows, 1));
   const int64_t multiple = codes.codes_along_rows() ? codes.codes_per_word() : 1;  // a band starts at a word
   rows_ = (rows_ + multiple - 1) / multiple * multiple;

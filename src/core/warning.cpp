@@ -121,8 +121,9 @@ std::string Warning::message() const {
           count, names_text);
     case WarningCode::kScaledWeights:
       return fmt::format(
-          "{} tensor(s) stored in fp8 with their scales beside them were analyzed as stored value x scale, the "
-          "values the model computes with: {}. Their scales are reported apart (role \"scale\")",
+          "{} quantized tensor(s) stored with their scales beside them (fp8, integer codes) were analyzed as their "
+          "method dequantizes them, the values the model computes with: {}. Their scales are reported apart (role "
+          "\"scale\")",
           count, names_text);
     case WarningCode::kScalesNonFinite:
       return fmt::format(

@@ -181,6 +181,21 @@ class MlxAffine(ScanTestCase):
                         self.assertAlmostEqual(reported[name]["norm"], expected["norm"], delta=expected["norm"] * 1e-9)
                     self.assertEqual(document["models"][0]["summary"]["parameters"], 2 * 48 * 256)
 
+    def test_an_empty_weight_is_analyzed_as_no_values(self):
+        import mlx.core as mx
+
+        folder = self.tmp / "mlx-empty"
+        folder.mkdir()
+        empty = {"w.weight": mx.zeros((4, 0), dtype=mx.uint32), "w.scales": mx.zeros((4, 0), dtype=mx.float16),
+                 "w.biases": mx.zeros((4, 0), dtype=mx.float16)}
+        mx.save_safetensors(str(folder / "model.safetensors"), empty)
+        (folder / "config.json").write_text(json.dumps({"quantization": {"group_size": 64, "bits": 4}}))
+        code, document, stderr = scan(folder)
+        self.assertEqual(code, 0, stderr)
+        model = document["models"][0]
+        self.assertEqual(tensors_by_name(model)["w.weight"]["numel"], 0)
+        self.assertEqual(model["verdict"]["label"], "unknown")
+
     def test_without_its_group_size_and_bits_the_codes_are_counted_not_guessed(self):
         import mlx.core as mx
 
