@@ -14,6 +14,8 @@
 namespace precdetect {
 namespace {
 
+constexpr int64_t kMaxBlocksize = int64_t{1} << 20;
+
 /// What bitsandbytes' QuantState.as_dict packs into the `quant_state.bitsandbytes__*` bytes.
 struct QuantState {
   int64_t blocksize = 0, nested_blocksize = 0;
@@ -42,6 +44,8 @@ QuantState quant_state(const HostValues& bytes, const std::filesystem::path& fil
     }
     if (state.blocksize <= 0 || (json.contains("nested_blocksize") && state.nested_blocksize <= 0))
       throw std::invalid_argument("a block size is not positive");
+    if (state.blocksize > kMaxBlocksize)  // bitsandbytes' reach 4096; a block's values are counted in 32 bits
+      throw std::invalid_argument(fmt::format("block size {} is no bitsandbytes block size", state.blocksize));
     return state;
   } catch (const std::exception& e) {
     fail(ErrorCode::kInvalidJson, file,

@@ -119,6 +119,7 @@ TensorStats stats_from_code_counts(DType dtype, const Count* counts) {
 }
 
 template TensorStats stats_from_code_counts(DType, const uint32_t*);
+template TensorStats stats_from_code_counts(DType, const uint64_t*);
 template TensorStats stats_from_code_counts(DType, const double*);
 
 }  // namespace precdetect

@@ -28,29 +28,17 @@ template <DType kResult>
 class DecodedValues<kResult, true> {
  public:
   static constexpr uint64_t kCodes = uint64_t{1} << 15;  // all but the sign bit
-  void reserve(uint64_t count) {
-    if (pending_ + count > kMaxPending) flush();
-    pending_ += count;
-  }
+  void reserve(uint64_t /*count*/) {}                    // 64-bit counts: any number of values
   /// `magnitude`: a table's entry (narrow_magnitudes), below 2^15. A sum, not an or: a constant lane then folds
   /// into the address.
   void add(uint16_t magnitude, unsigned lane) { ++counts_[magnitude + (lane & 1) * kCodes]; }
   TensorStats stats() {
-    flush();
-    return stats_;
+    for (uint64_t code = 0; code < kCodes; ++code) counts_[code] += counts_[kCodes + code];
+    return stats_from_code_counts(kResult, counts_.data());
   }
 
  private:
-  static constexpr uint64_t kMaxPending = uint64_t{1} << 31;  // 32-bit counts
-  void flush() {
-    for (uint64_t code = 0; code < kCodes; ++code) counts_[code] += std::exchange(counts_[kCodes + code], 0);
-    stats_.merge(stats_from_code_counts(kResult, counts_.data()));
-    std::fill(counts_.begin(), counts_.end(), 0);
-    pending_ = 0;
-  }
-  std::vector<uint32_t> counts_ = std::vector<uint32_t>(2 * kCodes);
-  uint64_t pending_ = 0;
-  TensorStats stats_;
+  std::vector<uint64_t> counts_ = std::vector<uint64_t>(2 * kCodes);
 };
 
 template <DType kResult>
