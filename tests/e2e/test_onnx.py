@@ -51,14 +51,30 @@ def export(module, path):
         torch.onnx.export(module.eval(), (torch.randn(2, 4),), str(path), dynamo=False)
 
 
+# A Constant's value in the attribute's own fields, as onnx's Constant operator makes it (onnx/reference/ops/op_constant.py).
+CONSTANT_FIELDS = {"value_float": np.float32, "value_floats": np.float32, "value_int": np.int64, "value_ints": np.int64}
+
+
+def attribute_arrays(node):
+    """The tensors a node's attributes hold as numpy arrays, by the name precdetect gives them: a Constant's by its
+    output, another operator's `<node>/<attribute>`. Strings and sparse values are not read."""
+    label = node.name or node.output[0]
+    for attribute in node.attribute:
+        value = helper.get_attribute_value(attribute)
+        name = node.output[0] if node.op_type == "Constant" else f"{label}/{attribute.name}"
+        if attribute.type == onnx.AttributeProto.TENSOR:
+            yield name, numpy_helper.to_array(value)
+        elif node.op_type == "Constant" and attribute.name in CONSTANT_FIELDS:
+            yield name, np.array(value, CONSTANT_FIELDS[attribute.name])
+
+
 def onnx_tensors(path):
-    """Every initializer and Constant value of the model at `path` as numpy arrays (external data loaded), by the
-    name precdetect gives it: its own, or the Constant node's output."""
+    """Every initializer and node attribute's tensor of the model at `path` as numpy arrays (external data loaded),
+    by the name precdetect gives it."""
     model = onnx.load(str(path))
     arrays = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     for node in model.graph.node:
-        if node.op_type == "Constant":
-            arrays[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+        arrays.update(attribute_arrays(node))
     return arrays
 
 
@@ -140,6 +156,41 @@ class Onnx(ScanTestCase):
             code, document, _ = scan("--cache", self.tmp / "cache.sqlite", folder)
             self.assertEqual(code, 0)
             self.assertTensors(document["models"][0], onnx_tensors(folder / "model.onnx"))
+
+    def test_constant_attributes_and_tensor_attributes_match_references(self):
+        """A Constant's value_float(s) and value_int(s) are tensors named by its output (a value_float of float32's
+        lowest value named in fp16 risk as a `value` tensor is), ConstantOfShape's `value` is `<node>/value`; strings
+        and a sparse_value are named as not read."""
+        low = float(np.finfo(np.float32).min)
+        sparse = helper.make_sparse_tensor(numpy_helper.from_array(np.array([2.0, -1e5], np.float32), "v"),
+                                           numpy_helper.from_array(np.array([1, 3], np.int64), "i"), [4])
+        fill = numpy_helper.from_array(np.array([0.5], np.float32))
+        nodes = [helper.make_node("Constant", [], ["mask_min"], value_float=low),
+                 helper.make_node("Constant", [], ["scales"], value_floats=[1.5, -2.25, 3e-3]),
+                 helper.make_node("Constant", [], ["axis"], value_int=-1),
+                 helper.make_node("Constant", [], ["shape"], value_ints=[-3, 0, 5]),
+                 helper.make_node("Constant", [], ["label"], value_strings=["a", "b"]),
+                 helper.make_node("Constant", [], ["sparse"], sparse_value=sparse),
+                 helper.make_node("ConstantOfShape", ["shape"], ["filled"], name="fill", value=fill)]
+        weight = numpy_helper.from_array(np.linspace(-1, 2, 6, dtype=np.float32).reshape(2, 3), "w")
+        graph = helper.make_graph(nodes, "g", [], [helper.make_tensor_value_info("filled", TensorProto.FLOAT, None)],
+                                  initializer=[weight])
+        onnx.save_model(helper.make_model(graph), str(self.tmp / "attributes.onnx"))
+        code, document, _ = scan(self.tmp / "attributes.onnx")
+        self.assertEqual(code, 0)
+        (model,) = document["models"]
+        arrays = onnx_tensors(self.tmp / "attributes.onnx")
+        self.assertEqual(set(arrays), {"w", "mask_min", "scales", "axis", "shape", "fill/value"})
+        self.assertTensors(model, arrays)
+        tensors = tensors_by_name(model)
+        self.assertEqual({n: (t["dtype"], t["role"]) for n, t in tensors.items() if n != "w"},
+                         {"mask_min": ("F32", "buffer"), "scales": ("F32", "buffer"), "axis": ("I64", "buffer"),
+                          "shape": ("I64", "buffer"), "fill/value": ("F32", "buffer")})
+        self.assertEqual(model["verdict"]["fp16_risk_reasons"],
+                         [{"kind": "overflow", "tensor": "mask_min", "role": "buffer", "value": -low, "values": 1}])
+        (not_read,) = [w["message"] for w in model["warnings"] if w["code"] == "dtypes_not_read"]
+        self.assertIn("2 tensor(s)", not_read)
+        self.assertIn("sparse (sparse), label (STRING)", not_read)
 
     def test_diff_against_the_safetensors_it_was_exported_from(self):
         for module, constants in ((Mlp(), False), (Block(), True)):

@@ -151,17 +151,18 @@ class OnnxReader {
     return start + external.offset;
   }
 
-  /// Values in the type's own field, packed or not: counted now, decoded little-endian when analyzed.
+  /// Values in the type's own field (or the Constant attribute's), packed or not: counted now, decoded
+  /// little-endian when analyzed.
   uint64_t typed_values(const OnnxTensor& tensor, const OnnxType& type, uint64_t numel, uint64_t nbytes) {
     uint64_t per_element = type.dtype == DType::C64 ? 2 : 1;  // a real and an imaginary float
-    uint64_t count =
-        for_each_value(tensor.message, path_, tensor.message_offset, type.field, type.wire, [](uint64_t) {});
+    uint32_t field = tensor.values_field != 0 ? tensor.values_field : type.field;
+    uint64_t count = for_each_value(tensor.message, path_, tensor.message_offset, field, type.wire, [](uint64_t) {});
     if (count / per_element != numel || count % per_element != 0)
-      fail(tensor, fmt::format("{} values in field {}, its shape needs {}", count, type.field, numel * per_element));
+      fail(tensor, fmt::format("{} values in field {}, its shape needs {}", count, field, numel * per_element));
     if (nbytes == 0) return 0;
     size_t width = nbytes / count;
-    return decoded_->add_region(nbytes, [message = tensor.message, path = path_, base = tensor.message_offset,
-                                         field = type.field, wire = type.wire, width](std::span<std::byte> dest) {
+    return decoded_->add_region(nbytes, [message = tensor.message, path = path_, base = tensor.message_offset, field,
+                                         wire = type.wire, width](std::span<std::byte> dest) {
       uint64_t at = 0;
       for_each_value(message, path, base, field, wire, [&](uint64_t value) {
         for (size_t i = 0; i < width && at < dest.size(); ++i, ++at) dest[at] = std::byte(value >> (8 * i));
