@@ -3,6 +3,8 @@ keeps the parameters' names) and the onnx package's own helpers, every tensor ch
 computed from onnx.numpy_helper.to_array of the same file; external data read through the model; Constant nodes
 named in fp16 cast safety; diff against the safetensors the model was exported from."""
 
+import contextlib
+import io
 import json
 import unittest
 import warnings
@@ -41,6 +43,30 @@ class Mlp(torch.nn.Module):
 
     def forward(self, x):
         return self.fc2(torch.relu(self.fc1(x)))
+
+
+class Attention(torch.nn.Module):
+    """Embedding, Linear and LayerNorm with a causal mask of float32's lowest value, as attention layers build it."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(10, 8)
+        self.fc1 = torch.nn.Linear(8, 8)
+        self.norm = torch.nn.LayerNorm(8)
+        self.fc2 = torch.nn.Linear(8, 3)
+
+    def forward(self, ids):
+        hidden = self.norm(torch.relu(self.fc1(self.emb(ids))))
+        causal = torch.triu(torch.ones(ids.shape[-1], ids.shape[-1], dtype=torch.bool), 1)
+        scores = (hidden @ hidden.transpose(-1, -2)).masked_fill(causal, torch.finfo(torch.float32).min)
+        return self.fc2(torch.softmax(scores, -1) @ hidden)
+
+
+def export_dynamo(module, path, optimize=True):
+    """torch.onnx.export's default exporter (dynamo=True, through onnxscript), which prints its steps."""
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module.eval(), (torch.tensor([[1, 2, 3, 4]]),), str(path), dynamo=True, optimize=optimize)
 
 
 def export(module, path):
@@ -210,6 +236,45 @@ class Onnx(ScanTestCase):
             # The exporter's Constant nodes are no weights of the module: listed apart, the weights all kept.
             self.assertEqual(len(pair["computed_from_config"]), 3)
             self.assertEqual(pair["outcome"], "lossless")
+
+    def test_dynamo_export_matches_references_and_pairs_the_names_it_keeps(self):
+        """The default exporter keeps the names of the parameters it stores as they are; its optimizer folds each
+        Linear's weight into a transposed `val_N` and the mask's -3.4e38 into another, recording what each was folded
+        from: the mask is the exporter's (a buffer, named in fp16 risk), the folded weights stay weights."""
+        torch.manual_seed(2)
+        module = Attention()
+        save_file(module.state_dict(), self.tmp / "model.safetensors")
+        export_dynamo(module, self.tmp / "model.onnx")
+        export_dynamo(module, self.tmp / "kept.onnx", optimize=False)
+        low = np.finfo(np.float32).min
+        weights = set(module.state_dict())
+        for name, folded in (("model.onnx", {"fc1.weight", "fc2.weight"}), ("kept.onnx", set())):
+            code, document, _ = scan(self.tmp / name)
+            self.assertEqual(code, 0, name)
+            (model,) = document["models"]
+            arrays = onnx_tensors(self.tmp / name)
+            self.assertEqual(weights & set(arrays), weights - folded, name)
+            self.assertTensors(model, arrays)
+            tensors = tensors_by_name(model)
+            (mask,) = [n for n, a in arrays.items() if a.size == 1 and a.dtype == np.float32 and a.item() == low]
+            self.assertEqual(model["verdict"]["fp16_risk_reasons"],
+                             [{"kind": "overflow", "tensor": mask, "role": "buffer", "value": -float(low), "values": 1}])
+            # The verdict reads the module's weights alone, folded or not: one summary for both files.
+            self.assertEqual((model["summary"]["abs_max"], model["summary"]["parameters"]),
+                             (float(max(t.abs().max() for t in module.state_dict().values())),
+                              sum(t.numel() for t in module.state_dict().values())), name)
+            result = run("diff", "--json", self.tmp / "model.safetensors", self.tmp / name, check_json=True)
+            (pair,) = result.document["pairs"]
+            self.assertEqual(sorted(t["name"] for t in pair["tensors"]), sorted(weights - folded), name)
+            self.assertTrue(all(t["identical"] for t in pair["tensors"]), name)
+            self.assertEqual(pair["missing"], sorted(folded), name)
+            for extra in pair["extra"]:  # a folded weight is its weight transposed, under the optimizer's name
+                self.assertEqual(tensors[extra]["role"], "model")
+                transposed = [w for w in folded if np.array_equal(arrays[extra], module.state_dict()[w].numpy().T)]
+                self.assertEqual(len(transposed), 1, extra)
+            self.assertEqual(len(pair["extra"]), len(folded), name)
+            self.assertIn(mask, pair["computed_from_config"])
+            self.assertEqual(pair["outcome"], "changed" if folded else "lossless", name)
 
     def test_a_folder_with_its_safetensors_prefers_them_and_all_formats_scans_both(self):
         module = Mlp()

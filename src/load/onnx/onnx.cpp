@@ -121,10 +121,14 @@ class OnnxReader {
       record.offset = raw_offset(tensor, *nbytes);
     else
       record.offset = typed_values(tensor, *type, record.numel, *nbytes);
-    if (tensor.constant) {  // the exporter's, not a checkpoint's: a buffer, listed apart by diff
+    if (tensor.constant || tensor.origin == OnnxOrigin::kExporter) {  // the exporter's: a buffer, listed apart by diff
       record.role = TensorRole::kBuffer;
       record.role_from_file = true;
       record.computed_from_config = true;
+    }
+    if (tensor.origin == OnnxOrigin::kBuffer || tensor.origin == OnnxOrigin::kParameter) {  // the module's own word
+      record.role = tensor.origin == OnnxOrigin::kBuffer ? TensorRole::kBuffer : TensorRole::kModel;
+      record.role_from_file = true;
     }
     checkpoint_.tensors.push_back(std::move(record));
   }

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <tuple>
+#include <utility>
 
 #include "precdetect/load/onnx/protobuf.h"
 
@@ -13,7 +15,9 @@ namespace {
 
 // Field numbers of onnx/onnx.proto (onnx 1.23), message by message.
 constexpr uint32_t kModelGraph = 7;
-constexpr uint32_t kGraphNode = 1, kGraphInitializer = 5, kGraphSparseInitializer = 15;
+constexpr uint32_t kGraphNode = 1, kGraphInitializer = 5, kGraphValueInfo = 13, kGraphSparseInitializer = 15,
+                   kGraphMetadata = 16;
+constexpr uint32_t kValueInfoName = 1, kValueInfoMetadata = 4;
 constexpr uint32_t kNodeOutput = 2, kNodeName = 3, kNodeOpType = 4, kNodeAttribute = 5, kNodeDomain = 7;
 constexpr uint32_t kAttributeName = 1, kAttributeFloat = 2, kAttributeInt = 3, kAttributeString = 4,
                    kAttributeTensor = 5, kAttributeGraph = 6, kAttributeFloats = 7, kAttributeInts = 8,
@@ -70,16 +74,37 @@ class GraphWalker {
     if (depth > kMaxOnnxGraphDepth) reader.fail(fmt::format("graphs nested more than {} deep", kMaxOnnxGraphDepth));
     if (scope.size() > kMaxOnnxScope)
       reader.fail(fmt::format("a subgraph whose scope (its nodes' names) is over {} bytes", kMaxOnnxScope));
+    OnnxProvenance provenance;
+    std::vector<std::pair<size_t, std::string>> initializers;  // where each is in found_, by its name in the graph
     while (std::optional<ProtoField> part = reader.next()) {
       if (part->number == kGraphNode) node(message(*part, reader), depth, scope);
       if (part->number == kGraphInitializer) {
         OnnxTensor initializer = tensor(message(*part, reader));
         if (initializer.name.empty()) reader.fail("an initializer without a name");
+        initializers.emplace_back(found_.tensors.size(), initializer.name);
         initializer.name = scope + initializer.name;
         found_.tensors.push_back(std::move(initializer));
       }
       if (part->number == kGraphSparseInitializer) sparse(message(*part, reader), scope);
+      if (part->number == kGraphValueInfo) value_info(message(*part, reader), provenance);
+      if (part->number == kGraphMetadata)
+        std::apply([&](const std::string& key, const std::string& value) { provenance.add_graph(key, value); },
+                   entry(message(*part, reader)));
     }
+    // value_info and the graph's metadata are stored after the initializers (protobuf writes fields in order).
+    for (const auto& [index, name] : initializers) found_.tensors[index].origin = provenance.origin(name);
+  }
+
+  /// A ValueInfoProto's metadata: the exporter's records of where its value came from.
+  void value_info(const ProtoField& field, OnnxProvenance& provenance) {
+    ProtoReader reader(field.payload, path_, field.offset);
+    std::string name;
+    std::vector<std::pair<std::string, std::string>> entries;
+    while (std::optional<ProtoField> part = reader.next()) {
+      if (part->number == kValueInfoName) name = field_text(*part, reader);
+      if (part->number == kValueInfoMetadata) entries.push_back(entry(message(*part, reader)));
+    }
+    for (const auto& [key, value] : entries) provenance.add(name, key, value);
   }
 
   /// A sparse initializer is named by its values tensor; its values are not read.

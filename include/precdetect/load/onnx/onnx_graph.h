@@ -9,6 +9,7 @@
 /// their scope, `<node>/<attribute>/<name>` (the node by its name, else its first output, else its operator),
 /// since sibling subgraphs (an If's two branches) may each define a name once. Only the fields that hold or name
 /// tensors are read: ModelProto.graph (7); GraphProto.node (1), .initializer (5), .sparse_initializer (15);
+/// .value_info (13), .metadata_props (16) (onnx_provenance.h); ValueInfoProto.name (1), .metadata_props (4);
 /// NodeProto.output (2), .name (3), .op_type (4), .attribute (5), .domain (7); AttributeProto.name (1), .t (5),
 /// .g (6), .tensors (10), .graphs (11), .sparse_tensor (22), .sparse_tensors (23), and a Constant's .f (2), .i (3),
 /// .s (4), .floats (7), .ints (8), .strings (9); TensorProto.dims (1), .data_type (2), .name (8), .raw_data (9),
@@ -22,6 +23,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include "precdetect/load/onnx/onnx_provenance.h"
 
 namespace precdetect {
 
@@ -52,7 +55,8 @@ struct OnnxTensor {
   /// The field of `message` that holds the values when `message` is a Constant's AttributeProto (value_float 2,
   /// value_floats 7, value_int 3, value_ints 8); 0: a TensorProto, whose data type names its typed field.
   uint32_t values_field = 0;
-  bool constant = false;  ///< a node attribute's value (the exporter's), not an initializer
+  bool constant = false;                     ///< a node attribute's value (the exporter's), not an initializer
+  OnnxOrigin origin = OnnxOrigin::kUnknown;  ///< an initializer's, by its graph's value_info and metadata
 };
 
 struct OnnxGraph {

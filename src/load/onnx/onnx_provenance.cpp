@@ -1,0 +1,59 @@
+#include "precdetect/load/onnx/onnx_provenance.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace precdetect {
+namespace {
+
+constexpr std::string_view kKindKey = "pkg.torch.export.graph_signature.InputSpec.kind";
+constexpr std::string_view kFoldedFromKey = "pkg.onnxscript.optimizer.folded_from";
+constexpr std::string_view kSignatureKey = "pkg.torch.export.ExportedProgram.graph_signature";
+
+/// The quoted strings of a Python list's repr (`['fc1.weight', "it's"]`), in order.
+std::vector<std::string_view> quoted_strings(std::string_view text) {
+  std::vector<std::string_view> found;
+  for (size_t at = text.find_first_of("'\""); at != std::string_view::npos; at = text.find_first_of("'\"", at)) {
+    size_t end = text.find(text[at], at + 1);
+    if (end == std::string_view::npos) break;
+    found.push_back(text.substr(at + 1, end - at - 1));
+    at = end + 1;
+  }
+  return found;
+}
+
+}  // namespace
+
+void OnnxProvenance::add(const std::string& name, std::string_view key, std::string_view value) {
+  if (key == kKindKey) kinds_.insert_or_assign(name, std::string(value));
+  if (key == kFoldedFromKey) folded_from_.insert_or_assign(name, std::string(value));
+}
+
+void OnnxProvenance::add_graph(std::string_view key, std::string_view value) {
+  if (key != kSignatureKey) return;
+  signature_ = true;
+  // One input a line, as torch's ExportGraphSignature prints it: `p_fc1_weight: PARAMETER target='fc1.weight'`.
+  for (std::string_view kind : {std::string_view(": PARAMETER target="), std::string_view(": BUFFER target=")})
+    for (size_t at = value.find(kind); at != std::string_view::npos; at = value.find(kind, at + 1)) {
+      size_t start = at + kind.size();
+      std::vector<std::string_view> target = quoted_strings(value.substr(start, value.find('\n', start) - start));
+      if (!target.empty()) module_values_.insert(std::string(target.front()));
+    }
+}
+
+OnnxOrigin OnnxProvenance::origin(const std::string& name) const {
+  if (auto kind = kinds_.find(name); kind != kinds_.end()) {
+    if (kind->second == "PARAMETER") return OnnxOrigin::kParameter;
+    if (kind->second == "BUFFER") return OnnxOrigin::kBuffer;
+    if (kind->second == "CONSTANT_TENSOR") return OnnxOrigin::kExporter;
+  }
+  auto folded = folded_from_.find(name);
+  if (folded == folded_from_.end() || !signature_) return OnnxOrigin::kUnknown;
+  // The record is transitive (each input's own record joined in), so a weight anywhere up the chain is named.
+  std::vector<std::string_view> sources = quoted_strings(folded->second);
+  bool from_module =
+      std::ranges::any_of(sources, [&](std::string_view source) { return module_values_.contains(source); });
+  return from_module ? OnnxOrigin::kParameter : OnnxOrigin::kExporter;
+}
+
+}  // namespace precdetect
