@@ -276,6 +276,62 @@ class Onnx(ScanTestCase):
             self.assertIn(mask, pair["computed_from_config"])
             self.assertEqual(pair["outcome"], "changed" if folded else "lossless", name)
 
+    def test_tiny_bert_from_both_exporters_against_its_save_pretrained(self):
+        """A tiny random BERT (every parameter drawn apart: both exporters store identical tensors once) written by
+        save_pretrained, then exported by the default exporter (external data) and as optimum-onnx's export_pytorch
+        calls the TorchScript one (optimum itself needs transformers < 4.58): the names each keeps pair with the
+        safetensors, each Linear weight it folds into a transposed initializer (`val_N`, `onnx::MatMul_N`) stays a
+        weight, and the default exporter's -3.4e38 mask is its buffer, named in fp16 risk."""
+        from transformers import BertConfig, BertModel
+
+        torch.manual_seed(3)
+        bert = BertModel(BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                    intermediate_size=64, max_position_embeddings=16)).eval()
+        with torch.no_grad():
+            for parameter in bert.parameters():
+                parameter.normal_(0, 0.5)
+        bert.save_pretrained(self.tmp / "bert")
+        forward = bert.forward  # optimum's ModelPatcher: inputs by name, the hidden states out
+        bert.forward = lambda input_ids, attention_mask: forward(input_ids=input_ids,
+                                                                 attention_mask=attention_mask).last_hidden_state
+        inputs = (torch.tensor([[1, 5, 7, 9]]), torch.ones(1, 4, dtype=torch.int64))
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(bert, inputs, str(self.tmp / "bert" / "dynamo.onnx"), dynamo=True)
+            axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"}}
+            torch.onnx.export(bert, inputs, str(self.tmp / "bert" / "optimum.onnx"), dynamo=False, opset_version=18,
+                              input_names=list(axes), output_names=["last_hidden_state"], dynamic_axes=axes,
+                              do_constant_folding=True)
+        self.assertTrue((self.tmp / "bert" / "dynamo.onnx.data").exists())
+        weights = {n: t.numpy() for n, t in bert.state_dict().items()}
+        # The Linear weights the encoder uses (the pooler's are not: both exporters drop them).
+        linear = {n for n in weights if n.endswith("weight") and weights[n].ndim == 2 and n.startswith("encoder.")}
+        for name in ("dynamo.onnx", "optimum.onnx"):
+            path = self.tmp / "bert" / name
+            code, document, _ = scan(path)
+            self.assertEqual(code, 0, name)
+            (model,) = document["models"]
+            arrays = onnx_tensors(path)
+            self.assertTensors(model, arrays)
+            tensors = tensors_by_name(model)
+            risks = model["verdict"]["fp16_risk_reasons"]
+            self.assertTrue(all(r["kind"] == "overflow" and r["role"] == "buffer" for r in risks), risks)
+            result = run("diff", "--json", self.tmp / "bert" / "model.safetensors", path, check_json=True)
+            (pair,) = result.document["pairs"]
+            kept = set(weights) & set(arrays)
+            self.assertEqual({t["name"] for t in pair["tensors"]}, kept, name)
+            self.assertTrue(all(t["identical"] for t in pair["tensors"]), name)
+            self.assertEqual(set(pair["missing"]), set(weights) - kept, name)
+            self.assertTrue(linear <= set(pair["missing"]), name)  # folded into their transposes
+            for weight in linear:
+                (folded,) = [n for n in pair["extra"] if np.array_equal(arrays[n], weights[weight].T)]
+                self.assertEqual(tensors[folded]["role"], "model", f"{name}: {folded}")
+        low = float(np.finfo(np.float32).min)
+        (mask,) = [n for n, a in onnx_tensors(self.tmp / "bert" / "dynamo.onnx").items() if a.size == 1 and a.item() == low]
+        code, document, _ = scan(self.tmp / "bert" / "dynamo.onnx")
+        self.assertEqual(document["models"][0]["verdict"]["fp16_risk_reasons"],
+                         [{"kind": "overflow", "tensor": mask, "role": "buffer", "value": -low, "values": 1}])
+
     def test_a_folder_with_its_safetensors_prefers_them_and_all_formats_scans_both(self):
         module = Mlp()
         save_file(module.state_dict(), self.tmp / "model.safetensors")

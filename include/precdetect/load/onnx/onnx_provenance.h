@@ -4,8 +4,9 @@
 /// (`pkg.torch.export.graph_signature.InputSpec.kind`), and onnxscript's optimizer records what it folded into a new
 /// initializer (`pkg.onnxscript.optimizer.folded_from`: a Linear's transposed weight, from `fc1.weight`; an attention
 /// mask's -3.4e38, from the exporter's own constants), while the graph's `pkg.torch.export.ExportedProgram.
-/// graph_signature` lists the module's parameters and buffers. Without these, an exporter's folded constant would be
-/// read as a weight, and a -3.4e38 mask would decide the verdict.
+/// graph_signature` lists the module's parameters and buffers; the Constants it lifts into initializers (a mask's 0
+/// and -3.4e38) carry no record. Without these, an exporter's constant would be read as a weight, and a -3.4e38
+/// mask would decide the verdict.
 
 #include <map>
 #include <set>
@@ -29,8 +30,10 @@ class OnnxProvenance {
   void add(const std::string& name, std::string_view key, std::string_view value);
   /// The graph's metadata entry `key` = `value`: the exported program's signature is kept, other keys ignored.
   void add_graph(std::string_view key, std::string_view value);
-  /// What the initializer `name` is. A folded initializer is kExporter only when the signature is known and none of
-  /// the values it was folded from is a parameter or buffer it names.
+  /// What the initializer `name` is: its InputSpec.kind where recorded; else, where the exported program's signature
+  /// is known (a file torch.export wrote), kParameter when it was folded from a parameter or buffer the signature
+  /// names and kExporter otherwise (folded from the exporter's constants alone, or a Constant lifted with no record);
+  /// else kUnknown.
   OnnxOrigin origin(const std::string& name) const;
 
  private:
