@@ -1,7 +1,8 @@
 """ONNX models (issue 50): files written by the real producers, torch.onnx.export (its TorchScript exporter, which
-keeps the parameters' names) and the onnx package's own helpers, every tensor checked against float64 references
-computed from onnx.numpy_helper.to_array of the same file; external data read through the model; Constant nodes
-named in fp16 cast safety; diff against the safetensors the model was exported from."""
+optimum-onnx calls, and its default dynamo exporter through onnxscript) and the onnx package's own helpers, every
+tensor checked against float64 references computed from onnx.numpy_helper.to_array of the same file; external data
+read through the model; Constant nodes, other tensor attributes and the dynamo exporter's folded constants named in
+fp16 cast safety; diff against the safetensors the model was exported from, by the names each exporter keeps."""
 
 import contextlib
 import io
