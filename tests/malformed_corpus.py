@@ -262,7 +262,9 @@ def onnx_tensor(name=b"w", data_type=1, dims=(4,), data=None, external=None):
 def onnx_constant(output, attribute, *values):
     """An ONNX ModelProto whose graph holds one Constant node with output `output` (b"": none) whose attribute
     `attribute` holds these fields (encoded protobuf fields of AttributeProto)."""
-    node = (proto(2, output) if output else b"") + proto(4, b"Constant") + proto(5, proto(1, attribute) + b"".join(values))
+    node = proto(4, b"Constant") + proto(5, proto(1, attribute) + b"".join(values))
+    if output:
+        node = proto(2, output) + node
     return proto(1, 8) + proto(7, proto(1, node))
 
 

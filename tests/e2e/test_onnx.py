@@ -78,7 +78,8 @@ def export(module, path):
         torch.onnx.export(module.eval(), (torch.randn(2, 4),), str(path), dynamo=False)
 
 
-# A Constant's value in the attribute's own fields, as onnx's Constant operator makes it (onnx/reference/ops/op_constant.py).
+# A Constant's value in the attribute's own fields, as onnx's Constant operator makes it
+# (onnx/reference/ops/op_constant.py).
 CONSTANT_FIELDS = {"value_float": np.float32, "value_floats": np.float32, "value_int": np.int64, "value_ints": np.int64}
 
 
@@ -259,7 +260,8 @@ class Onnx(ScanTestCase):
             tensors = tensors_by_name(model)
             (mask,) = [n for n, a in arrays.items() if a.size == 1 and a.dtype == np.float32 and a.item() == low]
             self.assertEqual(model["verdict"]["fp16_risk_reasons"],
-                             [{"kind": "overflow", "tensor": mask, "role": "buffer", "value": -float(low), "values": 1}])
+                             [{"kind": "overflow", "tensor": mask, "role": "buffer", "value": -float(low),
+                               "values": 1}])
             # The verdict reads the module's weights alone, folded or not: one summary for both files.
             self.assertEqual((model["summary"]["abs_max"], model["summary"]["parameters"]),
                              (float(max(t.abs().max() for t in module.state_dict().values())),
@@ -328,7 +330,8 @@ class Onnx(ScanTestCase):
                 (folded,) = [n for n in pair["extra"] if np.array_equal(arrays[n], weights[weight].T)]
                 self.assertEqual(tensors[folded]["role"], "model", f"{name}: {folded}")
         low = float(np.finfo(np.float32).min)
-        (mask,) = [n for n, a in onnx_tensors(self.tmp / "bert" / "dynamo.onnx").items() if a.size == 1 and a.item() == low]
+        dynamo = onnx_tensors(self.tmp / "bert" / "dynamo.onnx")
+        (mask,) = [n for n, a in dynamo.items() if a.size == 1 and a.item() == low]
         code, document, _ = scan(self.tmp / "bert" / "dynamo.onnx")
         self.assertEqual(document["models"][0]["verdict"]["fp16_risk_reasons"],
                          [{"kind": "overflow", "tensor": mask, "role": "buffer", "value": -low, "values": 1}])
