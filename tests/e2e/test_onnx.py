@@ -239,52 +239,56 @@ class Onnx(ScanTestCase):
             self.assertEqual(len(pair["computed_from_config"]), 3)
             self.assertEqual(pair["outcome"], "lossless")
 
-    def test_dynamo_export_matches_references_and_pairs_the_names_it_keeps(self):
+    def test_dynamo_export_matches_references_and_pairs_every_weight(self):
         """The default exporter keeps the names of the parameters it stores as they are; its optimizer folds each
-        Linear's weight into a transposed `val_N` and the mask's -3.4e38 into another, recording what each was folded
-        from: the mask is the exporter's (a buffer, named in fp16 risk), the folded weights stay weights."""
+        Linear's weight into a transposed `val_N` for its MatMul and the mask's -3.4e38 into another, recording what
+        each was folded from: the mask is the exporter's (a buffer, named in fp16 risk), a folded weight is paired
+        with its weight, transposed back. With optimize=False every weight keeps its name, the constants are Constant
+        nodes (a value_float among them)."""
         torch.manual_seed(2)
         module = Attention()
         save_file(module.state_dict(), self.tmp / "model.safetensors")
         export_dynamo(module, self.tmp / "model.onnx")
         export_dynamo(module, self.tmp / "kept.onnx", optimize=False)
+        kept = onnx.load(str(self.tmp / "kept.onnx"))
+        self.assertIn("value_float", {a.name for n in kept.graph.node for a in n.attribute})
         low = np.finfo(np.float32).min
-        weights = set(module.state_dict())
+        weights = module.state_dict()
         for name, folded in (("model.onnx", {"fc1.weight", "fc2.weight"}), ("kept.onnx", set())):
             code, document, _ = scan(self.tmp / name)
             self.assertEqual(code, 0, name)
             (model,) = document["models"]
             arrays = onnx_tensors(self.tmp / name)
-            self.assertEqual(weights & set(arrays), weights - folded, name)
+            self.assertEqual(set(weights) & set(arrays), set(weights) - folded, name)
             self.assertTensors(model, arrays)
-            tensors = tensors_by_name(model)
+            transposed = {t["torch_name"]: t for t in model["tensors"] if "torch_name" in t}
+            self.assertEqual(set(transposed), folded, name)
+            for weight, tensor in transposed.items():
+                self.assertTrue(np.array_equal(arrays[tensor["name"]], weights[weight].numpy().T), weight)
+                self.assertEqual(tensor["role"], "model", weight)
             (mask,) = [n for n, a in arrays.items() if a.size == 1 and a.dtype == np.float32 and a.item() == low]
             self.assertEqual(model["verdict"]["fp16_risk_reasons"],
                              [{"kind": "overflow", "tensor": mask, "role": "buffer", "value": -float(low),
                                "values": 1}])
             # The verdict reads the module's weights alone, folded or not: one summary for both files.
             self.assertEqual((model["summary"]["abs_max"], model["summary"]["parameters"]),
-                             (float(max(t.abs().max() for t in module.state_dict().values())),
-                              sum(t.numel() for t in module.state_dict().values())), name)
+                             (float(max(t.abs().max() for t in weights.values())),
+                              sum(t.numel() for t in weights.values())), name)
             result = run("diff", "--json", self.tmp / "model.safetensors", self.tmp / name, check_json=True)
             (pair,) = result.document["pairs"]
-            self.assertEqual(sorted(t["name"] for t in pair["tensors"]), sorted(weights - folded), name)
+            self.assertEqual(sorted(t["name"] for t in pair["tensors"]), sorted(weights), name)
             self.assertTrue(all(t["identical"] for t in pair["tensors"]), name)
-            self.assertEqual(pair["missing"], sorted(folded), name)
-            for extra in pair["extra"]:  # a folded weight is its weight transposed, under the optimizer's name
-                self.assertEqual(tensors[extra]["role"], "model")
-                transposed = [w for w in folded if np.array_equal(arrays[extra], module.state_dict()[w].numpy().T)]
-                self.assertEqual(len(transposed), 1, extra)
-            self.assertEqual(len(pair["extra"]), len(folded), name)
+            self.assertEqual((pair["missing"], pair["extra"], pair["shape_mismatch"]), ([], [], []), name)
             self.assertIn(mask, pair["computed_from_config"])
-            self.assertEqual(pair["outcome"], "changed" if folded else "lossless", name)
+            self.assertEqual(pair["outcome"], "lossless", name)
 
     def test_tiny_bert_from_both_exporters_against_its_save_pretrained(self):
         """A tiny random BERT (every parameter drawn apart: both exporters store identical tensors once) written by
         save_pretrained, then exported by the default exporter (external data) and as optimum-onnx's export_pytorch
         calls the TorchScript one (optimum itself needs transformers < 4.58): the names each keeps pair with the
-        safetensors, each Linear weight it folds into a transposed initializer (`val_N`, `onnx::MatMul_N`) stays a
-        weight, and the default exporter's -3.4e38 mask is its buffer, named in fp16 risk."""
+        safetensors; each folds the Linear weights into transposed initializers (`val_N`, `onnx::MatMul_N`), which
+        stay weights and, where the default exporter recorded their weight, are paired with it; the default
+        exporter's -3.4e38 mask is its buffer, named in fp16 risk."""
         from transformers import BertConfig, BertModel
 
         torch.manual_seed(3)
@@ -293,7 +297,8 @@ class Onnx(ScanTestCase):
         with torch.no_grad():
             for parameter in bert.parameters():
                 parameter.normal_(0, 0.5)
-        bert.save_pretrained(self.tmp / "bert")
+        with contextlib.redirect_stderr(io.StringIO()):  # its progress bar
+            bert.save_pretrained(self.tmp / "bert")
         forward = bert.forward  # optimum's ModelPatcher: inputs by name, the hidden states out
         bert.forward = lambda input_ids, attention_mask: forward(input_ids=input_ids,
                                                                  attention_mask=attention_mask).last_hidden_state
@@ -309,7 +314,7 @@ class Onnx(ScanTestCase):
         weights = {n: t.numpy() for n, t in bert.state_dict().items()}
         # The Linear weights the encoder uses (the pooler's are not: both exporters drop them).
         linear = {n for n in weights if n.endswith("weight") and weights[n].ndim == 2 and n.startswith("encoder.")}
-        for name in ("dynamo.onnx", "optimum.onnx"):
+        for name, recorded in (("dynamo.onnx", True), ("optimum.onnx", False)):
             path = self.tmp / "bert" / name
             code, document, _ = scan(path)
             self.assertEqual(code, 0, name)
@@ -319,16 +324,18 @@ class Onnx(ScanTestCase):
             tensors = tensors_by_name(model)
             risks = model["verdict"]["fp16_risk_reasons"]
             self.assertTrue(all(r["kind"] == "overflow" and r["role"] == "buffer" for r in risks), risks)
+            for weight in linear:
+                (folded,) = [n for n, a in arrays.items() if np.array_equal(a, weights[weight].T)]
+                self.assertEqual(tensors[folded]["role"], "model", f"{name}: {folded}")
+                self.assertEqual(tensors[folded].get("torch_name"), weight if recorded else None, f"{name}: {folded}")
             result = run("diff", "--json", self.tmp / "bert" / "model.safetensors", path, check_json=True)
             (pair,) = result.document["pairs"]
-            kept = set(weights) & set(arrays)
-            self.assertEqual({t["name"] for t in pair["tensors"]}, kept, name)
+            # The default exporter's embeddings gathered at constant positions (`embedding_1`) are not paired.
+            paired = set(weights) & set(arrays) | (linear if recorded else set())
+            self.assertEqual({t["name"] for t in pair["tensors"]}, paired, name)
             self.assertTrue(all(t["identical"] for t in pair["tensors"]), name)
-            self.assertEqual(set(pair["missing"]), set(weights) - kept, name)
-            self.assertTrue(linear <= set(pair["missing"]), name)  # folded into their transposes
-            for weight in linear:
-                (folded,) = [n for n in pair["extra"] if np.array_equal(arrays[n], weights[weight].T)]
-                self.assertEqual(tensors[folded]["role"], "model", f"{name}: {folded}")
+            self.assertEqual(set(pair["missing"]), set(weights) - paired, name)
+            self.assertEqual(pair["shape_mismatch"], [], name)
         low = float(np.finfo(np.float32).min)
         dynamo = onnx_tensors(self.tmp / "bert" / "dynamo.onnx")
         (mask,) = [n for n, a in dynamo.items() if a.size == 1 and a.item() == low]

@@ -245,6 +245,36 @@ TEST(Onnx, GivesTheDynamoExportersInitializersTheRoleItsRecordsSay) {
                                                                {TensorRole::kModel, false}}));
 }
 
+TEST(Onnx, PairsAWeightFoldedIntoItsTransposeForAMatMulWithItsParameter) {
+  auto matmul = [](const std::string& b) {
+    return bytes_field(1,
+                       bytes_field(1, "x") + bytes_field(1, b) + bytes_field(2, "y_" + b) + bytes_field(4, "MatMul"));
+  };
+  auto folded = [](const std::string& name, const std::string& from) {
+    return bytes_field(5, tensor(name, 1, {3, 2}, bytes_field(9, raw_bytes(std::vector<float>(6))))) +
+           value_info(name, "pkg.onnxscript.optimizer.folded_from", from);
+  };
+  std::string signature = bytes_field(16, bytes_field(1, "pkg.torch.export.ExportedProgram.graph_signature") +
+                                              bytes_field(2,
+                                                          "p_a: PARAMETER target='a.weight'\n"
+                                                          "p_b: PARAMETER target='b.weight'\n"
+                                                          "b_c: BUFFER target='c'\n"));
+  // val_0 is a's weight, fed to a MatMul; val_1 and val_2 both claim b's; val_3 feeds no MatMul; val_4 is from a
+  // buffer; val_5 from two values.
+  std::string graph = matmul("val_0") + matmul("val_1") + matmul("val_2") + matmul("val_4") + matmul("val_5") +
+                      folded("val_0", "['a.weight']") + folded("val_1", "['b.weight']") +
+                      folded("val_2", "['b.weight']") + folded("val_3", "['a.weight']") + folded("val_4", "['c']") +
+                      folded("val_5", "['a.weight', 'val_9']") + signature;
+  Checkpoint checkpoint = read(model(graph));
+  ASSERT_EQ(checkpoint.tensors.size(), 6u);
+  EXPECT_EQ(checkpoint.tensors[0].torch_name, "a.weight");
+  EXPECT_EQ(checkpoint.tensors[0].torch_layout, TorchLayout::kTransposed);
+  for (size_t i = 1; i < 6; ++i) {
+    EXPECT_EQ(checkpoint.tensors[i].torch_name, std::nullopt) << i;
+    EXPECT_EQ(checkpoint.tensors[i].role, TensorRole::kModel) << i;  // folded from the module's values: weights
+  }
+}
+
 std::string external(const std::string& location, const std::string& offset, const std::string& length) {
   auto entry = [](const std::string& key, const std::string& value) {
     return bytes_field(13, bytes_field(1, key) + bytes_field(2, value));

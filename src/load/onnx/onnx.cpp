@@ -126,6 +126,10 @@ class OnnxReader {
       record.role_from_file = true;
       record.computed_from_config = true;
     }
+    if (tensor.transposed_from) {  // diff pairs it with the weight, transposed back
+      record.torch_name = tensor.transposed_from;
+      record.torch_layout = TorchLayout::kTransposed;
+    }
     if (tensor.origin == OnnxOrigin::kBuffer || tensor.origin == OnnxOrigin::kParameter) {  // the module's own word
       record.role = tensor.origin == OnnxOrigin::kBuffer ? TensorRole::kBuffer : TensorRole::kModel;
       record.role_from_file = true;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -18,7 +19,7 @@ constexpr uint32_t kModelGraph = 7;
 constexpr uint32_t kGraphNode = 1, kGraphInitializer = 5, kGraphValueInfo = 13, kGraphSparseInitializer = 15,
                    kGraphMetadata = 16;
 constexpr uint32_t kValueInfoName = 1, kValueInfoMetadata = 4;
-constexpr uint32_t kNodeOutput = 2, kNodeName = 3, kNodeOpType = 4, kNodeAttribute = 5, kNodeDomain = 7;
+constexpr uint32_t kNodeInput = 1, kNodeOutput = 2, kNodeName = 3, kNodeOpType = 4, kNodeAttribute = 5, kNodeDomain = 7;
 constexpr uint32_t kAttributeName = 1, kAttributeFloat = 2, kAttributeInt = 3, kAttributeString = 4,
                    kAttributeTensor = 5, kAttributeGraph = 6, kAttributeFloats = 7, kAttributeInts = 8,
                    kAttributeStrings = 9, kAttributeTensors = 10, kAttributeGraphs = 11, kAttributeSparseTensor = 22,
@@ -93,6 +94,23 @@ class GraphWalker {
     }
     // value_info and the graph's metadata are stored after the initializers (protobuf writes fields in order).
     for (const auto& [index, name] : initializers) found_.tensors[index].origin = provenance.origin(name);
+    transposed_weights(provenance, initializers, scope);
+  }
+
+  /// The dynamo exporter's Linear weights, each folded into its transpose for the MatMul it feeds (x @ W^T): paired
+  /// with the parameter it was folded from (OnnxTensor::transposed_from) where no other initializer has or claims
+  /// that name.
+  void transposed_weights(const OnnxProvenance& provenance,
+                          const std::vector<std::pair<size_t, std::string>>& initializers, const std::string& scope) {
+    std::map<std::string, std::vector<size_t>> claims;
+    for (const auto& [index, name] : initializers) {
+      claims[name].push_back(index);  // a weight still stored under its own name is claimed by it
+      if (found_.tensors[index].dims.size() != 2 || !matmul_weights_.contains(scope + name)) continue;
+      if (std::optional<std::string> weight = provenance.folded_weight(name)) claims[*weight].push_back(index);
+    }
+    for (const auto& [weight, indices] : claims)
+      if (indices.size() == 1 && found_.tensors[indices.front()].name != scope + weight)
+        found_.tensors[indices.front()].transposed_from = weight;
   }
 
   /// A ValueInfoProto's metadata: the exporter's records of where its value came from.
@@ -120,15 +138,19 @@ class GraphWalker {
     ProtoReader reader(field.payload, path_, field.offset);
     std::optional<std::string> output;
     std::string_view name, op_type, domain;
+    std::vector<std::string_view> inputs;
     std::vector<ProtoField> attributes;
     while (std::optional<ProtoField> part = reader.next()) {
+      if (part->number == kNodeInput) inputs.push_back(field_text(*part, reader));
       if (part->number == kNodeOutput && !output) output = field_text(*part, reader);
       if (part->number == kNodeName) name = field_text(*part, reader);
       if (part->number == kNodeOpType) op_type = field_text(*part, reader);
       if (part->number == kNodeDomain) domain = field_text(*part, reader);
       if (part->number == kNodeAttribute) attributes.push_back(message(*part, reader));
     }
-    bool constant = op_type == "Constant" && (domain.empty() || domain == "ai.onnx");
+    bool standard = domain.empty() || domain == "ai.onnx";
+    bool constant = op_type == "Constant" && standard;
+    if (op_type == "MatMul" && standard && inputs.size() == 2) matmul_weights_.insert(scope + std::string(inputs[1]));
     Node node{.output = output.value_or(""), .constant = constant, .scope = scope};
     // A subgraph's scope names the node: by its name, else its output, else its operator.
     node.label = std::string(!name.empty() ? name : !node.output.empty() ? std::string_view(node.output) : op_type);
@@ -269,6 +291,7 @@ class GraphWalker {
 
   const std::filesystem::path& path_;
   OnnxGraph found_;
+  std::set<std::string> matmul_weights_;  ///< the values MatMul nodes multiply by (their second input), scoped
 };
 
 }  // namespace

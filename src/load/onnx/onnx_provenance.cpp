@@ -1,6 +1,7 @@
 #include "precdetect/load/onnx/onnx_provenance.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 namespace precdetect {
@@ -33,11 +34,12 @@ void OnnxProvenance::add_graph(std::string_view key, std::string_view value) {
   if (key != kSignatureKey) return;
   signature_ = true;
   // One input a line, as torch's ExportGraphSignature prints it: `p_fc1_weight: PARAMETER target='fc1.weight'`.
-  for (std::string_view kind : {std::string_view(": PARAMETER target="), std::string_view(": BUFFER target=")})
+  using Kind = std::pair<std::string_view, std::set<std::string, std::less<>>*>;
+  for (auto [kind, values] : {Kind{": PARAMETER target=", &parameters_}, Kind{": BUFFER target=", &buffers_}})
     for (size_t at = value.find(kind); at != std::string_view::npos; at = value.find(kind, at + 1)) {
       size_t start = at + kind.size();
       std::vector<std::string_view> target = quoted_strings(value.substr(start, value.find('\n', start) - start));
-      if (!target.empty()) module_values_.insert(std::string(target.front()));
+      if (!target.empty()) values->insert(std::string(target.front()));
     }
 }
 
@@ -54,9 +56,17 @@ OnnxOrigin OnnxProvenance::origin(const std::string& name) const {
   if (folded == folded_from_.end()) return OnnxOrigin::kExporter;
   // The record is transitive (each input's own record joined in), so a weight anywhere up the chain is named.
   std::vector<std::string_view> sources = quoted_strings(folded->second);
-  bool from_module =
-      std::ranges::any_of(sources, [&](std::string_view source) { return module_values_.contains(source); });
+  bool from_module = std::ranges::any_of(
+      sources, [&](std::string_view source) { return parameters_.contains(source) || buffers_.contains(source); });
   return from_module ? OnnxOrigin::kParameter : OnnxOrigin::kExporter;
+}
+
+std::optional<std::string> OnnxProvenance::folded_weight(const std::string& name) const {
+  auto folded = folded_from_.find(name);
+  if (folded == folded_from_.end()) return std::nullopt;
+  std::vector<std::string_view> sources = quoted_strings(folded->second);
+  if (sources.size() != 1 || !parameters_.contains(sources.front())) return std::nullopt;
+  return std::string(sources.front());
 }
 
 }  // namespace precdetect

@@ -10,9 +10,9 @@
 /// since sibling subgraphs (an If's two branches) may each define a name once. Only the fields that hold or name
 /// tensors are read: ModelProto.graph (7); GraphProto.node (1), .initializer (5), .sparse_initializer (15);
 /// .value_info (13), .metadata_props (16) (onnx_provenance.h); ValueInfoProto.name (1), .metadata_props (4);
-/// NodeProto.output (2), .name (3), .op_type (4), .attribute (5), .domain (7); AttributeProto.name (1), .t (5),
-/// .g (6), .tensors (10), .graphs (11), .sparse_tensor (22), .sparse_tensors (23), and a Constant's .f (2), .i (3),
-/// .s (4), .floats (7), .ints (8), .strings (9); TensorProto.dims (1), .data_type (2), .name (8), .raw_data (9),
+/// NodeProto.input (1), .output (2), .name (3), .op_type (4), .attribute (5), .domain (7); AttributeProto.name (1), .t
+/// (5), .g (6), .tensors (10), .graphs (11), .sparse_tensor (22), .sparse_tensors (23), and a Constant's .f (2), .i
+/// (3), .s (4), .floats (7), .ints (8), .strings (9); TensorProto.dims (1), .data_type (2), .name (8), .raw_data (9),
 /// .external_data (13), .data_location (14), and its typed fields when its values are read (load/onnx/onnx.cpp).
 /// The model's functions (ModelProto.functions) are templates, not tensors, and are not read.
 
@@ -57,6 +57,9 @@ struct OnnxTensor {
   uint32_t values_field = 0;
   bool constant = false;                     ///< a node attribute's value (the exporter's), not an initializer
   OnnxOrigin origin = OnnxOrigin::kUnknown;  ///< an initializer's, by its graph's value_info and metadata
+  /// The parameter whose transpose this initializer is: the dynamo exporter folded a Linear's weight for the MatMul
+  /// it feeds, and recorded which (OnnxProvenance::folded_weight); nullopt for any other.
+  std::optional<std::string> transposed_from;
 };
 
 struct OnnxGraph {

@@ -9,6 +9,7 @@
 /// mask would decide the verdict.
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -35,11 +36,15 @@ class OnnxProvenance {
   /// names and kExporter otherwise (folded from the exporter's constants alone, or a Constant lifted with no record);
   /// else kUnknown.
   OnnxOrigin origin(const std::string& name) const;
+  /// The parameter the initializer `name` was folded from when it is the only value it was folded from and the
+  /// signature names it a parameter (a Linear's weight, transposed for its MatMul); else nullopt.
+  std::optional<std::string> folded_weight(const std::string& name) const;
 
  private:
   std::map<std::string, std::string, std::less<>> kinds_;        ///< InputSpec.kind by value
   std::map<std::string, std::string, std::less<>> folded_from_;  ///< the folded_from record, a Python list's repr
-  std::set<std::string, std::less<>> module_values_;             ///< the signature's parameters and buffers
+  std::set<std::string, std::less<>> parameters_;                ///< the signature's parameters
+  std::set<std::string, std::less<>> buffers_;                   ///< and buffers
   bool signature_ = false;
 };
 
