@@ -138,10 +138,11 @@ class GraphWalker {
     ProtoReader reader(field.payload, path_, field.offset);
     std::optional<std::string> output;
     std::string_view name, op_type, domain;
-    std::vector<std::string_view> inputs;
+    size_t inputs = 0;
+    std::string_view second_input;  // a MatMul's B
     std::vector<ProtoField> attributes;
     while (std::optional<ProtoField> part = reader.next()) {
-      if (part->number == kNodeInput) inputs.push_back(field_text(*part, reader));
+      if (part->number == kNodeInput && ++inputs == 2) second_input = field_text(*part, reader);
       if (part->number == kNodeOutput && !output) output = field_text(*part, reader);
       if (part->number == kNodeName) name = field_text(*part, reader);
       if (part->number == kNodeOpType) op_type = field_text(*part, reader);
@@ -150,7 +151,7 @@ class GraphWalker {
     }
     bool standard = domain.empty() || domain == "ai.onnx";
     bool constant = op_type == "Constant" && standard;
-    if (op_type == "MatMul" && standard && inputs.size() == 2) matmul_weights_.insert(scope + std::string(inputs[1]));
+    if (op_type == "MatMul" && standard && inputs == 2) matmul_weights_.insert(scope + std::string(second_input));
     Node node{.output = output.value_or(""), .constant = constant, .scope = scope};
     // A subgraph's scope names the node: by its name, else its output, else its operator.
     node.label = std::string(!name.empty() ? name : !node.output.empty() ? std::string_view(node.output) : op_type);
