@@ -237,6 +237,14 @@ TEST(Onnx, GivesTheDynamoExportersInitializersTheRoleItsRecordsSay) {
                                                                            {TensorRole::kModel, false},
                                                                            {TensorRole::kBuffer, true},
                                                                            {TensorRole::kBuffer, true}}));
+  // Without the parameters' records (a tool rewrote value_info), an initializer without one is not known to be the
+  // exporter's.
+  std::string folds = value_info("val_0", "pkg.onnxscript.optimizer.folded_from", "['fc.weight']");
+  EXPECT_EQ(roles(read(model(initializers + folds + signature))), (Roles{{TensorRole::kModel, false},
+                                                                         {TensorRole::kModel, false},
+                                                                         {TensorRole::kModel, false},
+                                                                         {TensorRole::kModel, false},
+                                                                         {TensorRole::kModel, false}}));
   // Without the exported program's signature, what a fold came from is unknown: a weight, as any initializer is.
   EXPECT_EQ(roles(read(model(initializers + records))), (Roles{{TensorRole::kModel, false},
                                                                {TensorRole::kBuffer, false},

@@ -51,9 +51,10 @@ OnnxOrigin OnnxProvenance::origin(const std::string& name) const {
   }
   if (!signature_) return OnnxOrigin::kUnknown;
   // torch.export records every parameter and buffer it keeps, and onnxscript what it folds: an initializer with no
-  // record is a Constant the optimizer lifted into an initializer (a mask's 0 and -3.4e38).
+  // record is a Constant the optimizer lifted into an initializer (a mask's 0 and -3.4e38). Where no parameter has
+  // its record (a tool rewrote value_info without them), nothing is known of it.
   auto folded = folded_from_.find(name);
-  if (folded == folded_from_.end()) return OnnxOrigin::kExporter;
+  if (folded == folded_from_.end()) return kinds_.empty() ? OnnxOrigin::kUnknown : OnnxOrigin::kExporter;
   // The record is transitive (each input's own record joined in), so a weight anywhere up the chain is named.
   std::vector<std::string_view> sources = quoted_strings(folded->second);
   bool from_module = std::ranges::any_of(

@@ -33,8 +33,8 @@ class OnnxProvenance {
   void add_graph(std::string_view key, std::string_view value);
   /// What the initializer `name` is: its InputSpec.kind where recorded; else, where the exported program's signature
   /// is known (a file torch.export wrote), kParameter when it was folded from a parameter or buffer the signature
-  /// names and kExporter otherwise (folded from the exporter's constants alone, or a Constant lifted with no record);
-  /// else kUnknown.
+  /// names and kExporter otherwise (folded from the exporter's constants alone, or, where the file holds InputSpec
+  /// records, a Constant lifted with no record); else kUnknown.
   OnnxOrigin origin(const std::string& name) const;
   /// The parameter the initializer `name` was folded from when it is the only value it was folded from and the
   /// signature names it a parameter (a Linear's weight, transposed for its MatMul); else nullopt.
