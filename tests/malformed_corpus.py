@@ -259,6 +259,20 @@ def onnx_tensor(name=b"w", data_type=1, dims=(4,), data=None, external=None):
     return fields + proto(9, bytes(16) if data is None else data)
 
 
+def onnx_constant(output, attribute, *values):
+    """An ONNX ModelProto whose graph holds one Constant node with output `output` (b"": none) whose attribute
+    `attribute` holds these fields (encoded protobuf fields of AttributeProto)."""
+    node = proto(4, b"Constant") + proto(5, proto(1, attribute) + b"".join(values))
+    if output:
+        node = proto(2, output) + node
+    return proto(1, 8) + proto(7, proto(1, node))
+
+
+def fixed32_float(number, value):
+    """A protobuf float field (wire type 5)."""
+    return varint(number << 3 | 5) + struct.pack("<f", value)
+
+
 ONNX = {
     "onnx-truncated": (onnx_model(onnx_tensor())[:-6], "invalid_onnx"),
     "onnx-varint-of-11-bytes": (proto(1, 8) + varint(7 << 3 | 2) + b"\xff" * 11, "invalid_onnx"),
@@ -266,6 +280,13 @@ ONNX = {
     "onnx-unknown-data-type": (onnx_model(onnx_tensor(data_type=99)), "invalid_onnx"),
     "onnx-dimensions-overflow": (onnx_model(onnx_tensor(dims=(1 << 62, 1 << 62))), "invalid_onnx"),
     "onnx-initializer-without-a-name": (onnx_model(onnx_tensor(name=b"")), "invalid_onnx"),
+    # A Constant's value in the attribute's own fields: one float where a scalar is, floats of their wire type, an
+    # output to name it by.
+    "onnx-constant-value-float-given-twice": (
+        onnx_constant(b"c", b"value_float", fixed32_float(2, 1.0), fixed32_float(2, 2.0)), "invalid_onnx"),
+    "onnx-constant-value-floats-as-varints": (onnx_constant(b"c", b"value_floats", proto(7, 3)), "invalid_onnx"),
+    "onnx-constant-value-float-without-an-output": (onnx_constant(b"", b"value_float", fixed32_float(2, 1.0)),
+                                                    "invalid_onnx"),
 }
 
 

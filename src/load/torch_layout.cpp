@@ -40,12 +40,21 @@ HostValues deinterleave_rope(const HostValues& values, int64_t heads) {
   return permuted(values, split, order, shape);
 }
 
+/// Where PyTorch's dimensions come from in a stored tensor whose axes are rearranged (kFlaxKernel, kTransposed).
+std::vector<size_t> torch_order(const TensorRecord& record, size_t dims) {
+  if (record.torch_layout == TorchLayout::kFlaxKernel) return flax_kernel_order(dims);
+  std::vector<size_t> order(dims);
+  std::iota(order.rbegin(), order.rend(), 0);  // kTransposed: a 2-D tensor's axes swapped
+  return order;
+}
+
 }  // namespace
 
 std::vector<int64_t> torch_shape(const TensorRecord& record) {
-  if (record.torch_layout != TorchLayout::kFlaxKernel) return record.shape;
+  if (record.torch_layout != TorchLayout::kFlaxKernel && record.torch_layout != TorchLayout::kTransposed)
+    return record.shape;
   std::vector<int64_t> shape;
-  for (size_t axis : flax_kernel_order(record.shape.size())) shape.push_back(record.shape[axis]);
+  for (size_t axis : torch_order(record, record.shape.size())) shape.push_back(record.shape[axis]);
   return shape;
 }
 
@@ -54,7 +63,8 @@ HostValues to_torch_layout(HostValues values, const TensorRecord& record) {
     case TorchLayout::kSame:
       return values;
     case TorchLayout::kFlaxKernel:
-      return permuted(values, values.shape(), flax_kernel_order(values.shape().size()), torch_shape(record));
+    case TorchLayout::kTransposed:
+      return permuted(values, values.shape(), torch_order(record, values.shape().size()), torch_shape(record));
     case TorchLayout::kRopeInterleaved:
       return deinterleave_rope(values, record.rope_heads);
   }

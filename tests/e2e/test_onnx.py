@@ -1,8 +1,11 @@
 """ONNX models (issue 50): files written by the real producers, torch.onnx.export (its TorchScript exporter, which
-keeps the parameters' names) and the onnx package's own helpers, every tensor checked against float64 references
-computed from onnx.numpy_helper.to_array of the same file; external data read through the model; Constant nodes
-named in fp16 cast safety; diff against the safetensors the model was exported from."""
+optimum-onnx calls, and its default dynamo exporter through onnxscript) and the onnx package's own helpers, every
+tensor checked against float64 references computed from onnx.numpy_helper.to_array of the same file; external data
+read through the model; Constant nodes, other tensor attributes and the dynamo exporter's folded constants named in
+fp16 cast safety; diff against the safetensors the model was exported from, by the names each exporter keeps."""
 
+import contextlib
+import io
 import json
 import unittest
 import warnings
@@ -43,6 +46,30 @@ class Mlp(torch.nn.Module):
         return self.fc2(torch.relu(self.fc1(x)))
 
 
+class Attention(torch.nn.Module):
+    """Embedding, Linear and LayerNorm with a causal mask of float32's lowest value, as attention layers build it."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(10, 8)
+        self.fc1 = torch.nn.Linear(8, 8)
+        self.norm = torch.nn.LayerNorm(8)
+        self.fc2 = torch.nn.Linear(8, 3)
+
+    def forward(self, ids):
+        hidden = self.norm(torch.relu(self.fc1(self.emb(ids))))
+        causal = torch.triu(torch.ones(ids.shape[-1], ids.shape[-1], dtype=torch.bool), 1)
+        scores = (hidden @ hidden.transpose(-1, -2)).masked_fill(causal, torch.finfo(torch.float32).min)
+        return self.fc2(torch.softmax(scores, -1) @ hidden)
+
+
+def export_dynamo(module, path, optimize=True):
+    """torch.onnx.export's default exporter (dynamo=True, through onnxscript), which prints its steps."""
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module.eval(), (torch.tensor([[1, 2, 3, 4]]),), str(path), dynamo=True, optimize=optimize)
+
+
 def export(module, path):
     """torch.onnx.export's TorchScript exporter (dynamo=False): initializers named as the state dict names them."""
     torch.manual_seed(0)
@@ -51,14 +78,31 @@ def export(module, path):
         torch.onnx.export(module.eval(), (torch.randn(2, 4),), str(path), dynamo=False)
 
 
+# A Constant's value in the attribute's own fields, as onnx's Constant operator makes it
+# (onnx/reference/ops/op_constant.py).
+CONSTANT_FIELDS = {"value_float": np.float32, "value_floats": np.float32, "value_int": np.int64, "value_ints": np.int64}
+
+
+def attribute_arrays(node):
+    """The tensors a node's attributes hold as numpy arrays, by the name precdetect gives them: a Constant's by its
+    output, another operator's `<node>/<attribute>`. Strings and sparse values are not read."""
+    label = node.name or node.output[0]
+    for attribute in node.attribute:
+        value = helper.get_attribute_value(attribute)
+        name = node.output[0] if node.op_type == "Constant" else f"{label}/{attribute.name}"
+        if attribute.type == onnx.AttributeProto.TENSOR:
+            yield name, numpy_helper.to_array(value)
+        elif node.op_type == "Constant" and attribute.name in CONSTANT_FIELDS:
+            yield name, np.array(value, CONSTANT_FIELDS[attribute.name])
+
+
 def onnx_tensors(path):
-    """Every initializer and Constant value of the model at `path` as numpy arrays (external data loaded), by the
-    name precdetect gives it: its own, or the Constant node's output."""
+    """Every initializer and node attribute's tensor of the model at `path` as numpy arrays (external data loaded),
+    by the name precdetect gives it."""
     model = onnx.load(str(path))
     arrays = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     for node in model.graph.node:
-        if node.op_type == "Constant":
-            arrays[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+        arrays.update(attribute_arrays(node))
     return arrays
 
 
@@ -141,6 +185,41 @@ class Onnx(ScanTestCase):
             self.assertEqual(code, 0)
             self.assertTensors(document["models"][0], onnx_tensors(folder / "model.onnx"))
 
+    def test_constant_attributes_and_tensor_attributes_match_references(self):
+        """A Constant's value_float(s) and value_int(s) are tensors named by its output (a value_float of float32's
+        lowest value named in fp16 risk as a `value` tensor is), ConstantOfShape's `value` is `<node>/value`; strings
+        and a sparse_value are named as not read."""
+        low = float(np.finfo(np.float32).min)
+        sparse = helper.make_sparse_tensor(numpy_helper.from_array(np.array([2.0, -1e5], np.float32), "v"),
+                                           numpy_helper.from_array(np.array([1, 3], np.int64), "i"), [4])
+        fill = numpy_helper.from_array(np.array([0.5], np.float32))
+        nodes = [helper.make_node("Constant", [], ["mask_min"], value_float=low),
+                 helper.make_node("Constant", [], ["scales"], value_floats=[1.5, -2.25, 3e-3]),
+                 helper.make_node("Constant", [], ["axis"], value_int=-1),
+                 helper.make_node("Constant", [], ["shape"], value_ints=[-3, 0, 5]),
+                 helper.make_node("Constant", [], ["label"], value_strings=["a", "b"]),
+                 helper.make_node("Constant", [], ["sparse"], sparse_value=sparse),
+                 helper.make_node("ConstantOfShape", ["shape"], ["filled"], name="fill", value=fill)]
+        weight = numpy_helper.from_array(np.linspace(-1, 2, 6, dtype=np.float32).reshape(2, 3), "w")
+        graph = helper.make_graph(nodes, "g", [], [helper.make_tensor_value_info("filled", TensorProto.FLOAT, None)],
+                                  initializer=[weight])
+        onnx.save_model(helper.make_model(graph), str(self.tmp / "attributes.onnx"))
+        code, document, _ = scan(self.tmp / "attributes.onnx")
+        self.assertEqual(code, 0)
+        (model,) = document["models"]
+        arrays = onnx_tensors(self.tmp / "attributes.onnx")
+        self.assertEqual(set(arrays), {"w", "mask_min", "scales", "axis", "shape", "fill/value"})
+        self.assertTensors(model, arrays)
+        tensors = tensors_by_name(model)
+        self.assertEqual({n: (t["dtype"], t["role"]) for n, t in tensors.items() if n != "w"},
+                         {"mask_min": ("F32", "buffer"), "scales": ("F32", "buffer"), "axis": ("I64", "buffer"),
+                          "shape": ("I64", "buffer"), "fill/value": ("F32", "buffer")})
+        self.assertEqual(model["verdict"]["fp16_risk_reasons"],
+                         [{"kind": "overflow", "tensor": "mask_min", "role": "buffer", "value": -low, "values": 1}])
+        (not_read,) = [w["message"] for w in model["warnings"] if w["code"] == "dtypes_not_read"]
+        self.assertIn("2 tensor(s)", not_read)
+        self.assertIn("sparse (sparse), label (STRING)", not_read)
+
     def test_diff_against_the_safetensors_it_was_exported_from(self):
         for module, constants in ((Mlp(), False), (Block(), True)):
             torch.manual_seed(1)
@@ -159,6 +238,110 @@ class Onnx(ScanTestCase):
             # The exporter's Constant nodes are no weights of the module: listed apart, the weights all kept.
             self.assertEqual(len(pair["computed_from_config"]), 3)
             self.assertEqual(pair["outcome"], "lossless")
+
+    def test_dynamo_export_matches_references_and_pairs_every_weight(self):
+        """The default exporter keeps the names of the parameters it stores as they are; its optimizer folds each
+        Linear's weight into a transposed `val_N` for its MatMul and the mask's -3.4e38 into another, recording what
+        each was folded from: the mask is the exporter's (a buffer, named in fp16 risk), a folded weight is paired
+        with its weight, transposed back. With optimize=False every weight keeps its name, the constants are Constant
+        nodes (a value_float among them)."""
+        torch.manual_seed(2)
+        module = Attention()
+        save_file(module.state_dict(), self.tmp / "model.safetensors")
+        export_dynamo(module, self.tmp / "model.onnx")
+        export_dynamo(module, self.tmp / "kept.onnx", optimize=False)
+        kept = onnx.load(str(self.tmp / "kept.onnx"))
+        self.assertIn("value_float", {a.name for n in kept.graph.node for a in n.attribute})
+        low = np.finfo(np.float32).min
+        weights = module.state_dict()
+        for name, folded in (("model.onnx", {"fc1.weight", "fc2.weight"}), ("kept.onnx", set())):
+            code, document, _ = scan(self.tmp / name)
+            self.assertEqual(code, 0, name)
+            (model,) = document["models"]
+            arrays = onnx_tensors(self.tmp / name)
+            self.assertEqual(set(weights) & set(arrays), set(weights) - folded, name)
+            self.assertTensors(model, arrays)
+            transposed = {t["torch_name"]: t for t in model["tensors"] if "torch_name" in t}
+            self.assertEqual(set(transposed), folded, name)
+            for weight, tensor in transposed.items():
+                self.assertTrue(np.array_equal(arrays[tensor["name"]], weights[weight].numpy().T), weight)
+                self.assertEqual(tensor["role"], "model", weight)
+            (mask,) = [n for n, a in arrays.items() if a.size == 1 and a.dtype == np.float32 and a.item() == low]
+            self.assertEqual(model["verdict"]["fp16_risk_reasons"],
+                             [{"kind": "overflow", "tensor": mask, "role": "buffer", "value": -float(low),
+                               "values": 1}])
+            # The verdict reads the module's weights alone, folded or not: one summary for both files.
+            self.assertEqual((model["summary"]["abs_max"], model["summary"]["parameters"]),
+                             (float(max(t.abs().max() for t in weights.values())),
+                              sum(t.numel() for t in weights.values())), name)
+            result = run("diff", "--json", self.tmp / "model.safetensors", self.tmp / name, check_json=True)
+            (pair,) = result.document["pairs"]
+            self.assertEqual(sorted(t["name"] for t in pair["tensors"]), sorted(weights), name)
+            self.assertTrue(all(t["identical"] for t in pair["tensors"]), name)
+            self.assertEqual((pair["missing"], pair["extra"], pair["shape_mismatch"]), ([], [], []), name)
+            self.assertIn(mask, pair["computed_from_config"])
+            self.assertEqual(pair["outcome"], "lossless", name)
+
+    def test_tiny_bert_from_both_exporters_against_its_save_pretrained(self):
+        """A tiny random BERT (every parameter drawn apart: both exporters store identical tensors once) written by
+        save_pretrained, then exported by the default exporter (external data) and as optimum-onnx's export_pytorch
+        calls the TorchScript one (optimum itself needs transformers < 4.58): the names each keeps pair with the
+        safetensors; each folds the Linear weights into transposed initializers (`val_N`, `onnx::MatMul_N`), which
+        stay weights and, where the default exporter recorded their weight, are paired with it; the default
+        exporter's -3.4e38 mask is its buffer, named in fp16 risk."""
+        from transformers import BertConfig, BertModel
+
+        torch.manual_seed(3)
+        bert = BertModel(BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                    intermediate_size=64, max_position_embeddings=16)).eval()
+        with torch.no_grad():
+            for parameter in bert.parameters():
+                parameter.normal_(0, 0.5)
+        with contextlib.redirect_stderr(io.StringIO()):  # its progress bar
+            bert.save_pretrained(self.tmp / "bert")
+        forward = bert.forward  # optimum's ModelPatcher: inputs by name, the hidden states out
+        bert.forward = lambda input_ids, attention_mask: forward(input_ids=input_ids,
+                                                                 attention_mask=attention_mask).last_hidden_state
+        inputs = (torch.tensor([[1, 5, 7, 9]]), torch.ones(1, 4, dtype=torch.int64))
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(bert, inputs, str(self.tmp / "bert" / "dynamo.onnx"), dynamo=True)
+            axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"}}
+            torch.onnx.export(bert, inputs, str(self.tmp / "bert" / "optimum.onnx"), dynamo=False, opset_version=18,
+                              input_names=list(axes), output_names=["last_hidden_state"], dynamic_axes=axes,
+                              do_constant_folding=True)
+        self.assertTrue((self.tmp / "bert" / "dynamo.onnx.data").exists())
+        weights = {n: t.numpy() for n, t in bert.state_dict().items()}
+        # The Linear weights the encoder uses (the pooler's are not: both exporters drop them).
+        linear = {n for n in weights if n.endswith("weight") and weights[n].ndim == 2 and n.startswith("encoder.")}
+        for name, recorded in (("dynamo.onnx", True), ("optimum.onnx", False)):
+            path = self.tmp / "bert" / name
+            code, document, _ = scan(path)
+            self.assertEqual(code, 0, name)
+            (model,) = document["models"]
+            arrays = onnx_tensors(path)
+            self.assertTensors(model, arrays)
+            tensors = tensors_by_name(model)
+            risks = model["verdict"]["fp16_risk_reasons"]
+            self.assertTrue(all(r["kind"] == "overflow" and r["role"] == "buffer" for r in risks), risks)
+            for weight in linear:
+                (folded,) = [n for n, a in arrays.items() if np.array_equal(a, weights[weight].T)]
+                self.assertEqual(tensors[folded]["role"], "model", f"{name}: {folded}")
+                self.assertEqual(tensors[folded].get("torch_name"), weight if recorded else None, f"{name}: {folded}")
+            result = run("diff", "--json", self.tmp / "bert" / "model.safetensors", path, check_json=True)
+            (pair,) = result.document["pairs"]
+            # The default exporter's embeddings gathered at constant positions (`embedding_1`) are not paired.
+            paired = set(weights) & set(arrays) | (linear if recorded else set())
+            self.assertEqual({t["name"] for t in pair["tensors"]}, paired, name)
+            self.assertTrue(all(t["identical"] for t in pair["tensors"]), name)
+            self.assertEqual(set(pair["missing"]), set(weights) - paired, name)
+            self.assertEqual(pair["shape_mismatch"], [], name)
+        low = float(np.finfo(np.float32).min)
+        dynamo = onnx_tensors(self.tmp / "bert" / "dynamo.onnx")
+        (mask,) = [n for n, a in dynamo.items() if a.size == 1 and a.item() == low]
+        code, document, _ = scan(self.tmp / "bert" / "dynamo.onnx")
+        self.assertEqual(document["models"][0]["verdict"]["fp16_risk_reasons"],
+                         [{"kind": "overflow", "tensor": mask, "role": "buffer", "value": -low, "values": 1}])
 
     def test_a_folder_with_its_safetensors_prefers_them_and_all_formats_scans_both(self):
         module = Mlp()

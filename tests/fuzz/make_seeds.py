@@ -156,6 +156,49 @@ def onnx_seeds():
     write("onnx", "typed-subgraph-sparse", helper.make_model(graph).SerializeToString())
     graph.initializer.append(external)
     write("onnx", "external", helper.make_model(graph).SerializeToString())
+    onnx_attribute_seeds()
+
+
+def onnx_attribute_seeds():
+    """ONNX seeds for the tensors nodes' attributes hold: a Constant's value_float(s), value_int(s), value_strings and
+    sparse_value, ConstantOfShape's `value`; and torch.onnx.export's default exporter's file, whose value_info and
+    graph metadata record where its initializers came from."""
+    import contextlib
+    import warnings
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    sparse = helper.make_sparse_tensor(numpy_helper.from_array(np.array([2.0, -1e5], np.float32), "v"),
+                                       numpy_helper.from_array(np.array([1, 3], np.int64), "i"), [4])
+    nodes = [helper.make_node("Constant", [], ["low"], value_float=float(np.finfo(np.float32).min)),
+             helper.make_node("Constant", [], ["scales"], value_floats=[1.5, -2.25]),
+             helper.make_node("Constant", [], ["axis"], value_int=-1),
+             helper.make_node("Constant", [], ["shape"], value_ints=[2, 3]),
+             helper.make_node("Constant", [], ["label"], value_strings=["a"]),
+             helper.make_node("Constant", [], ["sparse"], sparse_value=sparse),
+             helper.make_node("ConstantOfShape", ["shape"], ["filled"], name="fill",
+                              value=numpy_helper.from_array(np.array([0.5], np.float32)))]
+    graph = helper.make_graph(nodes, "g", [], [helper.make_tensor_value_info("filled", TensorProto.FLOAT, [2, 3])])
+    write("onnx", "constant-attributes", helper.make_model(graph).SerializeToString())
+
+    class Masked(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(3, 2)
+
+        def forward(self, x):
+            return self.fc(x).masked_fill(x[..., :2] > 0, torch.finfo(torch.float32).min)
+
+    torch.manual_seed(0)
+    exported = io.BytesIO()
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(Masked().eval(), (torch.ones(1, 4, 3),), dynamo=True)
+    model = program.model_proto
+    for node in model.graph.node:  # stack traces and scopes, which the reader skips
+        del node.metadata_props[:]
+    onnx.save_model(model, exported)
+    write("onnx", "dynamo-export", exported.getvalue())
 
 
 def main():

@@ -161,6 +161,128 @@ TEST(Onnx, RefusesValuesThatAreNotTheShapesAndDamagedGraphs) {
     EXPECT_EQ(code_of([&] { read(bad); }), ErrorCode::kInvalidOnnx) << bad.size();
 }
 
+std::string node(const std::string& op_type, const std::string& output, const std::string& attributes) {
+  return bytes_field(1, bytes_field(2, output) + bytes_field(4, op_type) + attributes);
+}
+std::string attribute(const std::string& name, const std::string& value) {
+  return bytes_field(5, bytes_field(1, name) + value);
+}
+
+TEST(Onnx, ReadsTheTensorsInNodesAttributes) {
+  // value_floats unpacked (as proto2 writes them) and packed; value_ints' negative value is a 10-byte varint.
+  std::string floats =
+      fixed32_field(7, 1.5f) + fixed32_field(7, -2.0f) + bytes_field(7, raw_bytes(std::vector<float>{4.0f}));
+  std::string sparse = bytes_field(1, tensor("v", 1, {1}, fixed32_field(4, 2)));
+  std::string graph = node("Constant", "low", attribute("value_float", fixed32_field(2, -3.4e38f))) +
+                      node("Constant", "scales", attribute("value_floats", floats)) +
+                      node("Constant", "axis", attribute("value_int", varint_field(3, uint64_t(-1)))) +
+                      node("Constant", "shape", attribute("value_ints", varint_field(8, 2) + varint_field(8, 3))) +
+                      node("Constant", "label", attribute("value_strings", bytes_field(9, "a") + bytes_field(9, "b"))) +
+                      node("Constant", "sparse", attribute("sparse_value", bytes_field(22, sparse))) +
+                      node("ConstantOfShape", "filled",
+                           attribute("value", bytes_field(5, tensor("", 1, {1}, fixed32_field(4, 0.5f))))) +
+                      node("Pad", "padded",
+                           attribute("pads", bytes_field(10, tensor("", 1, {1}, fixed32_field(4, 1))) +
+                                                 bytes_field(10, tensor("", 1, {1}, fixed32_field(4, 2)))));
+  Checkpoint checkpoint = read(model(graph));
+  std::vector<std::string> names;
+  for (const TensorRecord& record : checkpoint.tensors) {
+    names.push_back(record.name);
+    EXPECT_EQ(record.role, TensorRole::kBuffer) << record.name;  // the exporter's, every one
+    EXPECT_TRUE(record.computed_from_config) << record.name;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"low", "scales", "axis", "shape", "filled/value", "padded/pads.0",
+                                             "padded/pads.1"}));
+  EXPECT_TRUE(checkpoint.tensors[0].shape.empty());
+  EXPECT_EQ(values_of(checkpoint, checkpoint.tensors[0]), raw_bytes(std::vector<float>{-3.4e38f}));
+  EXPECT_EQ(checkpoint.tensors[1].shape, (std::vector<int64_t>{3}));
+  EXPECT_EQ(values_of(checkpoint, checkpoint.tensors[1]), raw_bytes(std::vector<float>{1.5f, -2.0f, 4.0f}));
+  EXPECT_EQ(checkpoint.tensors[2].dtype, DType::I64);
+  EXPECT_EQ(values_of(checkpoint, checkpoint.tensors[2]), raw_bytes(std::vector<int64_t>{-1}));
+  EXPECT_EQ(values_of(checkpoint, checkpoint.tensors[3]), raw_bytes(std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(values_of(checkpoint, checkpoint.tensors[6]), raw_bytes(std::vector<float>{2.0f}));
+  ASSERT_EQ(checkpoint.warnings.size(), 1u);
+  EXPECT_EQ(checkpoint.warnings[0].names, (std::vector<std::string>{"sparse (sparse)", "label (STRING)"}));
+  for (const std::string& bad :
+       {node("Constant", "c", attribute("value_float", fixed32_field(2, 1) + fixed32_field(2, 2))),
+        node("Constant", "c", attribute("value_floats", varint_field(7, 1))),
+        node("Constant", "", attribute("value_float", fixed32_field(2, 1)))})
+    EXPECT_EQ(code_of([&] { read(model(bad)); }), ErrorCode::kInvalidOnnx) << bad.size();
+}
+
+/// A GraphProto.value_info (13) naming `name`, with one metadata entry.
+std::string value_info(const std::string& name, const std::string& key, const std::string& value) {
+  return bytes_field(13, bytes_field(1, name) + bytes_field(4, bytes_field(1, key) + bytes_field(2, value)));
+}
+
+TEST(Onnx, GivesTheDynamoExportersInitializersTheRoleItsRecordsSay) {
+  auto weight = [](const std::string& name) { return bytes_field(5, tensor(name, 1, {1}, fixed32_field(4, 1))); };
+  std::string records = value_info("fc.bias", "pkg.torch.export.graph_signature.InputSpec.kind", "PARAMETER") +
+                        value_info("stats", "pkg.torch.export.graph_signature.InputSpec.kind", "BUFFER") +
+                        value_info("val_0", "pkg.onnxscript.optimizer.folded_from", "['fc.weight']") +
+                        value_info("val_9", "pkg.onnxscript.optimizer.folded_from", "['val_3', 'ones']");
+  std::string signature = bytes_field(16, bytes_field(1, "pkg.torch.export.ExportedProgram.graph_signature") +
+                                              bytes_field(2,
+                                                          "\n# inputs\np_fc_weight: PARAMETER target='fc.weight'\n"
+                                                          "b_stats: BUFFER target='stats' persistent=True\n"));
+  std::string initializers = weight("fc.bias") + weight("stats") + weight("val_0") + weight("val_9") + weight("val_98");
+  auto roles = [](const Checkpoint& checkpoint) {
+    std::vector<std::pair<TensorRole, bool>> found;
+    for (const TensorRecord& record : checkpoint.tensors) found.emplace_back(record.role, record.computed_from_config);
+    return found;
+  };
+  using Roles = std::vector<std::pair<TensorRole, bool>>;
+  EXPECT_EQ(roles(read(model(initializers + records + signature))), (Roles{{TensorRole::kModel, false},
+                                                                           {TensorRole::kBuffer, false},
+                                                                           {TensorRole::kModel, false},
+                                                                           {TensorRole::kBuffer, true},
+                                                                           {TensorRole::kBuffer, true}}));
+  // Without the parameters' records (a tool rewrote value_info), an initializer without one is not known to be the
+  // exporter's.
+  std::string folds = value_info("val_0", "pkg.onnxscript.optimizer.folded_from", "['fc.weight']");
+  EXPECT_EQ(roles(read(model(initializers + folds + signature))), (Roles{{TensorRole::kModel, false},
+                                                                         {TensorRole::kModel, false},
+                                                                         {TensorRole::kModel, false},
+                                                                         {TensorRole::kModel, false},
+                                                                         {TensorRole::kModel, false}}));
+  // Without the exported program's signature, what a fold came from is unknown: a weight, as any initializer is.
+  EXPECT_EQ(roles(read(model(initializers + records))), (Roles{{TensorRole::kModel, false},
+                                                               {TensorRole::kBuffer, false},
+                                                               {TensorRole::kModel, false},
+                                                               {TensorRole::kModel, false},
+                                                               {TensorRole::kModel, false}}));
+}
+
+TEST(Onnx, PairsAWeightFoldedIntoItsTransposeForAMatMulWithItsParameter) {
+  auto matmul = [](const std::string& b) {
+    return bytes_field(1,
+                       bytes_field(1, "x") + bytes_field(1, b) + bytes_field(2, "y_" + b) + bytes_field(4, "MatMul"));
+  };
+  auto folded = [](const std::string& name, const std::string& from) {
+    return bytes_field(5, tensor(name, 1, {3, 2}, bytes_field(9, raw_bytes(std::vector<float>(6))))) +
+           value_info(name, "pkg.onnxscript.optimizer.folded_from", from);
+  };
+  std::string signature = bytes_field(16, bytes_field(1, "pkg.torch.export.ExportedProgram.graph_signature") +
+                                              bytes_field(2,
+                                                          "p_a: PARAMETER target='a.weight'\n"
+                                                          "p_b: PARAMETER target='b.weight'\n"
+                                                          "b_c: BUFFER target='c'\n"));
+  // val_0 is a's weight, fed to a MatMul; val_1 and val_2 both claim b's; val_3 feeds no MatMul; val_4 is from a
+  // buffer; val_5 from two values.
+  std::string graph = matmul("val_0") + matmul("val_1") + matmul("val_2") + matmul("val_4") + matmul("val_5") +
+                      folded("val_0", "['a.weight']") + folded("val_1", "['b.weight']") +
+                      folded("val_2", "['b.weight']") + folded("val_3", "['a.weight']") + folded("val_4", "['c']") +
+                      folded("val_5", "['a.weight', 'val_9']") + signature;
+  Checkpoint checkpoint = read(model(graph));
+  ASSERT_EQ(checkpoint.tensors.size(), 6u);
+  EXPECT_EQ(checkpoint.tensors[0].torch_name, "a.weight");
+  EXPECT_EQ(checkpoint.tensors[0].torch_layout, TorchLayout::kTransposed);
+  for (size_t i = 1; i < 6; ++i) {
+    EXPECT_EQ(checkpoint.tensors[i].torch_name, std::nullopt) << i;
+    EXPECT_EQ(checkpoint.tensors[i].role, TensorRole::kModel) << i;  // folded from the module's values: weights
+  }
+}
+
 std::string external(const std::string& location, const std::string& offset, const std::string& length) {
   auto entry = [](const std::string& key, const std::string& value) {
     return bytes_field(13, bytes_field(1, key) + bytes_field(2, value));

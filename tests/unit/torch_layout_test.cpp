@@ -132,5 +132,12 @@ TEST(TorchLayout, FlaxKernelsAsTransformersConvertsThem) {
   EXPECT_EQ(torch_shape(record), (std::vector<int64_t>{4}));
 }
 
+TEST(TorchLayout, AnOnnxExportersTransposedWeight) {
+  at::Tensor folded = at::arange(6, at::kFloat).reshape({2, 3});  // W^T, as MatMul multiplies by it
+  TensorRecord record{.name = "val_0", .shape = {2, 3}, .torch_layout = TorchLayout::kTransposed};
+  EXPECT_EQ(torch_shape(record), (std::vector<int64_t>{3, 2}));
+  EXPECT_TRUE(at::equal(in_torch_layout(folded, record), folded.t()));
+}
+
 }  // namespace
 }  // namespace precdetect

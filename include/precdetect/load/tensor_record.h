@@ -115,6 +115,9 @@ enum class TorchLayout {
   /// llama.cpp's q or k of a llama model: within each of TensorRecord::rope_heads heads, the rows of the two
   /// rotary halves are interleaved (convert_hf_to_gguf's LlamaModel.permute).
   kRopeInterleaved,
+  /// An ONNX exporter's Linear weight folded into its transpose for the MatMul it feeds (x @ W^T): a 2-D tensor
+  /// whose axes are PyTorch's swapped.
+  kTransposed,
 };
 
 /// Where a chunk of a tensor stored in parts (torch.distributed.checkpoint) sits in the whole tensor: the records

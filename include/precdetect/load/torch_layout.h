@@ -1,6 +1,7 @@
 #pragma once
 /// A stored tensor seen as the tensor PyTorch holds under its TensorRecord::torch_name: what a diff across
-/// formats compares (a Flax kernel against the PyTorch weight it converts to, llama.cpp's q against q_proj).
+/// formats compares (a Flax kernel against the PyTorch weight it converts to, llama.cpp's q against q_proj, an ONNX
+/// exporter's transposed Linear weight against the weight).
 
 #include <vector>
 

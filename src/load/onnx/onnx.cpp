@@ -121,10 +121,18 @@ class OnnxReader {
       record.offset = raw_offset(tensor, *nbytes);
     else
       record.offset = typed_values(tensor, *type, record.numel, *nbytes);
-    if (tensor.constant) {  // the exporter's, not a checkpoint's: a buffer, listed apart by diff
+    if (tensor.constant || tensor.origin == OnnxOrigin::kExporter) {  // the exporter's: a buffer, listed apart by diff
       record.role = TensorRole::kBuffer;
       record.role_from_file = true;
       record.computed_from_config = true;
+    }
+    if (tensor.transposed_from) {  // diff pairs it with the weight, transposed back
+      record.torch_name = tensor.transposed_from;
+      record.torch_layout = TorchLayout::kTransposed;
+    }
+    if (tensor.origin == OnnxOrigin::kBuffer || tensor.origin == OnnxOrigin::kParameter) {  // the module's own word
+      record.role = tensor.origin == OnnxOrigin::kBuffer ? TensorRole::kBuffer : TensorRole::kModel;
+      record.role_from_file = true;
     }
     checkpoint_.tensors.push_back(std::move(record));
   }
@@ -151,17 +159,18 @@ class OnnxReader {
     return start + external.offset;
   }
 
-  /// Values in the type's own field, packed or not: counted now, decoded little-endian when analyzed.
+  /// Values in the type's own field (or the Constant attribute's), packed or not: counted now, decoded
+  /// little-endian when analyzed.
   uint64_t typed_values(const OnnxTensor& tensor, const OnnxType& type, uint64_t numel, uint64_t nbytes) {
     uint64_t per_element = type.dtype == DType::C64 ? 2 : 1;  // a real and an imaginary float
-    uint64_t count =
-        for_each_value(tensor.message, path_, tensor.message_offset, type.field, type.wire, [](uint64_t) {});
+    uint32_t field = tensor.values_field != 0 ? tensor.values_field : type.field;
+    uint64_t count = for_each_value(tensor.message, path_, tensor.message_offset, field, type.wire, [](uint64_t) {});
     if (count / per_element != numel || count % per_element != 0)
-      fail(tensor, fmt::format("{} values in field {}, its shape needs {}", count, type.field, numel * per_element));
+      fail(tensor, fmt::format("{} values in field {}, its shape needs {}", count, field, numel * per_element));
     if (nbytes == 0) return 0;
     size_t width = nbytes / count;
-    return decoded_->add_region(nbytes, [message = tensor.message, path = path_, base = tensor.message_offset,
-                                         field = type.field, wire = type.wire, width](std::span<std::byte> dest) {
+    return decoded_->add_region(nbytes, [message = tensor.message, path = path_, base = tensor.message_offset, field,
+                                         wire = type.wire, width](std::span<std::byte> dest) {
       uint64_t at = 0;
       for_each_value(message, path, base, field, wire, [&](uint64_t value) {
         for (size_t i = 0; i < width && at < dest.size(); ++i, ++at) dest[at] = std::byte(value >> (8 * i));

@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <map>
+#include <set>
+#include <tuple>
+#include <utility>
 
 #include "precdetect/load/onnx/protobuf.h"
 
@@ -12,14 +16,39 @@ namespace {
 
 // Field numbers of onnx/onnx.proto (onnx 1.23), message by message.
 constexpr uint32_t kModelGraph = 7;
-constexpr uint32_t kGraphNode = 1, kGraphInitializer = 5, kGraphSparseInitializer = 15;
-constexpr uint32_t kNodeOutput = 2, kNodeName = 3, kNodeOpType = 4, kNodeAttribute = 5, kNodeDomain = 7;
-constexpr uint32_t kAttributeName = 1, kAttributeTensor = 5, kAttributeGraph = 6, kAttributeGraphs = 11;
+constexpr uint32_t kGraphNode = 1, kGraphInitializer = 5, kGraphValueInfo = 13, kGraphSparseInitializer = 15,
+                   kGraphMetadata = 16;
+constexpr uint32_t kValueInfoName = 1, kValueInfoMetadata = 4;
+constexpr uint32_t kNodeInput = 1, kNodeOutput = 2, kNodeName = 3, kNodeOpType = 4, kNodeAttribute = 5, kNodeDomain = 7;
+constexpr uint32_t kAttributeName = 1, kAttributeFloat = 2, kAttributeInt = 3, kAttributeString = 4,
+                   kAttributeTensor = 5, kAttributeGraph = 6, kAttributeFloats = 7, kAttributeInts = 8,
+                   kAttributeStrings = 9, kAttributeTensors = 10, kAttributeGraphs = 11, kAttributeSparseTensor = 22,
+                   kAttributeSparseTensors = 23;
 constexpr uint32_t kTensorDims = 1, kTensorDataType = 2, kTensorName = 8, kTensorRawData = 9, kTensorExternalData = 13,
                    kTensorDataLocation = 14;
 constexpr uint32_t kEntryKey = 1, kEntryValue = 2;
 constexpr uint32_t kSparseValues = 1;
-constexpr uint64_t kLocationExternal = 1;  // TensorProto.DataLocation.EXTERNAL
+constexpr uint64_t kLocationExternal = 1;               // TensorProto.DataLocation.EXTERNAL
+constexpr int32_t kFloat = 1, kString = 8, kInt64 = 7;  // TensorProto.DataType
+
+/// A Constant attribute that holds the value in AttributeProto's own field `field` (encoded as `wire`), read as a
+/// tensor of `data_type`: a scalar, or a list of as many values as the field holds.
+struct ConstantField {
+  std::string_view attribute;
+  uint32_t field;
+  WireType wire;
+  int32_t data_type;
+  bool scalar;
+};
+
+// ints are read as INT64 tensors, as the exporters' INT64 `value` tensors (shapes, indices) are: counted, never in
+// the verdict, which reads floating-point tensors only. Strings are named as not read.
+constexpr ConstantField kConstantFields[] = {{"value_float", kAttributeFloat, WireType::kFixed32, kFloat, true},
+                                             {"value_floats", kAttributeFloats, WireType::kFixed32, kFloat, false},
+                                             {"value_int", kAttributeInt, WireType::kVarint, kInt64, true},
+                                             {"value_ints", kAttributeInts, WireType::kVarint, kInt64, false},
+                                             {"value_string", kAttributeString, WireType::kBytes, kString, true},
+                                             {"value_strings", kAttributeStrings, WireType::kBytes, kString, false}};
 
 /// A message-valued field's bytes; throws when the field is not length-delimited.
 const ProtoField& message(const ProtoField& field, const ProtoReader& reader) {
@@ -46,16 +75,54 @@ class GraphWalker {
     if (depth > kMaxOnnxGraphDepth) reader.fail(fmt::format("graphs nested more than {} deep", kMaxOnnxGraphDepth));
     if (scope.size() > kMaxOnnxScope)
       reader.fail(fmt::format("a subgraph whose scope (its nodes' names) is over {} bytes", kMaxOnnxScope));
+    OnnxProvenance provenance;
+    std::vector<std::pair<size_t, std::string>> initializers;  // where each is in found_, by its name in the graph
     while (std::optional<ProtoField> part = reader.next()) {
       if (part->number == kGraphNode) node(message(*part, reader), depth, scope);
       if (part->number == kGraphInitializer) {
         OnnxTensor initializer = tensor(message(*part, reader));
         if (initializer.name.empty()) reader.fail("an initializer without a name");
+        initializers.emplace_back(found_.tensors.size(), initializer.name);
         initializer.name = scope + initializer.name;
         found_.tensors.push_back(std::move(initializer));
       }
       if (part->number == kGraphSparseInitializer) sparse(message(*part, reader), scope);
+      if (part->number == kGraphValueInfo) value_info(message(*part, reader), provenance);
+      if (part->number == kGraphMetadata)
+        std::apply([&](const std::string& key, const std::string& value) { provenance.add_graph(key, value); },
+                   entry(message(*part, reader)));
     }
+    // value_info and the graph's metadata are stored after the initializers (protobuf writes fields in order).
+    for (const auto& [index, name] : initializers) found_.tensors[index].origin = provenance.origin(name);
+    transposed_weights(provenance, initializers, scope);
+  }
+
+  /// The dynamo exporter's Linear weights, each folded into its transpose for the MatMul it feeds (x @ W^T): paired
+  /// with the parameter it was folded from (OnnxTensor::transposed_from) where no other initializer has or claims
+  /// that name.
+  void transposed_weights(const OnnxProvenance& provenance,
+                          const std::vector<std::pair<size_t, std::string>>& initializers, const std::string& scope) {
+    std::map<std::string, std::vector<size_t>> claims;
+    for (const auto& [index, name] : initializers) {
+      claims[name].push_back(index);  // a weight still stored under its own name is claimed by it
+      if (found_.tensors[index].dims.size() != 2 || !matmul_weights_.contains(scope + name)) continue;
+      if (std::optional<std::string> weight = provenance.folded_weight(name)) claims[*weight].push_back(index);
+    }
+    for (const auto& [weight, indices] : claims)
+      if (indices.size() == 1 && found_.tensors[indices.front()].name != scope + weight)
+        found_.tensors[indices.front()].transposed_from = weight;
+  }
+
+  /// A ValueInfoProto's metadata: the exporter's records of where its value came from.
+  void value_info(const ProtoField& field, OnnxProvenance& provenance) {
+    ProtoReader reader(field.payload, path_, field.offset);
+    std::string name;
+    std::vector<std::pair<std::string, std::string>> entries;
+    while (std::optional<ProtoField> part = reader.next()) {
+      if (part->number == kValueInfoName) name = field_text(*part, reader);
+      if (part->number == kValueInfoMetadata) entries.push_back(entry(message(*part, reader)));
+    }
+    for (const auto& [key, value] : entries) provenance.add(name, key, value);
   }
 
   /// A sparse initializer is named by its values tensor; its values are not read.
@@ -71,15 +138,20 @@ class GraphWalker {
     ProtoReader reader(field.payload, path_, field.offset);
     std::optional<std::string> output;
     std::string_view name, op_type, domain;
+    size_t inputs = 0;
+    std::string_view second_input;  // a MatMul's B
     std::vector<ProtoField> attributes;
     while (std::optional<ProtoField> part = reader.next()) {
+      if (part->number == kNodeInput && ++inputs == 2) second_input = field_text(*part, reader);
       if (part->number == kNodeOutput && !output) output = field_text(*part, reader);
       if (part->number == kNodeName) name = field_text(*part, reader);
       if (part->number == kNodeOpType) op_type = field_text(*part, reader);
       if (part->number == kNodeDomain) domain = field_text(*part, reader);
       if (part->number == kNodeAttribute) attributes.push_back(message(*part, reader));
     }
-    bool constant = op_type == "Constant" && (domain.empty() || domain == "ai.onnx");
+    bool standard = domain.empty() || domain == "ai.onnx";
+    bool constant = op_type == "Constant" && standard;
+    if (op_type == "MatMul" && standard && inputs == 2) matmul_weights_.insert(scope + std::string(second_input));
     Node node{.output = output.value_or(""), .constant = constant, .scope = scope};
     // A subgraph's scope names the node: by its name, else its output, else its operator.
     node.label = std::string(!name.empty() ? name : !node.output.empty() ? std::string_view(node.output) : op_type);
@@ -91,30 +163,65 @@ class GraphWalker {
     std::string output;  ///< its first output
     bool constant = false;
     std::string scope;  ///< of the graph it is in
-    std::string label;  ///< of the scope of its subgraphs
+    std::string label;  ///< in its subgraphs' scope and its attributes' tensors' names
   };
 
-  /// A node's attribute: the subgraphs it holds are walked; a Constant node's `value` is a tensor named by the
-  /// node's output (its own name, if any, is not what the graph calls it).
+  /// A node's attribute: the subgraphs it holds are walked, its tensors found. A Constant's value is named by the
+  /// node's output (its own name, if any, is not what the graph calls it), another operator's tensors by the node
+  /// and the attribute.
   void attribute(const ProtoField& field, int depth, const Node& node) {
     ProtoReader reader(field.payload, path_, field.offset);
     std::string_view name;
-    std::optional<ProtoField> value;
-    std::vector<ProtoField> graphs;
+    std::vector<ProtoField> tensors, graphs, sparse;
     while (std::optional<ProtoField> part = reader.next()) {
       if (part->number == kAttributeName) name = field_text(*part, reader);
-      if (part->number == kAttributeTensor) value = message(*part, reader);
+      if (part->number == kAttributeTensor || part->number == kAttributeTensors)
+        tensors.push_back(message(*part, reader));
       if (part->number == kAttributeGraph || part->number == kAttributeGraphs) graphs.push_back(message(*part, reader));
+      if (part->number == kAttributeSparseTensor || part->number == kAttributeSparseTensors)
+        sparse.push_back(message(*part, reader));
     }
-    for (size_t i = 0; i < graphs.size(); ++i)  // a list of graphs (`graphs`) numbers them
-      graph(graphs[i], depth + 1,
-            fmt::format("{}{}/{}{}/", node.scope, node.label, name, graphs.size() > 1 ? fmt::format(".{}", i) : ""));
-    if (!node.constant || name != "value" || !value) return;
-    OnnxTensor tensor = this->tensor(*value);
-    if (!node.output.empty()) tensor.name = node.output;
-    if (tensor.name.empty()) reader.fail("a Constant node without an output");
-    tensor.name = node.scope + tensor.name;
-    tensor.constant = true;
+    for (size_t i = 0; i < graphs.size(); ++i)
+      graph(graphs[i], depth + 1, fmt::format("{}{}/{}{}/", node.scope, node.label, name, ordinal(i, graphs.size())));
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      OnnxTensor tensor = this->tensor(tensors[i]);
+      tensor.name = value_name(node, name, ordinal(i, tensors.size()), tensor.name, reader);
+      tensor.constant = true;
+      found_.tensors.push_back(std::move(tensor));
+    }
+    for (size_t i = 0; i < sparse.size(); ++i)
+      found_.sparse.push_back(value_name(node, name, ordinal(i, sparse.size()), "", reader));
+    if (node.constant) constant_field(field, name, node, reader);
+  }
+
+  /// Numbers the items of a list (`graphs`, `tensors`) that holds more than one.
+  static std::string ordinal(size_t i, size_t count) { return count > 1 ? fmt::format(".{}", i) : ""; }
+
+  /// The name of the tensor an attribute holds: a Constant's output (else the tensor's own name), else
+  /// `<node>/<attribute><ordinal>`; in its graph's scope.
+  static std::string value_name(const Node& node, std::string_view attribute, const std::string& ordinal,
+                                std::string_view own, const ProtoReader& reader) {
+    if (!node.constant) return fmt::format("{}{}/{}{}", node.scope, node.label, attribute, ordinal);
+    std::string_view name = !node.output.empty() ? std::string_view(node.output) : own;
+    if (name.empty()) reader.fail("a Constant node without an output");
+    return node.scope + std::string(name);
+  }
+
+  /// A Constant's value held in the attribute's own fields (value_float, value_ints, ...): a tensor whose values
+  /// load/onnx/onnx.cpp reads from that field.
+  void constant_field(const ProtoField& field, std::string_view attribute, const Node& node,
+                      const ProtoReader& reader) {
+    auto kind = std::ranges::find(kConstantFields, attribute, &ConstantField::attribute);
+    if (kind == std::end(kConstantFields)) return;
+    OnnxTensor tensor{.name = value_name(node, attribute, "", "", reader),
+                      .data_type = kind->data_type,
+                      .message = field.payload,
+                      .message_offset = field.offset,
+                      .values_field = kind->field,
+                      .constant = true};
+    if (!kind->scalar)
+      tensor.dims = {static_cast<int64_t>(
+          for_each_value(field.payload, path_, field.offset, kind->field, kind->wire, [](uint64_t) {}))};
     found_.tensors.push_back(std::move(tensor));
   }
 
@@ -185,6 +292,7 @@ class GraphWalker {
 
   const std::filesystem::path& path_;
   OnnxGraph found_;
+  std::set<std::string> matmul_weights_;  ///< the values MatMul nodes multiply by (their second input), scoped
 };
 
 }  // namespace

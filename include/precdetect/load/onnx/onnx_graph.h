@@ -1,14 +1,20 @@
 #pragma once
 /// The tensors an ONNX model holds (onnx/onnx.proto), found by walking its protobuf encoding in place: the graph's
-/// initializers, its Constant nodes' values, and the same in the subgraphs of its nodes (If's branches, Loop's and
-/// Scan's bodies), to any depth up to kMaxOnnxGraphDepth. A subgraph's tensors are named by their scope,
-/// `<node>/<attribute>/<name>` (the node by its name, else its first output), since sibling subgraphs (an If's two
-/// branches) may each define a name once. Only the fields that hold or name tensors are read:
-/// ModelProto.graph (7); GraphProto.node (1), .initializer (5), .sparse_initializer (15); NodeProto.output (2),
-/// .name (3), .op_type (4), .attribute (5), .domain (7); AttributeProto.name (1), .t (5), .g (6), .graphs (11);
-/// TensorProto.dims (1), .data_type (2), .name (8), .raw_data (9), .external_data (13), .data_location (14), and
-/// its typed fields when its values are read (load/onnx/onnx.cpp). The model's functions (ModelProto.functions)
-/// are templates, not tensors, and are not read.
+/// initializers, the tensors in its nodes' attributes, and the same in the subgraphs of its nodes (If's branches,
+/// Loop's and Scan's bodies), to any depth up to kMaxOnnxGraphDepth. A Constant node's value is named by the node's
+/// output, whichever attribute holds it: `value` (a tensor), `value_float(s)`, `value_int(s)` (read from the
+/// attribute's own fields, as FLOAT and INT64 tensors), `value_string(s)` (STRING: not read) or `sparse_value`
+/// (listed with the sparse initializers). Another operator's tensor attributes (ConstantOfShape's `value`, a
+/// `tensors` list) are named `<node>/<attribute>`, numbered `.<i>` in a list. A subgraph's tensors are named by
+/// their scope, `<node>/<attribute>/<name>` (the node by its name, else its first output, else its operator),
+/// since sibling subgraphs (an If's two branches) may each define a name once. Only the fields that hold or name
+/// tensors are read: ModelProto.graph (7); GraphProto.node (1), .initializer (5), .sparse_initializer (15);
+/// .value_info (13), .metadata_props (16) (onnx_provenance.h); ValueInfoProto.name (1), .metadata_props (4);
+/// NodeProto.input (1), .output (2), .name (3), .op_type (4), .attribute (5), .domain (7); AttributeProto.name (1), .t
+/// (5), .g (6), .tensors (10), .graphs (11), .sparse_tensor (22), .sparse_tensors (23), and a Constant's .f (2), .i
+/// (3), .s (4), .floats (7), .ints (8), .strings (9); TensorProto.dims (1), .data_type (2), .name (8), .raw_data (9),
+/// .external_data (13), .data_location (14), and its typed fields when its values are read (load/onnx/onnx.cpp).
+/// The model's functions (ModelProto.functions) are templates, not tensors, and are not read.
 
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +23,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include "precdetect/load/onnx/onnx_provenance.h"
 
 namespace precdetect {
 
@@ -44,19 +52,26 @@ struct OnnxTensor {
   std::optional<std::span<const std::byte>> raw;  ///< raw_data, in place
   uint64_t raw_offset = 0;                        ///< where raw_data starts in the file
   std::optional<OnnxExternal> external;           ///< data_location EXTERNAL
-  bool constant = false;  ///< a Constant node's `value`, named by the node's output; else an initializer
+  /// The field of `message` that holds the values when `message` is a Constant's AttributeProto (value_float 2,
+  /// value_floats 7, value_int 3, value_ints 8); 0: a TensorProto, whose data type names its typed field.
+  uint32_t values_field = 0;
+  bool constant = false;                     ///< a node attribute's value (the exporter's), not an initializer
+  OnnxOrigin origin = OnnxOrigin::kUnknown;  ///< an initializer's, by its graph's value_info and metadata
+  /// The parameter whose transpose this initializer is: the dynamo exporter folded a Linear's weight for the MatMul
+  /// it feeds, and recorded which (OnnxProvenance::folded_weight); nullopt for any other.
+  std::optional<std::string> transposed_from;
 };
 
 struct OnnxGraph {
   std::vector<OnnxTensor> tensors;  ///< in the order they are stored
-  std::vector<std::string> sparse;  ///< the sparse initializers' names: not read
+  std::vector<std::string> sparse;  ///< the sparse initializers' and sparse attributes' names: not read
 };
 
 /// The tensors of the ModelProto `model`, the bytes of `path`. Throws Error(kInvalidOnnx) naming the path and the
 /// offset for damaged protobuf (a truncated field, a length past its message, a varint over 10 bytes, a field of
 /// the wrong wire type), a graph nested over kMaxOnnxGraphDepth or with a scope over kMaxOnnxScope, an initializer
-/// without a name, a negative dimension or more than kMaxOnnxDims, external data without a location or with an offset
-/// or length that is no number.
+/// without a name, a Constant node without an output, a negative dimension or more than kMaxOnnxDims, external data
+/// without a location or with an offset or length that is no number.
 OnnxGraph read_onnx_graph(std::span<const std::byte> model, const std::filesystem::path& path);
 
 }  // namespace precdetect
