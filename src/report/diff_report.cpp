@@ -68,14 +68,19 @@ ordered_json pair_json(const PairDiff& pair) {
     item.update(stats_json(t.stats));
     tensors.push_back(std::move(item));
   }
-  ordered_json error = nullptr;
-  if (pair.error) error = {{"code", pair.error->code}, {"message", pair.error->message}};
+  // A pair that could not be read compared nothing: no outcome, never "identical".
+  ordered_json error = nullptr, changed = pair.changed(), outcome = outcome_name(pair.outcome()),
+               overall = stats_json(pair.overall);
+  if (pair.error) {
+    error = {{"code", pair.error->code}, {"message", pair.error->message}};
+    changed = outcome = overall = nullptr;
+  }
   return {{"base", pair.base},
           {"other", pair.other},
           {"error", error},
-          {"changed", pair.changed()},
-          {"outcome", outcome_name(pair.outcome())},
-          {"overall", stats_json(pair.overall)},
+          {"changed", changed},
+          {"outcome", outcome},
+          {"overall", overall},
           {"groups", groups},
           {"layers", layers},
           {"tensors", tensors},

@@ -167,6 +167,8 @@ class Diff(ScanTestCase):
         self.assertEqual([p["other"].split("/")[-1] for p in pairs],
                          ["step1.safetensors", "broken.safetensors", "step2.safetensors"])
         self.assertEqual(pairs[1]["error"]["code"], "header_too_small")
+        for field in ("changed", "outcome", "overall"):  # nothing compared: no outcome, never "identical"
+            self.assertIsNone(pairs[1][field], field)
         expected = reference([(steps[0][n], steps[2][n]) for n in steps[0]])
         self.assertStats(pairs[2]["overall"], expected, "step 2")
 
