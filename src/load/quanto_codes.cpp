@@ -27,14 +27,20 @@ int bits_of(QuantoType type) {
   }
 }
 
-/// The qtype quanto's quantization map names for `module`'s weights; nullopt without a map or an entry.
-std::optional<std::string> mapped_type(const nlohmann::json& config, const std::string& module) {
-  if (!config.is_object() || !config.contains("quantization_config")) return std::nullopt;
+/// quanto's quantization map ({module: {"weights": qtype, "activations": qtype}}), which the loader merges into
+/// config.json's `quantization_config`; nullptr without one.
+const nlohmann::json* quantization_map(const nlohmann::json& config) {
+  if (!config.is_object() || !config.contains("quantization_config")) return nullptr;
   const nlohmann::json& settings = config["quantization_config"];
-  if (!settings.is_object() || !settings.contains("quantization_map")) return std::nullopt;
+  if (!settings.is_object() || !settings.contains("quantization_map")) return nullptr;
   const nlohmann::json& map = settings["quantization_map"];
-  if (!map.is_object() || !map.contains(module) || !map[module].is_object()) return std::nullopt;
-  const nlohmann::json& entry = map[module];
+  return map.is_object() ? &map : nullptr;
+}
+
+/// The qtype `map` names for `module`'s weights; nullopt without a map or an entry.
+std::optional<std::string> mapped_type(const nlohmann::json* map, const std::string& module) {
+  if (map == nullptr || !map->contains(module) || !(*map)[module].is_object()) return std::nullopt;
+  const nlohmann::json& entry = (*map)[module];
   if (!entry.contains("weights") || !entry["weights"].is_string()) return std::nullopt;
   return entry["weights"].get<std::string>();
 }
@@ -47,6 +53,11 @@ TensorRecord* state_part(std::vector<TensorRecord>& tensors, const Names& names,
   record.role = TensorRole::kScale;
   record.role_from_file = true;
   return &record;
+}
+
+/// A quanto module's activation scales (QModuleMixin's buffers, 1 until calibrated): quantization state.
+void mark_activation_scales(std::vector<TensorRecord>& tensors, const Names& names, const std::string& module) {
+  for (const char* scale : {".input_scale", ".output_scale"}) state_part(tensors, names, module + scale);
 }
 
 bool is_scale_dtype(DType dtype) { return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16; }
@@ -99,16 +110,16 @@ std::pair<int64_t, int64_t> scale_blocks(const TensorRecord& codes, const Tensor
 }
 
 /// Links `codes` (a record named `module` + kPacked or kBytes) to its scale and shift, renamed `module.weight`.
-void link(TensorRecord& codes, std::vector<TensorRecord>& tensors, const Names& names, const nlohmann::json& config,
+void link(TensorRecord& codes, std::vector<TensorRecord>& tensors, const Names& names, const nlohmann::json* map,
           const std::string& module, bool packed, const std::string& file) {
   const std::string weight = module + ".weight";
   TensorRecord* scale = state_part(tensors, names, weight + "._scale");
   TensorRecord* shift = state_part(tensors, names, weight + "._shift");
-  for (const char* activations : {".input_scale", ".output_scale"}) state_part(tensors, names, module + activations);
+  mark_activation_scales(tensors, names, module);
   if (scale == nullptr || !is_scale_dtype(scale->dtype) || names.contains(weight) || codes.shape.empty() ||
       codes.numel == 0)
     return;  // not read: counted as stored
-  std::optional<std::string> map = mapped_type(config, module);
+  std::optional<std::string> mapped = mapped_type(map, module);
   std::optional<QuantoType> type;
   int64_t rows = codes.shape[0];
   if (packed) {
@@ -118,12 +129,12 @@ void link(TensorRecord& codes, std::vector<TensorRecord>& tensors, const Names& 
                fmt::format("shift `{}` of shape [{}] is not its scale's [{}]", shift->name,
                            fmt::join(shift->shape, ", "), fmt::join(scale->shape, ", ")));
     rows = scale->shape[0];
-    type = packed_type(codes, rows, map, file);
+    type = packed_type(codes, rows, mapped, file);
   } else {
     type = byte_type(codes.dtype);
-    if (type && map && *map != quanto_type_name(*type))
+    if (type && mapped && *mapped != quanto_type_name(*type))
       mismatch(file, codes,
-               fmt::format("the quantization map's `{}` is not its stored {}", *map, dtype_name(codes.dtype)));
+               fmt::format("the quantization map's `{}` is not its stored {}", *mapped, dtype_name(codes.dtype)));
   }
   if (!type) return;
   auto [block_rows, block_cols] = scale_blocks(codes, *scale, rows, file);
@@ -158,11 +169,15 @@ std::string_view quanto_type_name(QuantoType type) {
 void link_quanto(std::vector<TensorRecord>& tensors, const nlohmann::json& config, const std::string& file) {
   Names names;
   for (size_t i = 0; i < tensors.size(); ++i) names.emplace(tensors[i].name, i);
+  const nlohmann::json* map = quantization_map(config);
+  // Modules the map names whose weights are not quantized (activations only) keep float weights, read as any other.
+  if (map != nullptr)
+    for (const auto& entry : map->items()) mark_activation_scales(tensors, names, entry.key());
   for (TensorRecord& record : tensors) {
     bool packed = record.dtype == DType::U8 && record.name.ends_with(kPacked);
     if (!packed && !record.name.ends_with(kBytes)) continue;
     std::string module = record.name.substr(0, record.name.size() - (packed ? kPacked : kBytes).size());
-    link(record, tensors, names, config, module, packed, file);
+    link(record, tensors, names, map, module, packed, file);
   }
 }
 

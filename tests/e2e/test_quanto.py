@@ -7,7 +7,8 @@ each reference its own dequantize(), statistics then taken in float64:
   at float16; Linear layers grouped (256 inputs: groups of 128), per row (96 inputs), of one output row (one scale
   per value, or for 8 bits one for the tensor) and a Conv2d;
 - QuantizedModelForCausalLM.quantize + save_pretrained (model.safetensors beside quanto_qmap.json) of a small Llama;
-- a zero point (an integer shift: quanto's optimizer with zeropoint=True, quantize_weight, save_to_state_dict).
+- a zero point (an integer shift: quanto's optimizer with zeropoint=True, quantize_weight, save_to_state_dict);
+- a module quantizing only its activations beside qint8 ones: its float weight read as stored.
 
 The reference reads the file back with quanto's own loaders (Weight{QBits,QBytes}Tensor.load_from_state_dict). Its
 packed codes are unpacked by quanto's torch kernel of quanto::unpack (its default, which its C++ extension mirrors):
@@ -134,6 +135,22 @@ class Quanto(ScanTestCase):
             self.assertNorm(report["summary"][key], expected[key], key)
         self.assertEqual(report["verdict"]["label"], "fp16|fp32")
         self.assertFalse(report["verdict"]["fp16_risk"])
+
+    def test_a_module_quantizing_only_its_activations_keeps_its_float_weight(self):
+        model = layers(torch.bfloat16)
+        quanto.quantize(model, weights=quanto.qint8, exclude="1")
+        quanto.quantize(model, activations=quanto.qint8, include="1")
+        quanto.freeze(model)
+        folder = self.tmp / "activations-only"
+        save_state_dict(folder, model)
+        self.assertEqual(json.loads((folder / "quantization_map.json").read_text())["1"]["weights"], "none")
+        code, document, stderr = scan(folder)
+        self.assertEqual(code, 0, stderr)
+        reported = tensors_by_name(document["models"][0])
+        self.assertNotIn("scaled_by", reported["1.weight"])
+        self.assertTensorStats(reported["1.weight"], model[1].weight, "1.weight")
+        self.assertEqual(reported["1.input_scale"]["role"], "scale")
+        self.check(folder, document["models"][0], quantized_modules(model))
 
     def test_an_integer_shift_is_a_zero_point(self):
         from optimum.quanto.tensor.optimizers import MaxOptimizer
