@@ -152,6 +152,25 @@ class Quanto(ScanTestCase):
         self.assertEqual(reported["1.input_scale"]["role"], "scale")
         self.check(folder, document["models"][0], quantized_modules(model))
 
+    def test_nan_and_zero_scales_are_named(self):
+        # compressed-tensors #832: NaN scales saved. One qint8 scale set to NaN, one qint4 scale to 0, after freeze.
+        model = layers(torch.float16)
+        quanto.quantize(model, weights=quanto.qint8, include="0")
+        quanto.quantize(model, weights=quanto.qint4, include="1")
+        quanto.freeze(model)
+        model[0].weight._scale[3] = float("nan")
+        model[1].weight._scale[2] = 0.0
+        folder = self.tmp / "bad-scales"
+        save_state_dict(folder, model)
+        code, document, stderr = scan(folder)
+        self.assertEqual(code, 0, stderr)
+        warnings = {w["code"]: w["message"] for w in document["models"][0]["warnings"]}
+        self.assertTrue(warnings["scales_nonfinite"].endswith(": 0.weight._scale"), warnings)
+        self.assertTrue(warnings["scales_zero"].endswith(": 1.weight._scale"), warnings)
+        reported = tensors_by_name(document["models"][0])
+        self.assertEqual(reported["0.weight"]["nans"], 256)  # the row whose scale is NaN
+        self.check(folder, document["models"][0], quantized_modules(model))
+
     def test_an_integer_shift_is_a_zero_point(self):
         from optimum.quanto.tensor.optimizers import MaxOptimizer
         from optimum.quanto.tensor.weights import quantize_weight
