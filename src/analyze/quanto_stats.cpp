@@ -1,19 +1,16 @@
 #include "precdetect/analyze/quanto_stats.h"
 
-#include <algorithm>
-#include <cmath>
+#include <array>
+#include <bit>
 #include <cstdint>
 #include <vector>
 
 #include "precdetect/analyze/narrow_rounding.h"
-#include "precdetect/analyze/scalar_stats.h"
+#include "precdetect/analyze/table_stats.h"
 #include "precdetect/analyze/widen.h"
-#include "precdetect/core/parallel.h"
 
 namespace precdetect {
 namespace {
-
-constexpr uint64_t kPartValues = uint64_t{1} << 20;  // values a core takes at least
 
 /// Where each unpacked code lies: quanto's PackedTensor stores row r of the `rows` rows in packed row r mod P (P,
 /// the stored rows, is ceil(rows x bits / 8)) at bit bits x (r div P); 8-bit codes are stored as they are.
@@ -21,78 +18,88 @@ struct CodeGrid {
   const uint8_t* bytes;
   int64_t packed_rows, columns;
   int bits;
-  uint32_t code(int64_t row, int64_t column) const {
-    const uint8_t byte = bytes[(row % packed_rows) * columns + column];
-    return bits == 8 ? byte : (byte >> (bits * (row / packed_rows))) & ((1U << bits) - 1);
-  }
 };
 
-/// What one code of one block becomes, as dequantize() computes it in the scales' dtype.
-struct Dequantizer {
+/// The scales, shifts and code values each table is formed from.
+struct Parts {
   QuantoType type;
-  DType scale_dtype;
   std::vector<float> scales, float_shifts;
-  const uint8_t* integer_shifts = nullptr;  // a zero point per block (uint8), else the float shifts
+  const uint8_t* zero_points = nullptr;     // an integer shift (uint8) per block, else the float shifts
   const std::vector<float>* fp8 = nullptr;  // qfloat8: each stored byte's value
-
-  double value(uint32_t code, uint64_t block) const {
-    const double scale = scales[block];
-    switch (type) {
-      case QuantoType::kInt8:
-        return rounded_to(scale_dtype, scale * static_cast<int8_t>(code));
-      case QuantoType::kFloat8E4M3:
-      case QuantoType::kFloat8E5M2:
-        return rounded_to(scale_dtype, scale * (*fp8)[code]);  // fp8 to the scales' dtype is exact
-      default:
-        break;
-    }
-    if (integer_shifts != nullptr) {  // int8 codes minus int8 zero points, wrapping as torch's int8 does
-      const auto difference =
-          static_cast<int8_t>(static_cast<int8_t>(code) - static_cast<int8_t>(integer_shifts[block]));
-      return rounded_to(scale_dtype, scale * difference);
-    }
-    return rounded_to(scale_dtype, rounded_to(scale_dtype, scale * code) - float_shifts[block]);
-  }
 };
 
-Dequantizer dequantizer(const QuantoValues& values, const ScaleLink& link) {
-  Dequantizer result{.type = link.quanto->type, .scale_dtype = values.scales.dtype()};
-  result.scales.resize(values.scales.numel());
-  widen(values.scales, 0, result.scales.size(), result.scales.data());
-  if (link.quanto->type == QuantoType::kFloat8E4M3) result.fp8 = &decoded_values(DType::F8_E4M3);
-  if (link.quanto->type == QuantoType::kFloat8E5M2) result.fp8 = &decoded_values(DType::F8_E5M2);
-  if (values.shifts == nullptr) return result;
+Parts parts_of(const QuantoValues& values, const ScaleLink& link) {
+  Parts parts{.type = link.quanto->type};
+  parts.scales.resize(values.scales.numel());
+  widen(values.scales, 0, parts.scales.size(), parts.scales.data());
+  if (link.quanto->type == QuantoType::kFloat8E4M3) parts.fp8 = &decoded_values(DType::F8_E4M3);
+  if (link.quanto->type == QuantoType::kFloat8E5M2) parts.fp8 = &decoded_values(DType::F8_E5M2);
+  if (values.shifts == nullptr) return parts;
   if (values.shifts->dtype() == DType::U8) {
-    result.integer_shifts = reinterpret_cast<const uint8_t*>(values.shifts->data());
+    parts.zero_points = reinterpret_cast<const uint8_t*>(values.shifts->data());
   } else {
-    result.float_shifts.resize(values.shifts->numel());
-    widen(*values.shifts, 0, result.float_shifts.size(), result.float_shifts.data());
+    parts.float_shifts.resize(values.shifts->numel());
+    widen(*values.shifts, 0, parts.float_shifts.size(), parts.float_shifts.data());
   }
-  return result;
+  return parts;
 }
 
-/// Rows [begin, end): each block's codes counted, each code's value then formed once; a block shorter than its
-/// table (one value per scale) value by value.
-TensorStats rows_stats(const CodeGrid& grid, const Dequantizer& dequantizer, const ScaleLink& link, int64_t begin,
-                       int64_t end) {
-  TensorStats stats;
-  const int64_t blocks_per_row = grid.columns / link.block_cols;
-  std::vector<uint64_t> counts(size_t{1} << grid.bits);
-  for (int64_t row = begin; row < end; ++row)
-    for (int64_t block = 0; block < blocks_per_row; ++block) {
-      const auto scale_index = static_cast<uint64_t>((row / link.block_rows) * blocks_per_row + block);
-      const int64_t first = block * link.block_cols, last = first + link.block_cols;
-      if (link.block_cols < static_cast<int64_t>(counts.size())) {
-        for (int64_t column = first; column < last; ++column)
-          add_magnitude(stats, std::fabs(dequantizer.value(grid.code(row, column), scale_index)));
-        continue;
-      }
-      std::fill(counts.begin(), counts.end(), 0);
-      for (int64_t column = first; column < last; ++column) ++counts[grid.code(row, column)];
-      for (uint32_t code = 0; code < counts.size(); ++code)
-        if (counts[code] > 0) add_magnitude(stats, std::fabs(dequantizer.value(code, scale_index)), counts[code]);
-    }
-  return stats;
+/// `x` rounded to the scales' dtype kResult, as a float (exact: each such value is one).
+template <DType kResult>
+float narrowed(float x) {
+  if constexpr (kResult == DType::F16)
+    return decoded_values(DType::F16)[half_bits(x)];
+  else if constexpr (kResult == DType::BF16)
+    return std::bit_cast<float>(uint32_t{bfloat16_bits(x)} << 16);
+  else
+    return x;
+}
+
+/// What each of the 2^bits codes of block `block` becomes, as dequantize() computes it in the scales' dtype: a
+/// float32 product of a scale and a code (or code minus zero point) is exact for float16 and bfloat16 scales and
+/// rounded once for float32 ones, as torch forms it; a float shift is subtracted from the product rounded to the
+/// scales' dtype, in float32, whose result rounds to that dtype as one rounding would (float32 holds more than
+/// twice their precision plus two).
+template <DType kResult>
+void block_values(const Parts& parts, uint64_t block, std::array<float, 256>& values, int codes) {
+  const float scale = parts.scales[block];
+  for (int code = 0; code < codes; ++code) {
+    if (parts.type == QuantoType::kInt8)
+      values[code] = scale * static_cast<float>(static_cast<int8_t>(code));
+    else if (parts.fp8 != nullptr)
+      values[code] = scale * (*parts.fp8)[code];
+    else if (parts.zero_points != nullptr)  // int8 code minus int8 zero point, wrapping as torch's int8 does
+      values[code] =
+          scale * static_cast<float>(static_cast<int8_t>(code - static_cast<int8_t>(parts.zero_points[block])));
+    else
+      values[code] = narrowed<kResult>(scale * static_cast<float>(code)) - parts.float_shifts[block];
+  }
+}
+
+template <DType kResult>
+TensorStats stats_for(const CodeGrid& grid, const Parts& parts, const ScaleLink& link, uint64_t rows) {
+  const auto block_cols = static_cast<uint64_t>(link.block_cols);
+  const uint64_t blocks_per_row = static_cast<uint64_t>(grid.columns) / block_cols;
+  const int codes = 1 << grid.bits;
+  const uint32_t mask = static_cast<uint32_t>(codes - 1);
+  return table_stats<kResult>(
+      rows * blocks_per_row, block_cols, static_cast<size_t>(codes),
+      [&](uint64_t unit, auto& table) {
+        const uint64_t row = unit / blocks_per_row, block = row / static_cast<uint64_t>(link.block_rows);
+        std::array<float, 256> values;
+        block_values<kResult>(parts, block * blocks_per_row + unit % blocks_per_row, values, codes);
+        narrow_magnitudes<kResult>(values.data(), static_cast<size_t>(codes), table.data());
+      },
+      [&](uint64_t unit, const auto& table, auto& decoded) {
+        // One row's codes share a byte row and a shift: read a byte at a time, no division per value.
+        const auto row = static_cast<int64_t>(unit / blocks_per_row);
+        const uint64_t first = (unit % blocks_per_row) * block_cols;
+        const uint8_t* bytes = grid.bytes + (row % grid.packed_rows) * grid.columns + static_cast<int64_t>(first);
+        const auto shift = static_cast<unsigned>(grid.bits * (row / grid.packed_rows));
+        decoded.reserve(block_cols);
+        for (uint64_t column = 0; column < block_cols; ++column)
+          decoded.add(table[(static_cast<uint32_t>(bytes[column]) >> shift) & mask], static_cast<unsigned>(column & 1));
+      });
 }
 
 }  // namespace
@@ -103,15 +110,10 @@ TensorStats quanto_stats(const QuantoValues& values, const ScaleLink& link) {
                       .packed_rows = packed_rows,
                       .columns = static_cast<int64_t>(values.codes.numel()) / packed_rows,
                       .bits = link.bits};
-  const Dequantizer values_of = dequantizer(values, link);
-  const int64_t rows = link.quanto->rows;
-  TensorStats total = reduce_in_parallel(
-      static_cast<uint64_t>(rows), std::max<uint64_t>(1, kPartValues / static_cast<uint64_t>(grid.columns)),
-      [&](uint64_t first, uint64_t last) {
-        return rows_stats(grid, values_of, link, static_cast<int64_t>(first), static_cast<int64_t>(last));
-      });
-  total.exactness_checked = total.bf16_exact = total.fp16_exact = 0;
-  return total;
+  const Parts parts = parts_of(values, link);
+  const auto rows = static_cast<uint64_t>(link.quanto->rows);
+  return for_result_dtype(values.scales.dtype(),
+                          [&]<DType kResult>() { return stats_for<kResult>(grid, parts, link, rows); });
 }
 
 }  // namespace precdetect
