@@ -1,5 +1,6 @@
 #include "precdetect/analyze/quanto_stats.h"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
@@ -76,29 +77,57 @@ void block_values(const Parts& parts, uint64_t block, std::array<float, 256>& va
   }
 }
 
+/// Codes of the byte row `bytes` (`columns` of them), sub-row `part` at bit bits x part, through `table`.
+template <typename Table, typename Decoded>
+void decode_part(const uint8_t* bytes, uint64_t columns, unsigned shift, uint32_t mask, const Table* table,
+                 Decoded& decoded) {
+  for (uint64_t column = 0; column < columns; ++column)
+    decoded.add(table[(static_cast<uint32_t>(bytes[column]) >> shift) & mask], static_cast<unsigned>(column & 1));
+}
+
+/// A unit is one block of columns of one stored byte row, whose bytes hold the codes of up to 8 / bits rows (rows
+/// p, p + P, ...; fewer in the last byte rows when P does not divide them), each with its own table: every byte is
+/// loaded once for all its codes.
 template <DType kResult>
-TensorStats stats_for(const CodeGrid& grid, const Parts& parts, const ScaleLink& link, uint64_t rows) {
+TensorStats stats_for(const CodeGrid& grid, const Parts& parts, const ScaleLink& link, int64_t rows) {
   const auto block_cols = static_cast<uint64_t>(link.block_cols);
   const uint64_t blocks_per_row = static_cast<uint64_t>(grid.columns) / block_cols;
-  const int codes = 1 << grid.bits;
+  const int codes = 1 << grid.bits, per_byte = 8 / grid.bits;
   const uint32_t mask = static_cast<uint32_t>(codes - 1);
+  // The rows sharing byte row p: those of p + i x P below `rows`.
+  auto parts_in = [&](int64_t packed_row) {
+    return static_cast<int>(std::min<int64_t>(per_byte, (rows - packed_row + grid.packed_rows - 1) / grid.packed_rows));
+  };
   return table_stats<kResult>(
-      rows * blocks_per_row, block_cols, static_cast<size_t>(codes),
-      [&](uint64_t unit, auto& table) {
-        const uint64_t row = unit / blocks_per_row, block = row / static_cast<uint64_t>(link.block_rows);
+      static_cast<uint64_t>(grid.packed_rows) * blocks_per_row, block_cols * static_cast<uint64_t>(per_byte),
+      static_cast<size_t>(codes * per_byte),
+      [&](uint64_t unit, auto& tables) {
+        const auto packed_row = static_cast<int64_t>(unit / blocks_per_row);
         std::array<float, 256> values;
-        block_values<kResult>(parts, block * blocks_per_row + unit % blocks_per_row, values, codes);
-        narrow_magnitudes<kResult>(values.data(), static_cast<size_t>(codes), table.data());
+        for (int part = 0; part < parts_in(packed_row); ++part) {
+          const int64_t row = packed_row + part * grid.packed_rows;
+          const auto block = static_cast<uint64_t>(row / link.block_rows) * blocks_per_row + unit % blocks_per_row;
+          block_values<kResult>(parts, block, values, codes);
+          narrow_magnitudes<kResult>(values.data(), static_cast<size_t>(codes), tables.data() + part * codes);
+        }
       },
-      [&](uint64_t unit, const auto& table, auto& decoded) {
-        // One row's codes share a byte row and a shift: read a byte at a time, no division per value.
-        const auto row = static_cast<int64_t>(unit / blocks_per_row);
-        const uint64_t first = (unit % blocks_per_row) * block_cols;
-        const uint8_t* bytes = grid.bytes + (row % grid.packed_rows) * grid.columns + static_cast<int64_t>(first);
-        const auto shift = static_cast<unsigned>(grid.bits * (row / grid.packed_rows));
-        decoded.reserve(block_cols);
-        for (uint64_t column = 0; column < block_cols; ++column)
-          decoded.add(table[(static_cast<uint32_t>(bytes[column]) >> shift) & mask], static_cast<unsigned>(column & 1));
+      [&](uint64_t unit, const auto& tables, auto& decoded) {
+        const auto packed_row = static_cast<int64_t>(unit / blocks_per_row);
+        const uint8_t* bytes =
+            grid.bytes + packed_row * grid.columns + static_cast<int64_t>((unit % blocks_per_row) * block_cols);
+        const int count = parts_in(packed_row);
+        decoded.reserve(block_cols * static_cast<uint64_t>(count));
+        if (count == 2 && grid.bits == 4) {  // qint4's usual byte: two codes, two tables, one load
+          for (uint64_t column = 0; column < block_cols; ++column) {
+            const uint8_t byte = bytes[column];
+            decoded.add(tables[byte & 0xFU], 0);
+            decoded.add(tables[16 + (byte >> 4)], 1);
+          }
+          return;
+        }
+        for (int part = 0; part < count; ++part)
+          decode_part(bytes, block_cols, static_cast<unsigned>(grid.bits * part), mask, tables.data() + part * codes,
+                      decoded);
       });
 }
 
@@ -111,7 +140,7 @@ TensorStats quanto_stats(const QuantoValues& values, const ScaleLink& link) {
                       .columns = static_cast<int64_t>(values.codes.numel()) / packed_rows,
                       .bits = link.bits};
   const Parts parts = parts_of(values, link);
-  const auto rows = static_cast<uint64_t>(link.quanto->rows);
+  const int64_t rows = link.quanto->rows;
   return for_result_dtype(values.scales.dtype(),
                           [&]<DType kResult>() { return stats_for<kResult>(grid, parts, link, rows); });
 }
