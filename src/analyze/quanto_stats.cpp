@@ -100,7 +100,7 @@ TensorStats stats_for(const CodeGrid& grid, const Parts& parts, const ScaleLink&
   };
   return table_stats<kResult>(
       static_cast<uint64_t>(grid.packed_rows) * blocks_per_row, block_cols * static_cast<uint64_t>(per_byte),
-      static_cast<size_t>(codes * per_byte),
+      static_cast<size_t>(codes) * static_cast<size_t>(per_byte),
       [&](uint64_t unit, auto& tables) {
         const auto packed_row = static_cast<int64_t>(unit / blocks_per_row);
         std::array<float, 256> values;
