@@ -8,7 +8,8 @@ each reference its own dequantize(), statistics then taken in float64:
   per value, or for 8 bits one for the tensor) and a Conv2d;
 - QuantizedModelForCausalLM.quantize + save_pretrained (model.safetensors beside quanto_qmap.json) of a small Llama;
 - a zero point (an integer shift: quanto's optimizer with zeropoint=True, quantize_weight, save_to_state_dict);
-- a module quantizing only its activations beside qint8 ones: its float weight read as stored.
+- a module quantizing only its activations beside qint8 ones: its float weight read as stored;
+- the same state dict written by torch.save (pytorch_model.bin), read as the safetensors file is.
 
 The reference reads the file back with quanto's own loaders (Weight{QBits,QBytes}Tensor.load_from_state_dict). Its
 packed codes are unpacked by quanto's torch kernel of quanto::unpack (its default, which its C++ extension mirrors):
@@ -135,6 +136,20 @@ class Quanto(ScanTestCase):
             self.assertNorm(report["summary"][key], expected[key], key)
         self.assertEqual(report["verdict"]["label"], "fp16|fp32")
         self.assertFalse(report["verdict"]["fp16_risk"])
+
+    def test_the_same_state_dict_through_torch_save(self):
+        model = layers(torch.bfloat16)
+        quanto.quantize(model, weights=quanto.qint4)
+        quanto.freeze(model)
+        folder = self.tmp / "torch-save"
+        save_state_dict(folder, model)
+        torch.save(model.state_dict(), folder / "pytorch_model.bin")
+        (folder / "model.safetensors").rename(self.tmp / "model.safetensors")
+        code, document, stderr = scan(folder)
+        self.assertEqual(code, 0, stderr)
+        self.assertEqual(document["models"][0]["format"], "pytorch-zip")
+        (self.tmp / "model.safetensors").rename(folder / "model.safetensors")  # the reference's reading
+        self.check(folder, document["models"][0], quantized_modules(model))
 
     def test_a_module_quantizing_only_its_activations_keeps_its_float_weight(self):
         model = layers(torch.bfloat16)
