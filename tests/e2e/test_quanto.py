@@ -5,7 +5,7 @@ each reference its own dequantize(), statistics then taken in float64:
   saved as quantization_map.json (quanto's README): qint8, qint4, qint2 and qfloat8 (e4m3fn) at float32, float16 and
   bfloat16 (qint4 in bfloat16 takes quanto's TinyGemm layout on a CPU, which it packs back when saving), qfloat8_e5m2
   at float16; Linear layers grouped (256 inputs: groups of 128), per row (96 inputs), of one output row (one scale
-  per value, or for 8 bits one for the tensor) and a Conv2d;
+  per value, or for 8 bits one for the tensor) and two Conv2d (per row; groups of 96);
 - QuantizedModelForCausalLM.quantize + save_pretrained (model.safetensors beside quanto_qmap.json) of a small Llama;
 - a zero point (an integer shift: quanto's optimizer with zeropoint=True, quantize_weight, save_to_state_dict);
 - a module quantizing only its activations beside qint8 ones: its float weight read as stored;
@@ -57,10 +57,10 @@ def reference(stored, name, module):
 
 def layers(dtype):
     """Linear layers grouped (256 inputs), per row (96), of one output row (128 inputs: one 8-bit scale for the
-    tensor, one 2- or 4-bit scale per value) and a Conv2d; seeded."""
+    tensor, one 2- or 4-bit scale per value), a Conv2d per row (72 inputs) and one in groups of 96 (576); seeded."""
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Linear(256, 96), torch.nn.Linear(96, 5), torch.nn.Linear(128, 1),
-                               torch.nn.Conv2d(8, 6, 3)).to(dtype)
+                               torch.nn.Conv2d(8, 6, 3), torch.nn.Conv2d(64, 32, 3)).to(dtype)
 
 
 def save_state_dict(folder, model, with_map=True):
@@ -112,7 +112,7 @@ class Quanto(ScanTestCase):
         self.assertEqual(code, 0, stderr)
         for (qtype, dtype), folder, model, report in zip(cases, folders, models, document["models"]):
             with self.subTest(qtype=qtype, dtype=dtype):
-                self.assertEqual(len(self.check(folder, report, quantized_modules(model))), 4)
+                self.assertEqual(len(self.check(folder, report, quantized_modules(model))), 5)
 
     def test_save_pretrained_of_a_llama_with_its_qmap(self):
         model = small_llama().to(torch.bfloat16)
