@@ -45,18 +45,27 @@ Parts parts_of(const QuantoValues& values, const ScaleLink& link) {
   return parts;
 }
 
+/// The float16 value of `bits` (sign cleared or not), with bit operations: the exponent and mantissa moved to a
+/// float's places and rescaled by 2^112 (exact for normals and subnormals alike); Inf and NaN kept.
+inline float half_value(uint16_t bits) {
+  const float magnitude = std::bit_cast<float>(static_cast<uint32_t>(bits & 0x7FFFU) << 13) * 0x1.0p+112F;
+  const float value =
+      (bits & 0x7C00U) == 0x7C00U ? std::bit_cast<float>(0x7F800000U | ((bits & 0x3FFU) << 13)) : magnitude;
+  return (bits & 0x8000U) != 0 ? -value : value;
+}
+
 /// `x` rounded to the scales' dtype kResult, as a float (exact: each such value is one).
 template <DType kResult>
 float narrowed(float x) {
   if constexpr (kResult == DType::F16)
-    return decoded_values(DType::F16)[half_bits(x)];
+    return half_value(half_bits(x));
   else if constexpr (kResult == DType::BF16)
     return std::bit_cast<float>(uint32_t{bfloat16_bits(x)} << 16);
   else
     return x;
 }
 
-/// What each of the 2^bits codes of block `block` becomes, as dequantize() computes it in the scales' dtype: a
+/// What each of the `codes` codes of block `block` becomes, as dequantize() computes it in the scales' dtype: a
 /// float32 product of a scale and a code (or code minus zero point) is exact for float16 and bfloat16 scales and
 /// rounded once for float32 ones, as torch forms it; a float shift is subtracted from the product rounded to the
 /// scales' dtype, in float32, whose result rounds to that dtype as one rounding would (float32 holds more than
@@ -64,16 +73,17 @@ float narrowed(float x) {
 template <DType kResult>
 void block_values(const Parts& parts, uint64_t block, std::array<float, 256>& values, int codes) {
   const float scale = parts.scales[block];
-  for (int code = 0; code < codes; ++code) {
-    if (parts.type == QuantoType::kInt8)
-      values[code] = scale * static_cast<float>(static_cast<int8_t>(code));
-    else if (parts.fp8 != nullptr)
-      values[code] = scale * (*parts.fp8)[code];
-    else if (parts.zero_points != nullptr)  // int8 code minus int8 zero point, wrapping as torch's int8 does
-      values[code] =
-          scale * static_cast<float>(static_cast<int8_t>(code - static_cast<int8_t>(parts.zero_points[block])));
-    else
-      values[code] = narrowed<kResult>(scale * static_cast<float>(code)) - parts.float_shifts[block];
+  if (parts.type == QuantoType::kInt8) {
+    for (int code = 0; code < codes; ++code) values[code] = scale * static_cast<float>(static_cast<int8_t>(code));
+  } else if (parts.fp8 != nullptr) {
+    for (int code = 0; code < codes; ++code) values[code] = scale * (*parts.fp8)[code];
+  } else if (parts.zero_points != nullptr) {  // int8 code minus int8 zero point, wrapping as torch's int8 does
+    const auto zero_point = static_cast<int8_t>(parts.zero_points[block]);
+    for (int code = 0; code < codes; ++code)
+      values[code] = scale * static_cast<float>(static_cast<int8_t>(code - zero_point));
+  } else {
+    const float shift = parts.float_shifts[block];
+    for (int code = 0; code < codes; ++code) values[code] = narrowed<kResult>(scale * static_cast<float>(code)) - shift;
   }
 }
 
