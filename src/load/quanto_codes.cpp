@@ -109,8 +109,9 @@ std::pair<int64_t, int64_t> scale_blocks(const TensorRecord& codes, const Tensor
                        scale.name, fmt::join(scale.shape, ", "), rows));
 }
 
-/// Links `codes` (a record named `module` + kPacked or kBytes) to its scale and shift, renamed `module.weight`.
-void link(TensorRecord& codes, std::vector<TensorRecord>& tensors, const Names& names, const nlohmann::json* map,
+/// Links `codes` (a record named `module` + kPacked or kBytes) to its scale and shift, renamed `module.weight` (a
+/// name then taken: a second set of codes for the module is left as stored).
+void link(TensorRecord& codes, std::vector<TensorRecord>& tensors, Names& names, const nlohmann::json* map,
           const std::string& module, bool packed, const std::string& file) {
   const std::string weight = module + ".weight";
   TensorRecord* scale = state_part(tensors, names, weight + "._scale");
@@ -146,6 +147,7 @@ void link(TensorRecord& codes, std::vector<TensorRecord>& tensors, const Names& 
       .bits = bits_of(*type),
       .quanto = QuantoCodes{.type = *type, .codes = codes.name, .shift = packed ? shift->name : "", .rows = rows}};
   codes.name = weight;
+  names.emplace(weight, static_cast<size_t>(&codes - tensors.data()));
 }
 
 }  // namespace
