@@ -361,6 +361,17 @@ def write_folders(dest):
            "l.weight.quant_state.bitsandbytes__nf4": {"dtype": "U8", "shape": [len(state)],
                                                        "data_offsets": [84, 84 + len(state)]}}
     folder("bnb-absmax-does-not-fit", "size_mismatch", {"model.safetensors": safetensors(bnb, bytes(84) + state)})
+    # optimum-quanto: 4-bit codes of 5 rows packed into 3 byte rows beside scales and shifts for 7 rows (which would
+    # pack into 4 at 4 bits, 2 at 2); int8 codes of 4 rows beside 3 scales.
+    quanto = {"l.weight._data._data": {"dtype": "U8", "shape": [3, 128], "data_offsets": [0, 384]},
+              "l.weight._scale": {"dtype": "F16", "shape": [7, 1], "data_offsets": [384, 398]},
+              "l.weight._shift": {"dtype": "F16", "shape": [7, 1], "data_offsets": [398, 412]}}
+    folder("quanto-scales-fit-no-packing", "size_mismatch", {"model.safetensors": safetensors(quanto, bytes(412))})
+    quanto = {"l.weight._data": {"dtype": "I8", "shape": [4, 8], "data_offsets": [0, 32]},
+              "l.weight._scale": {"dtype": "BF16", "shape": [3, 1], "data_offsets": [32, 38]}}
+    folder("quanto-int8-scales-per-row-too-few", "size_mismatch",
+           {"model.safetensors": safetensors(quanto, bytes(38)),
+            "quantization_map.json": {"l": {"weights": "qint8", "activations": "none"}}})
     external = {"location": "model.onnx_data", "offset": "0", "length": "16"}
     for name, code, changes in (("onnx-external-escapes-the-folder", "invalid_onnx", {"location": "../../etc/passwd"}),
                                 ("onnx-external-absolute-path", "invalid_onnx", {"location": "/etc/passwd"}),

@@ -8,6 +8,7 @@
 
 #include "precdetect/analyze/bitsandbytes_stats.h"
 #include "precdetect/analyze/cpu_kernel.h"
+#include "precdetect/analyze/quanto_stats.h"
 #include "precdetect/analyze/scaled_stats.h"
 #include "precdetect/analyze/zero_point_stats.h"
 #include "precdetect/load/host_values.h"
@@ -62,8 +63,18 @@ TensorStats bitsandbytes_values(const Checkpoint& checkpoint, const TensorRecord
                               file, record.name);
 }
 
+/// An optimum-quanto weight's values from its codes, scales and shifts.
+TensorStats quanto_values(const Checkpoint& checkpoint, const TensorRecord& record, const ScaleRecords& scales) {
+  const ScaleLink& link = *record.scaled_by;
+  HostValues codes = read_values(checkpoint, record), scale = read_values(checkpoint, *scales.at(link.tensor));
+  std::optional<HostValues> shifts;
+  if (!link.quanto->shift.empty()) shifts.emplace(read_values(checkpoint, *scales.at(link.quanto->shift)));
+  return quanto_stats({.codes = codes, .scales = scale, .shifts = shifts ? &*shifts : nullptr}, link);
+}
+
 TensorStats cpu_stats(const Checkpoint& checkpoint, const TensorRecord& record, const ScaleRecords& scales) {
   ScaleScheme scheme = record.scaled_by ? record.scaled_by->scheme : ScaleScheme::kProduct;
+  if (scheme == ScaleScheme::kQuanto) return quanto_values(checkpoint, record, scales);
   if (scheme == ScaleScheme::kZeroPoint) return zero_point_values(checkpoint, record, scales);
   if (scheme == ScaleScheme::kBlockwise4bit || scheme == ScaleScheme::kInt8Rows)
     return bitsandbytes_values(checkpoint, record, scales);

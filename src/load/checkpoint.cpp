@@ -97,20 +97,37 @@ nlohmann::json json_object(const std::filesystem::path& file) {
   }
 }
 
-/// config.json's object, for what it says of the weights' quantization, with AutoGPTQ's quantize_config.json
-/// beside it as its `quantization_config` where config.json has none (AutoGPTQ writes its settings only there).
-nlohmann::json config_object(const ModelSource& source) {
-  nlohmann::json config = source.config ? json_object(*source.config) : nullptr;
-  std::filesystem::path folder = source.config ? source.config->parent_path() : source.path;
+/// The settings a quantizer writes in a file of its own beside the weights, as config.json's `quantization_config`
+/// would hold them: AutoGPTQ's quantize_config.json, and optimum-quanto's quantization map (`quanto_qmap.json` from
+/// its QuantizedModelFor*.save_pretrained, `quantization_map.json` as its README saves quantization_map(model)),
+/// which becomes {"quant_method": "quanto", "quantization_map": map}. Null where none is there.
+nlohmann::json quantizer_settings(const std::filesystem::path& folder) {
   std::error_code error;
-  if ((config.is_null() || !config.contains("quantization_config")) &&
-      std::filesystem::is_regular_file(folder / "quantize_config.json", error)) {
+  if (std::filesystem::is_regular_file(folder / "quantize_config.json", error)) {
     nlohmann::json gptq = json_object(folder / "quantize_config.json");
     if (gptq.is_object() && !gptq.contains("quant_method")) gptq["quant_method"] = "gptq";
-    if (gptq.is_object()) {
-      if (config.is_null()) config = nlohmann::json::object();
-      config["quantization_config"] = std::move(gptq);
-    }
+    return gptq;
+  }
+  for (const char* name : {"quanto_qmap.json", "quantization_map.json"})
+    if (std::filesystem::is_regular_file(folder / name, error))
+      if (nlohmann::json map = json_object(folder / name); map.is_object())
+        return {{"quant_method", "quanto"}, {"quantization_map", std::move(map)}};
+  return nullptr;
+}
+
+/// config.json's object, for what it says of the weights' quantization, with a quantizer's own settings file beside
+/// it (quantizer_settings) as its `quantization_config` where config.json has none (AutoGPTQ and optimum-quanto
+/// write theirs only there).
+nlohmann::json config_object(const ModelSource& source) {
+  nlohmann::json config = source.config ? json_object(*source.config) : nullptr;
+  std::error_code error;
+  std::filesystem::path folder = source.config                                       ? source.config->parent_path()
+                                 : std::filesystem::is_directory(source.path, error) ? source.path
+                                                                                     : source.path.parent_path();
+  if (!config.is_null() && config.contains("quantization_config")) return config;
+  if (nlohmann::json settings = quantizer_settings(folder); settings.is_object()) {
+    if (config.is_null()) config = nlohmann::json::object();
+    config["quantization_config"] = std::move(settings);
   }
   return config;
 }

@@ -9,6 +9,7 @@
 
 #include "precdetect/core/error.h"
 #include "precdetect/load/bitsandbytes_codes.h"
+#include "precdetect/load/quanto_codes.h"
 #include "precdetect/load/zero_point_codes.h"
 
 namespace precdetect {
@@ -139,6 +140,7 @@ void link_affine(TensorRecord& weight, std::vector<TensorRecord>& tensors,
 void link_scales(std::vector<TensorRecord>& tensors, const nlohmann::json& config, const std::string& file) {
   link_zero_point_codes(tensors, config);
   link_bitsandbytes(tensors);
+  link_quanto(tensors, config, file);
   std::unordered_map<std::string, size_t> by_name;
   for (size_t i = 0; i < tensors.size(); ++i) by_name.emplace(tensors[i].name, i);
   std::optional<std::array<int64_t, 2>> block = configured_block(config);

@@ -5,6 +5,7 @@
 #include "precdetect/analyze/cast_safety.h"
 #include "precdetect/classify/evidence/records.h"
 #include "precdetect/classify/evidence/storage_casts.h"
+#include "precdetect/load/quanto_codes.h"
 #include "precdetect/report/batch_counts.h"
 
 namespace precdetect {
@@ -254,6 +255,11 @@ ordered_json tensor_json(const TensorReport& tensor) {
       item["scaled_by"].update({{"biases", scale->bias}, {"bits", scale->bits}});
     if (scale->scheme == ScaleScheme::kBlockwise4bit || scale->scheme == ScaleScheme::kInt8Rows)
       item["scaled_by"]["bits"] = scale->bits;
+    if (const std::optional<QuantoCodes>& quanto = scale->quanto)
+      item["scaled_by"].update({{"codes", quanto->codes},
+                                {"shifts", quanto->shift.empty() ? nullptr : ordered_json(quanto->shift)},
+                                {"qtype", quanto_type_name(quanto->type)},
+                                {"bits", scale->bits}});
     if (const std::optional<ZeroPointCodes>& codes = scale->zero_point)
       item["scaled_by"].update(
           {{"zero_points", codes->zeros ? ordered_json(codes->zeros->tensor) : nullptr},

@@ -201,6 +201,17 @@ def onnx_attribute_seeds():
     write("onnx", "dynamo-export", exported.getvalue())
 
 
+def quanto_seed():
+    """optimum-quanto's flattened weights: 4-bit codes packed in bytes with scales and shifts, int8 codes with a scale
+    per row, and a module's activation scales."""
+    write("safetensors_header", "quanto",
+          save({"l.weight._data._data": torch.zeros(3, 128, dtype=torch.uint8),
+                "l.weight._scale": torch.ones(5, 1, dtype=torch.float16),
+                "l.weight._shift": torch.zeros(5, 1, dtype=torch.float16),
+                "l.input_scale": torch.ones(()), "l.output_scale": torch.ones(()),
+                "b.weight._data": torch.zeros(4, 8, dtype=torch.int8), "b.weight._scale": torch.ones(4, 1)}))
+
+
 def main():
     small = {"w": torch.arange(6, dtype=torch.float32).reshape(2, 3), "b": torch.ones(3, dtype=torch.bfloat16)}
     write("safetensors_header", "two-tensors", save(small, metadata={"format": "pt"}))
@@ -218,6 +229,7 @@ def main():
                 "c.weight_scale": torch.ones(8, 1, dtype=torch.bfloat16),
                 "c.weight_zero_point": torch.zeros(1, 1, dtype=torch.int32),
                 "c.weight_shape": torch.tensor([8, 128])}))
+    quanto_seed()
     write("shard_index", "index", json.dumps({"metadata": {"total_size": 40},
                                               "weight_map": {"w": "model-00001.safetensors",
                                                              "b": "model-00002.safetensors"}}).encode())

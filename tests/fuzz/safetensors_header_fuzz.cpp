@@ -1,6 +1,7 @@
 // The safetensors header: length prefix, UTF-8, JSON, every validation rule; then what is read off its tensors
 // alone: the quantized weights' scales linked (fp8 with and without a configured block, MLX's affine groups, GPTQ,
-// AWQ and compressed-tensors' packed integers) and the single-file components.
+// AWQ and compressed-tensors' packed integers, optimum-quanto's weights with and without its quantization map) and the
+// single-file components.
 #include "fuzz_parser.h"
 #include "precdetect/load/components.h"
 #include "precdetect/load/quantization.h"
@@ -11,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     precdetect::SafetensorsHeader header = precdetect::read_safetensors_header(*file);
     precdetect::single_file_components(header.tensors);
     std::vector<precdetect::TensorRecord> configured = header.tensors, mlx = header.tensors, gptq = header.tensors,
-                                          awq = header.tensors, packed = header.tensors;
+                                          awq = header.tensors, packed = header.tensors, quanto = header.tensors;
     precdetect::link_scales(header.tensors, nullptr, "fuzz.safetensors");
     precdetect::link_scales(configured, {{"quantization_config", {{"weight_block_size", {128, 128}}}}},
                             "fuzz.safetensors");
@@ -23,5 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     precdetect::link_scales(
         packed, {{"quantization_config", {{"quant_method", "compressed-tensors"}, {"config_groups", {{"g", group}}}}}},
         "fuzz.safetensors");
+    nlohmann::json map = {{"l", {{"weights", "qint4"}}}, {"b", {{"weights", "qint8"}}}};
+    precdetect::link_scales(quanto, {{"quantization_config", {{"quant_method", "quanto"}, {"quantization_map", map}}}},
+                            "fuzz.safetensors");
   });
 }

@@ -9,7 +9,7 @@
 ///   config.json's `quantization` says: without it the codes are counted, never read by a guessed layout).
 /// The scale (and bias) tensors get TensorRole::kScale. Integer codes with zero points (GPTQ, AWQ,
 /// compressed-tensors' pack-quantized) are linked by load/zero_point_codes.h, bitsandbytes' by
-/// load/bitsandbytes_codes.h; link_scales calls both.
+/// load/bitsandbytes_codes.h, optimum-quanto's by load/quanto_codes.h; link_scales calls all three.
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -23,7 +23,8 @@ namespace precdetect {
 /// covers is config.json's `quantization_config.weight_block_size` where given, else what the two shapes imply
 /// (one scale: the whole tensor; one per row; a grid of ceil-divided blocks). `config` is config.json's object
 /// (null without one). Throws Error(kSizeMismatch) naming `file` and both tensors when the scale's shape fits no
-/// blocking of the weight (or not the configured one), or MLX scales that do not fit its packed weight.
+/// blocking of the weight (or not the configured one), MLX scales that do not fit its packed weight, or quanto parts
+/// that do not fit one another (link_quanto).
 void link_scales(std::vector<TensorRecord>& tensors, const nlohmann::json& config, const std::string& file);
 
 }  // namespace precdetect

@@ -26,6 +26,24 @@ enum class ScaleScheme {
   kBlockwise4bit,
   /// bitsandbytes' LLM.int8 weights: int8 codes x their row's SCB / 127 in float32
   kInt8Rows,
+  /// optimum-quanto's weights (QuantoCodes): each code times its scale, rounded to the scales' dtype; 2- and 4-bit
+  /// codes then minus their float shift, rounded again (or, with an integer shift, scale x (code - shift))
+  kQuanto,
+};
+
+/// optimum-quanto's weight qtypes a checkpoint stores, by the names its quantization map gives them.
+enum class QuantoType { kInt2, kInt4, kInt8, kFloat8E4M3, kFloat8E5M2 };
+
+/// kQuanto's parts beside the scales (ScaleLink::tensor), as QModuleMixin's state dict flattens a frozen weight:
+/// `X.weight._data` (int8 or fp8 codes, the weight's own shape) or, for 2 and 4 bits, `X.weight._data._data`
+/// (PackedTensor: codes of the rows of the grouped weight packed in uint8 along its first dimension, row r of n in
+/// packed row r mod ceil(n x bits / 8), at bit bits x (r div ceil(n x bits / 8))), `X.weight._scale`,
+/// `X.weight._shift`.
+struct QuantoCodes {
+  QuantoType type = QuantoType::kInt8;
+  std::string codes;  ///< the stored tensor's name (the record is renamed `X.weight`)
+  std::string shift;  ///< 2 and 4 bits: float (the group's minimum, negated) or uint8 (a zero point)
+  int64_t rows = 0;   ///< rows of the unpacked codes: the groups (or output rows), one scale and shift each
 };
 
 /// kBlockwise4bit's tensors beside the absmax (ScaleLink::tensor), as bitsandbytes' QuantState.as_dict writes them.
@@ -68,6 +86,7 @@ struct ScaleLink {
   int bits = 0;                                 ///< kAffine, kZeroPoint: bits per code
   std::optional<ZeroPointCodes> zero_point;     ///< kZeroPoint's codes, zero points and groups
   std::optional<Blockwise4bitParts> blockwise;  ///< kBlockwise4bit's code table and state
+  std::optional<QuantoCodes> quanto;            ///< kQuanto's codes, qtype and shift
 };
 
 /// The names of every tensor `link` reads beside the weight: its scales, and the biases, zero points, group index,
