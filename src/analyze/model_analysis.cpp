@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 
@@ -132,14 +133,28 @@ void count_roles(ModelAnalysis& analysis) {
   }
 }
 
-/// The quantization scales' warnings: NaN or Inf, zeros, and a largest scale that grows a hundredfold or more from
-/// the first block to the last (AWQ scales reaching 548 from 0.6, ROCm/hip-ep#168).
+/// The names of the tensors weights are multiplied by: their scales (bitsandbytes' nested absmax too), not the
+/// biases, shifts and code maps beside them, where a zero is an ordinary value (nf4's map holds 0).
+std::set<std::string> multipliers(const ModelAnalysis& analysis) {
+  std::set<std::string> names;
+  for (const AnalyzedTensor& tensor : analysis.tensors) {
+    if (!tensor.scaled_by) continue;
+    names.insert(tensor.scaled_by->tensor);
+    if (tensor.scaled_by->blockwise) names.insert(tensor.scaled_by->blockwise->nested_absmax);
+  }
+  return names;
+}
+
+/// The quantization state's warnings: NaN or Inf in any part, zeros in a scale, and a largest scale that grows a
+/// hundredfold or more from the first block to the last (AWQ scales reaching 548 from 0.6, ROCm/hip-ep#168).
 void add_scale_warnings(ModelAnalysis& analysis) {
   std::vector<std::string> scaled, nonfinite, zero;
   std::map<int64_t, double> largest_by_block;
+  const std::set<std::string> scales = multipliers(analysis);
   for (const AnalyzedTensor& tensor : analysis.tensors) {
     if (tensor.role != TensorRole::kScale || !tensor.stats) continue;
     if (tensor.stats->nans + tensor.stats->infs > 0) nonfinite.push_back(tensor.name);
+    if (!scales.contains(tensor.name)) continue;
     if (tensor.stats->zeros > 0) zero.push_back(tensor.name);
     if (tensor.layer && tensor.stats->has_values()) {
       double& largest = largest_by_block[tensor.layer->index];
