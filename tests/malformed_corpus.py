@@ -353,6 +353,18 @@ def write_folders(dest):
     g_idx = bytes(4416) + (7).to_bytes(4, "little") + bytes(508)
     folder("gptq-group-index-out-of-range", "size_mismatch",
            {"config.json": gptq_config, "model.safetensors": safetensors(gptq, g_idx)})
+    # GPTQ 8-bit codes of 32768 inputs in groups of one, act-order scattering them: a row's tables of every group
+    # (32768 x 256 values) would take GBs for a file of about a MB.
+    inputs = 32768
+    scattered = {"l.qweight": {"dtype": "I32", "shape": [inputs // 4, 8], "data_offsets": [0, inputs * 8]},
+                 "l.qzeros": {"dtype": "I32", "shape": [inputs, 2], "data_offsets": [inputs * 8, inputs * 16]},
+                 "l.scales": {"dtype": "F16", "shape": [inputs, 8], "data_offsets": [inputs * 16, inputs * 32]},
+                 "l.g_idx": {"dtype": "I32", "shape": [inputs], "data_offsets": [inputs * 32, inputs * 36]}}
+    g_idx = b"".join(((i * 7919) % inputs).to_bytes(4, "little") for i in range(inputs))
+    folder("gptq-groups-too-scattered", "size_mismatch",
+           {"config.json": {"quantization_config": {"quant_method": "gptq", "bits": 8, "group_size": 1,
+                                                    "desc_act": True}},
+            "model.safetensors": safetensors(scattered, bytes(inputs * 32) + g_idx)})
     # bitsandbytes' 4-bit weight of 16 values in blocks of 64 (one block) beside three absmax values.
     state = json.dumps({"quant_type": "nf4", "blocksize": 64, "dtype": "bfloat16", "shape": [4, 4]}).encode()
     bnb = {"l.weight": {"dtype": "U8", "shape": [8, 1], "data_offsets": [0, 8]},

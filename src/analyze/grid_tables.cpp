@@ -1,9 +1,14 @@
 #include "precdetect/analyze/grid_tables.h"
 
+#include <fmt/format.h>
+
+#include "precdetect/core/error.h"
+
 namespace precdetect {
 namespace {
 
 constexpr int64_t kTableValues = int64_t{1} << 16;  // a tile's tables stay in the cache beside its codes
+constexpr int64_t kMaxRowTable = int64_t{1} << 22;  // so that every table offset fits 32 bits
 
 /// One span per group where every group is one run of consecutive columns, in order, each starting at a word where
 /// a word's codes run along a row (GPTQ's and AWQ's usual groups; not act-order's); else none.
@@ -32,7 +37,15 @@ bool groups_of_whole_words(const std::vector<int32_t>& groups, const GridCodes& 
 
 Tiles::Tiles(const GridCodes& codes, int bits, int64_t rows, const std::vector<int32_t>& groups, int32_t group_count)
     : levels_(size_t{1} << bits), grid_rows_(rows) {
-  if (codes.transposed()) spans_ = group_spans(groups, codes);
+  // A row's tables of every group past kMaxRowTable values (groups of a column or two: a few MB of codes asking
+  // for GBs of tables) are split a group to a tile where groups are runs of columns, else refused.
+  const bool wide = static_cast<int64_t>(group_count) << bits > kMaxRowTable;
+  if (codes.transposed() || wide) spans_ = group_spans(groups, codes);
+  if (wide && spans_.empty())
+    throw Error(
+        ErrorCode::kSizeMismatch,
+        fmt::format("{} groups of {}-bit codes scattered over the columns: a row's tables ({} values) exceed {}",
+                    group_count, bits, static_cast<int64_t>(group_count) << bits, kMaxRowTable));
   lookup_ = !spans_.empty()                                                     ? GroupLookup::kTile
             : !codes.codes_along_rows() && groups_of_whole_words(groups, codes) ? GroupLookup::kWord
                                                                                 : GroupLookup::kColumn;

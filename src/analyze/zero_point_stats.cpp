@@ -128,19 +128,21 @@ TensorStats zero_point_stats(const ZeroPointParts& parts, const ScaleLink& link,
   if (parts.zeros) zeros.emplace(*link.zero_point->zeros, *parts.zeros, link.bits);
   const int levels = 1 << link.bits, offset = link.zero_point->codes.offset;
   const int zero_offset = zeros ? link.zero_point->zeros->offset : 0;
-  return for_result_dtype(parts.scales.dtype(), [&]<DType kResult>() {
-    return grid_table_stats<kResult>(codes, link.bits, shape.rows, groups_of_columns(parts, shape, mismatch),
-                                     static_cast<int32_t>(shape.groups),
-                                     [&](int64_t row, int32_t group, float* products) {
-                                       int zero = zeros ? static_cast<int>(zeros->stored(row, group)) + zero_offset : 0;
-                                       float scale = scales[static_cast<size_t>(row * shape.groups + group)];
-                                       // (code - zero) has at most 9 significant bits and the scale at most 24: a
-                                       // float16 or bfloat16 scale's product is exact in float32, a float32 one's
-                                       // rounded once, as the kernels' own product.
-                                       for (int code = 0; code < levels; ++code)
-                                         products[code] = static_cast<float>(code + offset - zero) * scale;
-                                     });
-  });
+  const std::vector<int32_t> groups = groups_of_columns(parts, shape, mismatch);
+  // (code - zero) has at most 9 significant bits and the scale at most 24: a float16 or bfloat16 scale's product is
+  // exact in float32, a float32 one's rounded once, as the kernels' own product.
+  auto fill = [&](int64_t row, int32_t group, float* products) {
+    int zero = zeros ? static_cast<int>(zeros->stored(row, group)) + zero_offset : 0;
+    float scale = scales[static_cast<size_t>(row * shape.groups + group)];
+    for (int code = 0; code < levels; ++code) products[code] = static_cast<float>(code + offset - zero) * scale;
+  };
+  try {
+    return for_result_dtype(parts.scales.dtype(), [&]<DType kResult>() {
+      return grid_table_stats<kResult>(codes, link.bits, shape.rows, groups, static_cast<int32_t>(shape.groups), fill);
+    });
+  } catch (const Error& e) {  // groups too many and too scattered to tabulate: named with the file and the weight
+    mismatch(e.what());
+  }
 }
 
 }  // namespace precdetect

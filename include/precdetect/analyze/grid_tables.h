@@ -32,7 +32,8 @@ enum class GroupLookup { kTile, kWord, kColumn };
 /// spans every column.
 class Tiles {
  public:
-  /// `groups`: each column's group, of `group_count`.
+  /// `groups`: each column's group, of `group_count`. Throws Error (kSizeMismatch) for groups too many and too
+  /// scattered to tabulate.
   Tiles(const GridCodes& codes, int bits, int64_t rows, const std::vector<int32_t>& groups, int32_t group_count);
 
   GroupLookup lookup() const { return lookup_; }
@@ -43,38 +44,42 @@ class Tiles {
   const Span& span(uint64_t unit) const { return spans_[unit % spans_.size()]; }
   /// The table values a tile holds at most.
   size_t table_size() const;
-  /// Where group `group`'s tables start in a tile whose groups start at `first_group`.
-  size_t group_start(int32_t group, int32_t first_group) const {
-    return static_cast<size_t>((group - first_group) * rows_) * levels_;
+  /// Where group `group`'s tables start in a tile whose groups start at `first_group` (below 2^32: the
+  /// constructor refuses larger tables).
+  uint32_t group_start(int32_t group, int32_t first_group) const {
+    return static_cast<uint32_t>(static_cast<size_t>((group - first_group) * rows_) * levels_);
   }
-  /// The value of `code` at `row` (of the tile starting at `first_row`), from its group's start. A product: one
-  /// instruction, where a shift by a register is three on some CPUs.
-  size_t at(int64_t first_row, int64_t row, uint32_t code) const {
-    return static_cast<size_t>(row - first_row) * levels_ + code;
-  }
+  /// The table values of one (row, group): a row's tables lie `levels()` apart within a group's, each code's value
+  /// at row x levels + code (a product: one instruction, where a shift by a register is three on some CPUs).
+  size_t levels() const { return levels_; }
 
  private:
-  size_t levels_;  // not an int: a count's increment (a uint32_t) could alias one, reloading it for every value
+  size_t levels_;
   std::vector<Span> spans_;
   GroupLookup lookup_ = GroupLookup::kColumn;
   int64_t grid_rows_ = 0, rows_ = 1, bands_ = 0;
 };
 
 /// Tile `unit`'s values through its tables, each code's group found as kLookup says (`column_starts`: each column's
-/// group's start in a tile spanning every column). Flattened: left to itself, GCC called the per-code step out of
-/// line, 2.5x slower.
+/// group's start in a tile spanning every column; 32-bit, so that no count's increment, a uint64_t, may alias them).
+/// Flattened: left to itself, GCC called the per-code step out of line, 2.5x slower.
 template <GroupLookup kLookup, typename Tables, typename Decoded>
-[[gnu::flatten]] void decode_tile(const GridCodes& codes, const Tiles& tiles, const std::vector<size_t>& column_starts,
-                                  uint64_t unit, const Tables& tables, Decoded& decoded) {
+[[gnu::flatten]] void decode_tile(const GridCodes& codes, const Tiles& tiles,
+                                  const std::vector<uint32_t>& column_starts, uint64_t unit, const Tables& tables,
+                                  Decoded& decoded) {
   const Span& span = tiles.span(unit);
   const int64_t first_row = tiles.first_row(unit), last_row = tiles.last_row(unit);
+  // In locals: the counts' increments (uint64_t) could alias the tiles' size_t members and reload them every code.
+  const size_t levels = tiles.levels();
+  const uint32_t* starts = column_starts.data();
   decoded.reserve(static_cast<uint64_t>((last_row - first_row) * (span.last_column - span.first_column)));
   codes.for_each_code(first_row, last_row, span.first_column, span.last_column,
                       [&](int64_t row, int64_t column, uint32_t code, int place) {
-                        size_t start = 0;  // kTile: the tile's one group
-                        if constexpr (kLookup == GroupLookup::kWord) start = column_starts[column - place];
-                        if constexpr (kLookup == GroupLookup::kColumn) start = column_starts[column];
-                        decoded.add(tables[start + tiles.at(first_row, row, code)], static_cast<unsigned>(place));
+                        uint32_t start = 0;  // kTile: the tile's one group
+                        if constexpr (kLookup == GroupLookup::kWord) start = starts[column - place];
+                        if constexpr (kLookup == GroupLookup::kColumn) start = starts[column];
+                        decoded.add(tables[start + static_cast<size_t>(row - first_row) * levels + code],
+                                    static_cast<unsigned>(place));
                       });
 }
 
@@ -85,7 +90,7 @@ template <DType kResult, typename Fill>
 TensorStats grid_table_stats(const GridCodes& codes, int bits, int64_t rows, const std::vector<int32_t>& groups,
                              int32_t group_count, Fill fill) {
   const Tiles tiles(codes, bits, rows, groups, group_count);
-  std::vector<size_t> column_starts(groups.size());
+  std::vector<uint32_t> column_starts(groups.size());
   std::ranges::transform(groups, column_starts.begin(), [&](int32_t group) { return tiles.group_start(group, 0); });
   const auto levels = size_t{1} << bits;
   const auto values = static_cast<uint64_t>(rows) * groups.size();
@@ -97,9 +102,9 @@ TensorStats grid_table_stats(const GridCodes& codes, int bits, int64_t rows, con
         for (int64_t row = tiles.first_row(unit); row < tiles.last_row(unit); ++row)
           for (int32_t group = span.first_group; group < span.last_group; ++group) {
             fill(row, group, products.data());
-            narrow_magnitudes<kResult>(
-                products.data(), levels,
-                tables.data() + tiles.group_start(group, span.first_group) + tiles.at(tiles.first_row(unit), row, 0));
+            narrow_magnitudes<kResult>(products.data(), levels,
+                                       tables.data() + tiles.group_start(group, span.first_group) +
+                                           static_cast<size_t>(row - tiles.first_row(unit)) * levels);
           }
       },
       [&](uint64_t unit, const auto& tables, auto& decoded) {
