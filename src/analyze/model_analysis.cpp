@@ -115,6 +115,7 @@ std::vector<AnalyzedTensor> join_parts(std::vector<AnalyzedTensor> tensors) {
     named[at->second].push_back(std::move(tensor));
   }
   std::vector<AnalyzedTensor> joined_tensors;
+  joined_tensors.reserve(named.size());
   for (auto& parts : named)
     joined_tensors.push_back(parts.size() == 1 ? std::move(parts.front()) : joined(std::move(parts)));
   return joined_tensors;
