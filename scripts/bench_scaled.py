@@ -1,7 +1,7 @@
 """Scan speed of quantized safetensors against their float twins (issue 50's target: within 2x): the same
 dequantized values stored as a float dtype, scanned by the same binary. Formats: fp8 with 128x128 block scales (bf16
 twin), GPTQ and AWQ 4-bit in groups of 128 and MLX 4-bit in groups of 64 (fp16 twins), bitsandbytes nf4 with nested
-quantization (bf16 twin) and LLM.int8 (float32 twin).
+quantization (bf16 twin), LLM.int8 (float32 twin), optimum-quanto's qint8 and qint4 (the fp16 weights they quantize).
 Prints the best of --repeats whole-process runs of each.
 
     .venv/bin/python scripts/bench_scaled.py [--binary build/precdetect] [--tensors 8] [--side 4096]
@@ -93,6 +93,27 @@ def mlx_4bit(weights, generator):
     return quantized, {"group_size": 64, "bits": 4}, twin
 
 
+def quanto_weights(qtype):
+    """optimum-quanto's own quantize + freeze of fp16 Linear layers, the state dict saved as its README does, with
+    quantization_map.json beside it (fp16 twin: the weights quantized, not their dequantized values)."""
+
+    def write(weights, generator):
+        import optimum.quanto as quanto
+
+        layers = torch.nn.ModuleDict({name.replace(".", "_"): torch.nn.Linear(*weight.shape[::-1], bias=False)
+                                      for name, weight in weights.items()}).half()
+        with torch.no_grad():
+            for (name, weight), layer in zip(weights.items(), layers.values()):
+                layer.weight.copy_(weight.half())
+        twin = {f"{name}.weight": layer.weight.detach().clone() for name, layer in layers.items()}
+        quanto.quantize(layers, weights=getattr(quanto, qtype))
+        quanto.freeze(layers)
+        quantized = {key: value.contiguous() for key, value in layers.state_dict().items()}
+        return quantized, {"quanto_map": quanto.quantization_map(layers)}, twin
+
+    return write
+
+
 def bitsandbytes_int8(weights, generator):
     """bitsandbytes' LLM.int8: int8 codes and each row's SCB, as save_pretrained writes them (float32 twin: what
     int8_vectorwise_dequant computes)."""
@@ -142,14 +163,19 @@ def main():
     values = args.tensors * args.side * args.side
     for label, write in (("fp8 with block scales", fp8_blocks), ("GPTQ 4-bit", gptq_4bit), ("AWQ 4-bit", awq_4bit),
                          ("MLX 4-bit", mlx_4bit), ("bitsandbytes nf4, nested", bitsandbytes_nf4),
-                         ("bitsandbytes int8", bitsandbytes_int8)):
+                         ("bitsandbytes int8", bitsandbytes_int8), ("quanto qint8", quanto_weights("qint8")),
+                         ("quanto qint4", quanto_weights("qint4"))):
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             quantized, config, twin = write(weights, generator)
             for name, tensors in (("quantized", quantized), ("twin", twin)):
                 (folder / name).mkdir()
-                key = "quantization" if write is mlx_4bit else "quantization_config"  # mlx-lm's own key
-                (folder / name / "config.json").write_text(json.dumps({key: config}))
+                if "quanto_map" in config:  # quanto writes its map beside the weights, no config
+                    if name == "quantized":
+                        (folder / name / "quantization_map.json").write_text(json.dumps(config["quanto_map"]))
+                else:
+                    key = "quantization" if write is mlx_4bit else "quantization_config"  # mlx-lm's own key
+                    (folder / name / "config.json").write_text(json.dumps({key: config}))
                 save_file(tensors, folder / name / "model.safetensors")
             seconds = best_seconds(args.binary, folder / "quantized", args.repeats)
             twin_seconds = best_seconds(args.binary, folder / "twin", args.repeats)

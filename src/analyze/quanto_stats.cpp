@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -45,26 +44,6 @@ Parts parts_of(const QuantoValues& values, const ScaleLink& link) {
   return parts;
 }
 
-/// The float16 value of `bits` (sign cleared or not), with bit operations: the exponent and mantissa moved to a
-/// float's places and rescaled by 2^112 (exact for normals and subnormals alike); Inf and NaN kept.
-inline float half_value(uint16_t bits) {
-  const float magnitude = std::bit_cast<float>(static_cast<uint32_t>(bits & 0x7FFFU) << 13) * 0x1.0p+112F;
-  const float value =
-      (bits & 0x7C00U) == 0x7C00U ? std::bit_cast<float>(0x7F800000U | ((bits & 0x3FFU) << 13)) : magnitude;
-  return (bits & 0x8000U) != 0 ? -value : value;
-}
-
-/// `x` rounded to the scales' dtype kResult, as a float (exact: each such value is one).
-template <DType kResult>
-float narrowed(float x) {
-  if constexpr (kResult == DType::F16)
-    return half_value(half_bits(x));
-  else if constexpr (kResult == DType::BF16)
-    return std::bit_cast<float>(uint32_t{bfloat16_bits(x)} << 16);
-  else
-    return x;
-}
-
 /// What each of the `codes` codes of block `block` becomes, as dequantize() computes it in the scales' dtype: a
 /// float32 product of a scale and a code (or code minus zero point) is exact for float16 and bfloat16 scales and
 /// rounded once for float32 ones, as torch forms it; a float shift is subtracted from the product rounded to the
@@ -83,7 +62,9 @@ void block_values(const Parts& parts, uint64_t block, std::array<float, 256>& va
       values[code] = scale * static_cast<float>(static_cast<int8_t>(code - zero_point));
   } else {
     const float shift = parts.float_shifts[block];
-    for (int code = 0; code < codes; ++code) values[code] = narrowed<kResult>(scale * static_cast<float>(code)) - shift;
+    for (int code = 0; code < codes; ++code) values[code] = scale * static_cast<float>(code);
+    round_in_place<kResult>(values.data(), static_cast<size_t>(codes));
+    for (int code = 0; code < codes; ++code) values[code] -= shift;
   }
 }
 
@@ -128,7 +109,9 @@ TensorStats stats_for(const CodeGrid& grid, const Parts& parts, const ScaleLink&
         const int count = parts_in(packed_row);
         decoded.reserve(block_cols * static_cast<uint64_t>(count));
         if (count == 2 && grid.bits == 4) {  // qint4's usual byte: two codes, two tables, one load
-          for (uint64_t column = 0; column < block_cols; ++column) {
+          // The bound in a local: a count's increment (a uint64_t) could alias the captured one, reloading it.
+          const uint64_t columns = block_cols;
+          for (uint64_t column = 0; column < columns; ++column) {
             const uint8_t byte = bytes[column];
             decoded.add(tables[byte & 0xFU], 0);
             decoded.add(tables[16 + (byte >> 4)], 1);
