@@ -4,20 +4,12 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "precdetect/load/state_parts.h"
+
 namespace precdetect {
 namespace {
 
-using Names = std::unordered_map<std::string, size_t>;
-
-/// The record named `name`, marked as quantization state; nullptr when absent.
-TensorRecord* state_part(std::vector<TensorRecord>& tensors, const Names& names, const std::string& name) {
-  auto found = names.find(name);
-  if (found == names.end()) return nullptr;
-  TensorRecord& record = tensors[found->second];
-  record.role = TensorRole::kScale;
-  record.role_from_file = true;
-  return &record;
-}
+using Names = RecordNames;
 
 void link_4bit(TensorRecord& weight, std::vector<TensorRecord>& tensors, const Names& names) {
   for (std::string_view type : {"nf4", "fp4"}) {

@@ -8,11 +8,12 @@
 #include <unordered_map>
 
 #include "precdetect/core/error.h"
+#include "precdetect/load/state_parts.h"
 
 namespace precdetect {
 namespace {
 
-using Names = std::unordered_map<std::string, size_t>;
+using Names = RecordNames;
 
 constexpr std::string_view kPacked = ".weight._data._data", kBytes = ".weight._data";
 
@@ -43,16 +44,6 @@ std::optional<std::string> mapped_type(const nlohmann::json* map, const std::str
   const nlohmann::json& entry = (*map)[module];
   if (!entry.contains("weights") || !entry["weights"].is_string()) return std::nullopt;
   return entry["weights"].get<std::string>();
-}
-
-/// The record named `name`, marked as quantization state; nullptr when absent.
-TensorRecord* state_part(std::vector<TensorRecord>& tensors, const Names& names, const std::string& name) {
-  auto found = names.find(name);
-  if (found == names.end()) return nullptr;
-  TensorRecord& record = tensors[found->second];
-  record.role = TensorRole::kScale;
-  record.role_from_file = true;
-  return &record;
 }
 
 /// A quanto module's activation scales (QModuleMixin's buffers, 1 until calibrated): quantization state.

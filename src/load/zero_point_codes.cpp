@@ -4,10 +4,12 @@
 #include <optional>
 #include <unordered_map>
 
+#include "precdetect/load/state_parts.h"
+
 namespace precdetect {
 namespace {
 
-using Names = std::unordered_map<std::string, size_t>;
+using Names = RecordNames;
 
 /// How one method stores its weights: the suffixes of a module's tensors, and how to read them at `bits`.
 struct Method {
@@ -125,13 +127,8 @@ bool is_words(const TensorRecord& record) {
 /// The part of `module` named by `suffix` (empty: none wanted), marked as quantization state; "" when absent.
 std::string part(std::vector<TensorRecord>& tensors, const Names& names, const std::string& module,
                  const std::string& suffix) {
-  if (suffix.empty()) return "";
-  auto found = names.find(module + suffix);
-  if (found == names.end()) return "";
-  TensorRecord& record = tensors[found->second];
-  record.role = TensorRole::kScale;
-  record.role_from_file = true;
-  return record.name;
+  TensorRecord* record = suffix.empty() ? nullptr : state_part(tensors, names, module + suffix);
+  return record ? record->name : "";
 }
 
 /// Links `weight` by the one reading among `methods` its shapes fit; none, or readings that differ: counted, not
