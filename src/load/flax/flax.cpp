@@ -9,6 +9,7 @@
 #include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
 #include "precdetect/load/flax/msgpack.h"
+#include "precdetect/load/numpy/npy.h"
 #include "precdetect/load/source/decoded_source.h"
 
 namespace precdetect {
@@ -16,7 +17,6 @@ namespace {
 
 constexpr int8_t kNdarray = 1, kScalar = 3;  // flax.serialization._MsgpackExtType
 constexpr std::string_view kChunked = "__msgpack_chunked_array__";
-constexpr size_t kMaxDims = 64;  // NumPy's NPY_MAXDIMS: no array flax saves has more
 
 /// NumPy's dtype names as flax writes them (arr.dtype.name), for the dtypes precdetect reads.
 constexpr std::pair<std::string_view, DType> kFlaxTypes[] = {
@@ -100,8 +100,9 @@ class FlaxReader {
       fail_at(extension.offset, fmt::format("array `{}` is not [shape, dtype, bytes]", name));
     FlaxArray array;
     const msgpack::Array* shape = (*parts)[0].array();
-    if (!shape || shape->size() > kMaxDims)
-      fail_at(extension.offset, fmt::format("array `{}`: its shape is not a list of at most {} sizes", name, kMaxDims));
+    if (!shape || shape->size() > kNumpyMaxDims)
+      fail_at(extension.offset,
+              fmt::format("array `{}`: its shape is not a list of at most {} sizes", name, kNumpyMaxDims));
     for (const msgpack::Value& dim : *shape) array.shape.push_back(extent(dim, extension.offset, name, array.numel));
     const msgpack::Value& dtype = (*parts)[1];
     if (const auto* text = dtype.text())

@@ -18,9 +18,9 @@ namespace {
 
 using nlohmann::ordered_json;
 
-constexpr char kMagic[] = "GGUF";
+constexpr char kGgufMagic[] = "GGUF";
 constexpr uint32_t kDefaultAlignment = 32;
-constexpr uint32_t kMaxDims = 4;  // GGML_MAX_DIMS
+constexpr uint32_t kGgmlMaxDims = 4;  // GGML_MAX_DIMS
 // Far above any real file (tens of thousands of tensors, a few dozen keys); a count past these is hostile.
 constexpr uint64_t kMaxTensors = 1 << 20;
 constexpr uint64_t kMaxKeys = 1 << 20;
@@ -36,7 +36,7 @@ struct ValueType {
 constexpr ValueType kValueTypes[] = {{"uint8", 1},  {"int8", 1},    {"uint16", 2}, {"int16", 2},  {"uint32", 4},
                                      {"int32", 4},  {"float32", 4}, {"bool", 1},   {"string", 0}, {"array", 0},
                                      {"uint64", 8}, {"int64", 8},   {"float64", 8}};
-constexpr uint32_t kString = 8, kArray = 9;
+constexpr uint32_t kStringType = 8, kArrayType = 9;
 
 /// ggml's tensor types by id (ggml_type); ids 4, 5 and 31-33, 36-38 are retired.
 constexpr std::pair<uint32_t, DType> kTensorTypes[] = {
@@ -96,7 +96,7 @@ class GgufReader {
  private:
   void read_preamble() {
     cursor_.mark();
-    if (std::memcmp(cursor_.bytes(4).data(), kMagic, 4) != 0) cursor_.fail("no GGUF magic");
+    if (std::memcmp(cursor_.bytes(4).data(), kGgufMagic, 4) != 0) cursor_.fail("no GGUF magic");
     cursor_.mark();
     version_ = cursor_.le<uint32_t>();
     if (version_ > 0xFFFF && (version_ >> 24) <= 3)
@@ -159,9 +159,9 @@ class GgufReader {
         return as_number(std::bit_cast<float>(cursor_.le<uint32_t>()));
       case 7:
         return cursor_.le<uint8_t>() != 0;
-      case kString:
+      case kStringType:
         return read_string();
-      case kArray:
+      case kArrayType:
         return read_array(depth + 1);
       case 10:
         return cursor_.le<uint64_t>();
@@ -200,8 +200,8 @@ class GgufReader {
     TensorRecord record{.name = read_string(), .file = file_};
     cursor_.mark();
     uint32_t dims = cursor_.le<uint32_t>();
-    if (dims > kMaxDims)
-      cursor_.fail(fmt::format("tensor `{}` has {} dimensions, at most {}", record.name, dims, kMaxDims));
+    if (dims > kGgmlMaxDims)
+      cursor_.fail(fmt::format("tensor `{}` has {} dimensions, at most {}", record.name, dims, kGgmlMaxDims));
     uint64_t numel = 1;
     for (uint32_t i = 0; i < dims; ++i) {
       uint64_t extent = cursor_.le<uint64_t>();
@@ -266,7 +266,7 @@ class GgufReader {
 }  // namespace
 
 bool looks_like_gguf(const ByteSource& source) {
-  return source.size() >= 4 && std::memcmp(source.view(0, 4).data(), kMagic, 4) == 0;
+  return source.size() >= 4 && std::memcmp(source.view(0, 4).data(), kGgufMagic, 4) == 0;
 }
 
 std::string read_gguf(Checkpoint& checkpoint, size_t file) {

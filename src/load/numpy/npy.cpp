@@ -14,9 +14,8 @@
 namespace precdetect {
 namespace {
 
-constexpr char kMagic[] = "\x93NUMPY";
+constexpr char kNpyMagic[] = "\x93NUMPY";
 constexpr size_t kMagicSize = 6;
-constexpr long kMaxDims = 64;  // NumPy's NPY_MAXDIMS
 
 /// The text after `'key':` in the dict literal, up to the end of its value (a quoted string, a (...) or [...]
 /// group, or a bare word); empty when the key is absent.
@@ -60,8 +59,8 @@ std::vector<uint64_t> parse_shape(const std::string& text, const std::filesystem
     fail(ErrorCode::kInvalidNumpy, path, fmt::format("shape `{}` is not a tuple", text));
   std::vector<uint64_t> shape;
   std::string inner = text.substr(1, text.size() - 2);
-  if (std::count(inner.begin(), inner.end(), ',') > kMaxDims)
-    fail(ErrorCode::kInvalidNumpy, path, fmt::format("shape `{}` has more than {} dimensions", text, kMaxDims));
+  if (static_cast<size_t>(std::count(inner.begin(), inner.end(), ',')) > kNumpyMaxDims)
+    fail(ErrorCode::kInvalidNumpy, path, fmt::format("shape `{}` has more than {} dimensions", text, kNumpyMaxDims));
   for (size_t at = 0; at < inner.size();) {
     size_t end = inner.find(',', at);
     std::string part = inner.substr(at, end == std::string::npos ? std::string::npos : end - at);
@@ -126,7 +125,7 @@ TensorRecord npy_tensor(const NpyHeader& header, DType dtype, std::string name, 
 }
 
 bool looks_like_npy(std::span<const std::byte> bytes) {
-  return bytes.size() >= kMagicSize && std::memcmp(bytes.data(), kMagic, kMagicSize) == 0;
+  return bytes.size() >= kMagicSize && std::memcmp(bytes.data(), kNpyMagic, kMagicSize) == 0;
 }
 
 NpyHeader read_npy_header(std::span<const std::byte> bytes, const std::filesystem::path& path) {

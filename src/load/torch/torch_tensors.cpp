@@ -15,7 +15,7 @@ namespace {
 
 using namespace pickle;
 
-constexpr int kMaxDepth = 256;
+constexpr int kMaxObjectDepth = 256;
 // A container reached by two paths (a module tied in two places) is walked once per path, as a state_dict names
 // it. Each reference costs a pickle at least one opcode byte, so a graph without such sharing takes fewer steps
 // than its pickle has bytes; references to references (DUP, DUP, TUPLE3, repeated) reach 3^n paths from 3n bytes.
@@ -24,7 +24,8 @@ constexpr int kMaxDepth = 256;
 constexpr uint64_t kStepsPerPickleByte = 16;
 constexpr uint64_t kMinSteps = 1 << 12;
 constexpr uint64_t kMaxSteps = 1 << 26;
-constexpr std::string_view kWrappers[] = {"state_dict", "model_state_dict", "model", "module", "net", "network"};
+constexpr std::string_view kStateDictWrappers[] = {"state_dict", "model_state_dict", "model", "module",
+                                                   "net",        "network"};
 // nn.Module keeps parameters, buffers and submodules in these dicts; a state_dict names them without them.
 constexpr std::string_view kModuleSlots[] = {"_parameters", "_buffers", "_modules"};
 
@@ -63,7 +64,7 @@ class Walker {
   std::vector<FoundTensor> found;
 
   void walk(const Ref& value, const std::string& name, Context context, int depth) {
-    if (depth > kMaxDepth) fail(ErrorCode::kInvalidPickle, path_, "object graph nests too deeply");
+    if (depth > kMaxObjectDepth) fail(ErrorCode::kInvalidPickle, path_, "object graph nests too deeply");
     if (++steps_ > max_steps_)
       fail(ErrorCode::kInvalidPickle, path_,
            fmt::format("object graph reaches more than {} objects through shared references", max_steps_));
@@ -173,7 +174,7 @@ std::vector<FoundTensor> find_tensors(const pickle::Result& pickle, const std::f
     walker.walk(pickle.root, "", Context{}, 0);
   } else {
     std::string wrapper;
-    for (std::string_view candidate : kWrappers)
+    for (std::string_view candidate : kStateDictWrappers)
       for (const auto& [key, item] : dict->items)
         if (wrapper.empty() && key_text(key) == candidate) wrapper = candidate;
     for (const auto& [key, item] : dict->items) {

@@ -20,6 +20,8 @@ namespace precdetect {
 constexpr uint64_t kMaxNpyHeader = 1 << 20;
 /// The most bytes read_npy_header reads of a file: magic, version, the header's length, and the header.
 constexpr uint64_t kMaxNpyHead = 12 + kMaxNpyHeader;
+/// NumPy's NPY_MAXDIMS: no array numpy writes (npy, or inside flax's msgpack) has more dimensions.
+constexpr size_t kNumpyMaxDims = 64;
 
 struct NpyHeader {
   std::string descr;  ///< '<f4', '|O', or a structured dtype's list as written
