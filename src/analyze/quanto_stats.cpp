@@ -118,6 +118,13 @@ TensorStats stats_for(const CodeGrid& grid, const Parts& parts, const ScaleLink&
           }
           return;
         }
+        if (count == 1 && grid.bits == 8) {  // qint8: each row's 256 entries stand for thousands of codes
+          CodeTally<256> tally;
+          const uint64_t columns = block_cols;
+          for (uint64_t column = 0; column < columns; ++column) tally.add(bytes[column], static_cast<unsigned>(column));
+          tally.flush(tables.data(), decoded);
+          return;
+        }
         for (int part = 0; part < count; ++part)
           decode_part(bytes, block_cols, static_cast<unsigned>(grid.bits * part), mask, tables.data() + part * codes,
                       decoded);
