@@ -40,23 +40,25 @@ uint16_t c10_bits(float value) {
     return c10::BFloat16(value).x;
 }
 
-template <DType kResult>
-void expect_rounds_as_c10() {
+/// `narrow(values, count, out)`: narrow_magnitudes<kResult> or one of its ways.
+template <DType kResult, typename Narrow>
+void expect_rounds_as_c10(Narrow narrow) {
   const std::vector<float> floats = samples();
-  std::vector<uint16_t> four_at_a_time(floats.size());
-  narrow_magnitudes<kResult>(floats.data(), floats.size(), four_at_a_time.data());
+  std::vector<uint16_t> many_at_a_time(floats.size());
+  narrow(floats.data(), floats.size(), many_at_a_time.data());
   for (size_t i = 0; i < floats.size(); ++i) {
     const uint16_t expected = c10_bits<kResult>(floats[i]);
     ASSERT_EQ(narrow_value<kResult>(floats[i]), expected) << std::hexfloat << floats[i];
-    ASSERT_EQ(four_at_a_time[i], expected & 0x7FFF) << std::hexfloat << floats[i] << " at " << i;
+    ASSERT_EQ(many_at_a_time[i], expected & 0x7FFF) << std::hexfloat << floats[i] << " at " << i;
   }
 }
 
-template <DType kResult>
-void expect_rounds_in_place_as_c10() {
+/// `round(values, count)`: round_in_place<kResult> or one of its ways.
+template <DType kResult, typename Round>
+void expect_rounds_in_place_as_c10(Round round) {
   std::vector<float> floats = samples();
   const std::vector<float> original = floats;
-  round_in_place<kResult>(floats.data(), floats.size());
+  round(floats.data(), floats.size());
   for (size_t i = 0; i < floats.size(); ++i) {
     const float expected = kResult == DType::F16 ? static_cast<float>(c10::Half(original[i]))
                                                  : static_cast<float>(c10::BFloat16(original[i]));
@@ -68,10 +70,35 @@ void expect_rounds_in_place_as_c10() {
   }
 }
 
-TEST(NarrowRounding, Float16AsC10Half) { expect_rounds_as_c10<DType::F16>(); }
-TEST(NarrowRounding, Float16InPlaceAsC10Half) { expect_rounds_in_place_as_c10<DType::F16>(); }
-TEST(NarrowRounding, BFloat16InPlaceAsC10BFloat16) { expect_rounds_in_place_as_c10<DType::BF16>(); }
-TEST(NarrowRounding, BFloat16AsC10BFloat16) { expect_rounds_as_c10<DType::BF16>(); }
+TEST(NarrowRounding, Float16AsC10Half) {
+  expect_rounds_as_c10<DType::F16>(narrow_magnitudes<DType::F16>);
+  expect_rounds_as_c10<DType::F16>(narrow_magnitudes_by_bits<DType::F16>);
+}
+
+TEST(NarrowRounding, Float16InPlaceAsC10Half) {
+  expect_rounds_in_place_as_c10<DType::F16>(round_in_place<DType::F16>);
+  expect_rounds_in_place_as_c10<DType::F16>(round_in_place_by_bits<DType::F16>);
+}
+
+TEST(NarrowRounding, Float16ByTheCpuAsC10Half) {
+  if (!cpu_converts_halves()) GTEST_SKIP() << "this CPU has no F16C conversions";
+  expect_rounds_as_c10<DType::F16>(half_magnitudes_by_cpu);
+  expect_rounds_in_place_as_c10<DType::F16>(round_to_half_in_place_by_cpu);
+  // Counts that leave a remainder past the last eight (rounded one by one), and none: the entries past `count`
+  // are left as they were.
+  const std::vector<float> floats = samples();
+  for (size_t count = 0; count <= 17; ++count) {
+    std::vector<uint16_t> out(18, 0xFFFF);
+    half_magnitudes_by_cpu(floats.data() + 100, count, out.data());
+    for (size_t i = 0; i < out.size(); ++i)
+      ASSERT_EQ(out[i], i < count ? c10_bits<DType::F16>(floats[100 + i]) & 0x7FFF : 0xFFFF) << count << " " << i;
+  }
+}
+
+TEST(NarrowRounding, BFloat16InPlaceAsC10BFloat16) {
+  expect_rounds_in_place_as_c10<DType::BF16>(round_in_place<DType::BF16>);
+}
+TEST(NarrowRounding, BFloat16AsC10BFloat16) { expect_rounds_as_c10<DType::BF16>(narrow_magnitudes<DType::BF16>); }
 
 }  // namespace
 }  // namespace precdetect
