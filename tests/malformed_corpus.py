@@ -273,6 +273,17 @@ def fixed32_float(number, value):
     return varint(number << 3 | 5) + struct.pack("<f", value)
 
 
+def onnx_sparse(indices=(1, 3), index_dims=None, dims=(4,), values=(1.0, 2.0)):
+    """An ONNX ModelProto whose graph holds one sparse initializer `s`: float32 `values`, int64 `indices` in raw_data
+    (of shape `index_dims`, else [len(indices)]), dense shape `dims`."""
+    values_tensor = onnx_tensor(b"s", dims=(len(values),), data=struct.pack(f"<{len(values)}f", *values))
+    shape = index_dims if index_dims is not None else (len(indices),)
+    indices_tensor = (proto(1, b"".join(varint(d) for d in shape)) + proto(2, 7) +
+                      proto(9, struct.pack(f"<{len(indices)}q", *indices)))
+    sparse = proto(1, values_tensor) + proto(2, indices_tensor) + proto(3, b"".join(varint(d) for d in dims))
+    return proto(1, 8) + proto(7, proto(15, sparse))
+
+
 ONNX = {
     "onnx-truncated": (onnx_model(onnx_tensor())[:-6], "invalid_onnx"),
     "onnx-varint-of-11-bytes": (proto(1, 8) + varint(7 << 3 | 2) + b"\xff" * 11, "invalid_onnx"),
@@ -287,6 +298,15 @@ ONNX = {
     "onnx-constant-value-floats-as-varints": (onnx_constant(b"c", b"value_floats", proto(7, 3)), "invalid_onnx"),
     "onnx-constant-value-float-without-an-output": (onnx_constant(b"", b"value_float", fixed32_float(2, 1.0)),
                                                     "invalid_onnx"),
+    # Sparse initializers break onnx's checker's rules (onnx/checker.cc check_sparse_tensor): an index outside the
+    # tensor, indices not strictly increasing (a duplicate would count a value twice), indices and values that do
+    # not pair up, a dense shape whose element count overflows.
+    "onnx-sparse-index-out-of-range": (onnx_sparse(indices=(1, 4)), "invalid_onnx"),
+    "onnx-sparse-indices-unsorted": (onnx_sparse(indices=(3, 1)), "invalid_onnx"),
+    "onnx-sparse-indices-duplicate": (onnx_sparse(indices=(2, 2)), "invalid_onnx"),
+    "onnx-sparse-indices-fewer-than-values": (onnx_sparse(indices=(1,)), "invalid_onnx"),
+    "onnx-sparse-indices-shorter-than-their-shape": (onnx_sparse(indices=(1,), index_dims=(2,)), "invalid_onnx"),
+    "onnx-sparse-dims-overflow": (onnx_sparse(dims=(1 << 62, 1 << 62)), "invalid_onnx"),
 }
 
 

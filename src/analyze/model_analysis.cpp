@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "precdetect/analyze/cpu_kernel.h"
+#include "precdetect/analyze/zero_stats.h"
 #include "precdetect/core/error.h"
 
 namespace precdetect {
@@ -103,6 +104,14 @@ void join_chunk(AnalyzedTensor& whole, const AnalyzedTensor& chunk) {
   whole.numel += chunk.numel;
   whole.nbytes += chunk.nbytes;
   if (whole.stats && chunk.stats) whole.stats->merge(*chunk.stats);
+}
+
+/// A sparse tensor's values (TensorRecord::sparse_of) as the dense tensor they stand for: its shape and count, and
+/// the statistics of its values merged with those of the zeros around them, which are never read or materialized.
+void densify(AnalyzedTensor& tensor, const SparseOf& dense) {
+  tensor.shape = dense.shape;
+  if (tensor.stats) tensor.stats->merge(zero_stats(tensor.dtype, dense.numel - tensor.numel));
+  tensor.numel = dense.numel;
 }
 
 /// Joins same-named tensors (model-parallel parts) into one, in the order their names first appear.
@@ -221,6 +230,7 @@ ModelAnalysis assemble(const std::vector<const TensorRecord*>& selected, const s
       tensor.stats = stats[next_float++];
       if (record->scaled_by) tensor.numel = tensor.stats->numel;  // MLX's packed words hold several values each
     }
+    if (record->sparse_of) densify(tensor, *record->sparse_of);
     if (!record->chunk_of) {
       analysis.tensors.push_back(std::move(tensor));
       continue;

@@ -74,7 +74,7 @@ DiffOutcome TensorDiff::outcome() const {
 
 DiffOutcome PairDiff::outcome() const {
   if (!changed()) return DiffOutcome::kIdentical;
-  bool kept = missing.empty() && extra.empty() && shape_mismatch.empty();
+  bool kept = missing.empty() && extra.empty() && shape_mismatch.empty() && not_compared.empty();
   for (const TensorDiff& tensor : tensors) kept = kept && tensor.outcome() != DiffOutcome::kChanged;
   return kept ? DiffOutcome::kLossless : DiffOutcome::kChanged;
 }
@@ -83,7 +83,7 @@ bool PairDiff::changed() const {
   bool values_differ = false;
   for (const TensorDiff& tensor : tensors) values_differ = values_differ || !tensor.stats.identical;
   return values_differ || !missing.empty() || !extra.empty() || !computed_from_config.empty() ||
-         !shape_mismatch.empty() || !dtype_mismatch.empty();
+         !shape_mismatch.empty() || !dtype_mismatch.empty() || !not_compared.empty();
 }
 
 PairDiff diff_checkpoints(const Checkpoint& base, const Checkpoint& other, const TensorFilter& filter,
@@ -99,6 +99,10 @@ PairDiff diff_checkpoints(const Checkpoint& base, const Checkpoint& other, const
       continue;
     }
     const TensorRecord& b = *found->second;
+    if (a->sparse_of || b.sparse_of) {  // values at indices against a dense tensor: no kernel of ours compares them
+      pair.not_compared.push_back(name);
+      continue;
+    }
     if (torch_shape(*a) != torch_shape(b)) {
       pair.shape_mismatch.push_back({name, fmt::format("{}", torch_shape(*a)), fmt::format("{}", torch_shape(b))});
       continue;

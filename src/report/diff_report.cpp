@@ -88,7 +88,8 @@ ordered_json pair_json(const PairDiff& pair) {
           {"extra", pair.extra},
           {"computed_from_config", pair.computed_from_config},
           {"shape_mismatch", mismatches_json(pair.shape_mismatch)},
-          {"dtype_mismatch", mismatches_json(pair.dtype_mismatch)}};
+          {"dtype_mismatch", mismatches_json(pair.dtype_mismatch)},
+          {"not_compared", pair.not_compared}};
 }
 
 void append_pair_table(std::string& out, const PairDiff& pair, size_t top) {
@@ -96,10 +97,12 @@ void append_pair_table(std::string& out, const PairDiff& pair, size_t top) {
   out += fmt::format("{} -> {}: {} tensors compared, {}; bf16-aware sparsity {:.2f}% ({} of {} changed)\n", pair.base,
                      pair.other, pair.tensors.size(), pair.outcome(), 100 * s.sparsity(), s.changed, s.numel);
   if (!pair.missing.empty() || !pair.extra.empty() || !pair.computed_from_config.empty() ||
-      !pair.shape_mismatch.empty() || !pair.dtype_mismatch.empty())
-    out += fmt::format("  missing {}, extra {}, computed from config {}, shape mismatch {}, dtype mismatch {}\n",
-                       pair.missing.size(), pair.extra.size(), pair.computed_from_config.size(),
-                       pair.shape_mismatch.size(), pair.dtype_mismatch.size());
+      !pair.shape_mismatch.empty() || !pair.dtype_mismatch.empty() || !pair.not_compared.empty())
+    out += fmt::format(
+        "  missing {}, extra {}, computed from config {}, shape mismatch {}, dtype mismatch {}, not compared "
+        "(sparse) {}\n",
+        pair.missing.size(), pair.extra.size(), pair.computed_from_config.size(), pair.shape_mismatch.size(),
+        pair.dtype_mismatch.size(), pair.not_compared.size());
   std::vector<const TensorDiff*> ranked;
   for (const TensorDiff& t : pair.tensors)
     if (t.numeric) ranked.push_back(&t);

@@ -2,7 +2,8 @@
 optimum-onnx calls, and its default dynamo exporter through onnxscript) and the onnx package's own helpers, every
 tensor checked against float64 references computed from onnx.numpy_helper.to_array of the same file; external data
 read through the model; Constant nodes, other tensor attributes and the dynamo exporter's folded constants named in
-fp16 cast safety; diff against the safetensors the model was exported from, by the names each exporter keeps."""
+fp16 cast safety; sparse initializers and a Constant's sparse_value read as their dense tensors (zeros counted, never
+materialized); diff against the safetensors the model was exported from, by the names each exporter keeps."""
 
 import contextlib
 import io
@@ -16,7 +17,7 @@ import torch
 from helpers import ScanTestCase, run, scan, tensors_by_name, warning_codes
 
 import onnx  # noqa: E402  (after helpers: the test venv's packages)
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, external_data_helper, helper, numpy_helper
 from safetensors.torch import save_file
 
 
@@ -85,15 +86,31 @@ CONSTANT_FIELDS = {"value_float": np.float32, "value_floats": np.float32, "value
 
 def attribute_arrays(node):
     """The tensors a node's attributes hold as numpy arrays, by the name precdetect gives them: a Constant's by its
-    output, another operator's `<node>/<attribute>`. Strings and sparse values are not read."""
+    output, another operator's `<node>/<attribute>`, a sparse value scattered into its dense array. Strings are not
+    read."""
     label = node.name or node.output[0]
     for attribute in node.attribute:
         value = helper.get_attribute_value(attribute)
         name = node.output[0] if node.op_type == "Constant" else f"{label}/{attribute.name}"
         if attribute.type == onnx.AttributeProto.TENSOR:
             yield name, numpy_helper.to_array(value)
+        elif attribute.type == onnx.AttributeProto.SPARSE_TENSOR:
+            yield name, scattered(value)
         elif node.op_type == "Constant" and attribute.name in CONSTANT_FIELDS:
             yield name, np.array(value, CONSTANT_FIELDS[attribute.name])
+
+
+def scattered(sparse):
+    """A SparseTensorProto as the dense array it stands for: zeros, its values placed at its indices (positions or
+    coordinates), with numpy."""
+    values = numpy_helper.to_array(sparse.values)
+    indices = numpy_helper.to_array(sparse.indices)
+    dense = np.zeros(tuple(sparse.dims), values.dtype)
+    if indices.ndim == 1:
+        dense.reshape(-1)[indices] = values
+    else:
+        dense[tuple(indices.T)] = values
+    return dense
 
 
 def onnx_tensors(path):
@@ -101,6 +118,7 @@ def onnx_tensors(path):
     by the name precdetect gives it."""
     model = onnx.load(str(path))
     arrays = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    arrays.update({s.values.name: scattered(s) for s in model.graph.sparse_initializer})
     for node in model.graph.node:
         arrays.update(attribute_arrays(node))
     return arrays
@@ -187,8 +205,8 @@ class Onnx(ScanTestCase):
 
     def test_constant_attributes_and_tensor_attributes_match_references(self):
         """A Constant's value_float(s) and value_int(s) are tensors named by its output (a value_float of float32's
-        lowest value named in fp16 risk as a `value` tensor is), ConstantOfShape's `value` is `<node>/value`; strings
-        and a sparse_value are named as not read."""
+        lowest value named in fp16 risk as a `value` tensor is), ConstantOfShape's `value` is `<node>/value`, a
+        sparse_value its dense tensor; strings are named as not read."""
         low = float(np.finfo(np.float32).min)
         sparse = helper.make_sparse_tensor(numpy_helper.from_array(np.array([2.0, -1e5], np.float32), "v"),
                                            numpy_helper.from_array(np.array([1, 3], np.int64), "i"), [4])
@@ -208,17 +226,116 @@ class Onnx(ScanTestCase):
         self.assertEqual(code, 0)
         (model,) = document["models"]
         arrays = onnx_tensors(self.tmp / "attributes.onnx")
-        self.assertEqual(set(arrays), {"w", "mask_min", "scales", "axis", "shape", "fill/value"})
+        self.assertEqual(set(arrays), {"w", "mask_min", "scales", "axis", "shape", "fill/value", "sparse"})
         self.assertTensors(model, arrays)
         tensors = tensors_by_name(model)
         self.assertEqual({n: (t["dtype"], t["role"]) for n, t in tensors.items() if n != "w"},
                          {"mask_min": ("F32", "buffer"), "scales": ("F32", "buffer"), "axis": ("I64", "buffer"),
-                          "shape": ("I64", "buffer"), "fill/value": ("F32", "buffer")})
-        self.assertEqual(model["verdict"]["fp16_risk_reasons"],
-                         [{"kind": "overflow", "tensor": "mask_min", "role": "buffer", "value": -low, "values": 1}])
+                          "shape": ("I64", "buffer"), "fill/value": ("F32", "buffer"), "sparse": ("F32", "buffer")})
+        self.assertEqual(model["verdict"]["fp16_risk_reasons"],  # the sparse value's -1e5 too: a dense tensor's
+                         [{"kind": "overflow", "tensor": "mask_min", "role": "buffer", "value": -low, "values": 1},
+                          {"kind": "overflow", "tensor": "sparse", "role": "buffer", "value": 1e5, "values": 1}])
         (not_read,) = [w["message"] for w in model["warnings"] if w["code"] == "dtypes_not_read"]
-        self.assertIn("2 tensor(s)", not_read)
-        self.assertIn("sparse (sparse), label (STRING)", not_read)
+        self.assertIn("1 tensor(s)", not_read)
+        self.assertIn("label (STRING)", not_read)
+
+    def assertDenseStats(self, reported, dense, msg):
+        """Counts exact; abs min, abs max and L2 norm to 1e-9 relative of float64 references over the dense array."""
+        values = np.abs(dense.astype(np.float64)).reshape(-1)
+        self.assertEqual(reported["numel"], values.size, msg)
+        self.assertEqual(reported["zeros"], int(np.count_nonzero(values == 0)), msg)
+        for key, expected in (("abs_min", values.min()), ("abs_max", values.max()),
+                              ("norm", np.sqrt(np.sum(values * values)))):
+            self.assertLessEqual(abs(reported[key] - expected), 1e-9 * abs(expected), f"{msg}: {key}")
+
+    def sparse_model(self):
+        """A graph of sparse initializers (float32 by positions, float16 by coordinates, one whose every value is
+        non-zero) and a Constant whose sparse_value holds float32 values."""
+        rng = np.random.default_rng(5)
+        linear = helper.make_sparse_tensor(
+            numpy_helper.from_array((rng.standard_normal(3) * 40).astype(np.float32), "linear"),
+            numpy_helper.from_array(np.array([1, 7, 19], np.int64), "linear_indices"), [4, 5])
+        coordinates = helper.make_sparse_tensor(
+            numpy_helper.from_array(np.array([3e3, -2.5e-3, 0.75], np.float16), "coordinates"),
+            numpy_helper.from_array(np.array([[0, 1, 2], [1, 0, 0], [1, 2, 3]], np.int64), "coordinate_indices"),
+            [2, 3, 4])
+        full = helper.make_sparse_tensor(numpy_helper.from_array(np.array([1.5, -2.0, 0.25, 8.0], np.float32), "full"),
+                                         numpy_helper.from_array(np.arange(4, dtype=np.int64), "full_indices"), [2, 2])
+        constant = helper.make_sparse_tensor(
+            numpy_helper.from_array(np.array([0.5, -7.0], np.float32), "ignored"),
+            numpy_helper.from_array(np.array([2, 5], np.int64), "constant_indices"), [6])
+        nodes = [helper.make_node("Constant", [], ["from_constant"], sparse_value=constant)]
+        graph = helper.make_graph(nodes, "g", [], [helper.make_tensor_value_info("from_constant", TensorProto.FLOAT,
+                                                                                 [6])],
+                                  sparse_initializer=[linear, coordinates, full])
+        return helper.make_model(graph)
+
+    def test_sparse_tensors_are_their_dense_tensors(self):
+        """Issue 50: a sparse initializer is the tensor it stands for, named as its values are (a Constant's
+        sparse_value by the node's output), its zeros counted in its statistics; with its values in the model and
+        in external data alike."""
+        model = self.sparse_model()
+        onnx.checker.check_model(model)
+        onnx.save_model(model, str(self.tmp / "sparse.onnx"))
+        arrays = onnx_tensors(self.tmp / "sparse.onnx")
+        self.assertEqual(set(arrays), {"linear", "coordinates", "full", "from_constant"})
+        self.assertEqual(np.count_nonzero(arrays["full"]), arrays["full"].size)  # no implicit zero
+        # save_as_external_data moves the dense tensors alone: a sparse tensor's values and indices are moved by
+        # onnx's own set_external_data, their bytes written where it says they are.
+        folder = self.tmp / "external"
+        folder.mkdir()
+        data = bytearray()
+        for sparse in model.graph.sparse_initializer:
+            for stored in (sparse.values, sparse.indices):
+                external_data_helper.set_external_data(stored, "model.onnx_data", offset=len(data),
+                                                       length=len(stored.raw_data))
+                data += stored.raw_data
+                stored.ClearField("raw_data")
+                stored.data_location = TensorProto.EXTERNAL
+        (folder / "model.onnx_data").write_bytes(bytes(data))
+        onnx.save_model(model, str(folder / "model.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+                        location="dense.onnx_data", size_threshold=0)
+        for path in (self.tmp / "sparse.onnx", folder / "model.onnx"):
+            code, document, _ = scan(path)
+            self.assertEqual(code, 0, path)
+            (reported,) = document["models"]
+            tensors = tensors_by_name(reported)
+            self.assertEqual(set(tensors), set(arrays))
+            for name, dense in arrays.items():
+                self.assertEqual(tensors[name]["shape"], list(dense.shape), name)
+                self.assertEqual(tensors[name]["dtype"], "F16" if dense.dtype == np.float16 else "F32", name)
+                self.assertDenseStats(tensors[name], dense, f"{path.name}: {name}")
+            self.assertEqual(tensors["from_constant"]["role"], "buffer")
+            self.assertEqual(tensors["linear"]["role"], "model")
+            self.assertNotIn("dtypes_not_read", warning_codes(reported))
+
+    def test_a_sparse_tensor_of_2_to_the_60_elements_is_never_materialized(self):
+        values = np.array([3.0, -0.5], np.float32)
+        sparse = helper.make_sparse_tensor(numpy_helper.from_array(values, "huge"),
+                                           numpy_helper.from_array(np.array([5, (1 << 60) - 1], np.int64), "i"),
+                                           [1 << 30, 1 << 30])
+        graph = helper.make_graph([], "g", [], [], sparse_initializer=[sparse])
+        onnx.save_model(helper.make_model(graph), str(self.tmp / "huge.onnx"))
+        code, document, _ = scan(self.tmp / "huge.onnx")
+        self.assertEqual(code, 0)
+        (tensor,) = document["models"][0]["tensors"]
+        self.assertEqual((tensor["shape"], tensor["numel"], tensor["zeros"]), ([1 << 30, 1 << 30], 1 << 60,
+                                                                             (1 << 60) - 2))
+        self.assertEqual((tensor["abs_min"], tensor["abs_max"]), (0.0, 3.0))
+        self.assertLessEqual(abs(tensor["norm"] - np.sqrt(9.25)), 1e-9 * np.sqrt(9.25))
+
+    def test_diff_names_a_sparse_tensor_not_compared(self):
+        """A sparse tensor against a dense one is listed in `not_compared`: never called identical or lossless."""
+        dense = np.array([[0.0, 1.5], [0.0, -2.0]], np.float32)
+        sparse = helper.make_sparse_tensor(numpy_helper.from_array(np.array([1.5, -2.0], np.float32), "w"),
+                                           numpy_helper.from_array(np.array([1, 3], np.int64), "i"), [2, 2])
+        onnx.save_model(helper.make_model(helper.make_graph([], "g", [], [], sparse_initializer=[sparse])),
+                        str(self.tmp / "sparse.onnx"))
+        save_file({"w": torch.from_numpy(dense)}, str(self.tmp / "dense.safetensors"))
+        result = run("diff", "--json", self.tmp / "dense.safetensors", self.tmp / "sparse.onnx", check_json=True)
+        (pair,) = result.document["pairs"]
+        self.assertEqual(pair["not_compared"], ["w"])
+        self.assertEqual((pair["outcome"], pair["tensors"], pair["shape_mismatch"]), ("changed", [], []))
 
     def test_diff_against_the_safetensors_it_was_exported_from(self):
         for module, constants in ((Mlp(), False), (Block(), True)):

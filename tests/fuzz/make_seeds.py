@@ -157,6 +157,28 @@ def onnx_seeds():
     graph.initializer.append(external)
     write("onnx", "external", helper.make_model(graph).SerializeToString())
     onnx_attribute_seeds()
+    onnx_sparse_seeds()
+
+
+def onnx_sparse_seeds():
+    """An ONNX seed of sparse tensors as precdetect reads them: float16 values placed by [NNZ, rank] coordinates,
+    float32 values by positions in raw_data, and a Constant's sparse_value."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    coordinates = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([3e3, -2.5e-3], np.float16), "coordinates"),
+        numpy_helper.from_array(np.array([[0, 1], [1, 2]], np.int64), "coordinate_indices"), [2, 3])
+    positions = helper.make_sparse_tensor(numpy_helper.from_array(np.array([1.5, -4.0], np.float32), "positions"),
+                                          numpy_helper.from_array(np.array([2, 9], np.int64), "indices"), [10])
+    value = helper.make_sparse_tensor(numpy_helper.from_array(np.array([0.5], np.float32), "v"),
+                                      numpy_helper.from_array(np.array([1], np.int64), "i"), [3])
+    graph = helper.make_graph([helper.make_node("Constant", [], ["c"], sparse_value=value)], "g", [],
+                              [helper.make_tensor_value_info("c", TensorProto.FLOAT, [3])],
+                              sparse_initializer=[coordinates, positions])
+    model = helper.make_model(graph)
+    onnx.checker.check_model(model)
+    write("onnx", "sparse-coordinates", model.SerializeToString())
 
 
 def onnx_attribute_seeds():

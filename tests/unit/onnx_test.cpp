@@ -125,19 +125,79 @@ TEST(Onnx, WalksSubgraphsAndListsWhatItDoesNotRead) {
   std::string if_node = bytes_field(2, "y") + bytes_field(4, "If") +
                         bytes_field(5, bytes_field(1, "then_branch") + bytes_field(6, body)) +
                         bytes_field(5, bytes_field(1, "else_branch") + bytes_field(6, body));
-  std::string sparse = bytes_field(1, tensor("s", 1, {1}, "")) + bytes_field(2, tensor("", 7, {1}, ""));
+  std::string sparse = bytes_field(1, tensor("s", 1, {1}, fixed32_field(4, 2.5f))) +
+                       bytes_field(2, tensor("", 7, {1}, varint_field(7, 3))) + bytes_field(3, varint(4));
   std::string graph = bytes_field(1, if_node) + bytes_field(5, tensor("names", 8, {1}, bytes_field(6, "x"))) +
                       bytes_field(15, sparse) +
                       bytes_field(5, tensor("nibbles", 22, {2}, bytes_field(9, std::string(1, '\x12'))));
   Checkpoint checkpoint = read(model(graph));
   std::vector<std::string> names;
   for (const TensorRecord& record : checkpoint.tensors) names.push_back(record.name);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"y/then_branch/w", "y/then_branch/c", "y/else_branch/w", "y/else_branch/c"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"y/then_branch/w", "y/then_branch/c", "y/else_branch/w", "y/else_branch/c",
+                                             "s"}));
   EXPECT_EQ(values_of(checkpoint, checkpoint.tensors[2]), raw_bytes(std::vector<double>{2.0}));
+  ASSERT_TRUE(checkpoint.tensors[4].sparse_of);  // its one value, standing for a tensor of 4
+  EXPECT_EQ(checkpoint.tensors[4].sparse_of->shape, (std::vector<int64_t>{4}));
+  EXPECT_EQ(checkpoint.tensors[4].sparse_of->numel, 4u);
+  EXPECT_EQ(values_of(checkpoint, checkpoint.tensors[4]), raw_bytes(std::vector<float>{2.5f}));
   ASSERT_EQ(checkpoint.warnings.size(), 1u);
   EXPECT_EQ(checkpoint.warnings[0].code, WarningCode::kDtypesNotRead);
-  EXPECT_EQ(checkpoint.warnings[0].names, (std::vector<std::string>{"s (sparse)", "names (STRING)", "nibbles (INT4)"}));
+  EXPECT_EQ(checkpoint.warnings[0].names, (std::vector<std::string>{"names (STRING)", "nibbles (INT4)"}));
+}
+
+/// A sparse initializer of `values` (FLOAT) and INT64 `indices` (int64_data) of shape `index_dims`, dense `dims`.
+std::string sparse_model(const std::vector<float>& values, const std::vector<uint64_t>& index_dims,
+                         const std::vector<int64_t>& indices, const std::vector<uint64_t>& dims, int index_type = 7) {
+  std::string value_fields, index_fields, packed_dims;
+  for (float value : values) value_fields += fixed32_field(4, value);
+  for (int64_t index : indices) index_fields += varint_field(7, static_cast<uint64_t>(index));
+  for (uint64_t extent : dims) packed_dims += varint(extent);
+  std::string sparse = bytes_field(1, tensor("s", 1, {values.size()}, value_fields)) +
+                       bytes_field(2, tensor("", index_type, index_dims, index_fields)) + bytes_field(3, packed_dims);
+  return model(bytes_field(15, sparse));
+}
+
+TEST(Onnx, ReadsSparseTensorsByPositionsAndCoordinates) {
+  for (const std::string& bytes :
+       {sparse_model({1.5f, -2.0f}, {2}, {1, 5}, {2, 3}), sparse_model({1.5f, -2.0f}, {2, 2}, {0, 1, 1, 2}, {2, 3}),
+        sparse_model({}, {0}, {}, {2, 3})}) {
+    Checkpoint checkpoint = read(bytes);
+    ASSERT_EQ(checkpoint.tensors.size(), 1u);
+    const TensorRecord& record = checkpoint.tensors[0];
+    EXPECT_EQ(record.name, "s");
+    ASSERT_TRUE(record.sparse_of);
+    EXPECT_EQ(record.sparse_of->shape, (std::vector<int64_t>{2, 3}));
+    EXPECT_EQ(record.sparse_of->numel, 6u);
+  }
+}
+
+TEST(Onnx, RefusesSparseTensorsOnnxsCheckerRefuses) {
+  for (const auto& [bad, needle] : std::vector<std::pair<std::string, std::string>>{
+           {sparse_model({1, 2}, {2}, {1, 6}, {2, 3}), "outside [0, 6)"},                    // out of range
+           {sparse_model({1, 2}, {2}, {-1, 2}, {2, 3}), "outside [0, 6)"},                   // negative
+           {sparse_model({1, 2}, {2, 2}, {0, 3, 1, 0}, {2, 3}), "outside [0, 3)"},           // a coordinate
+           {sparse_model({1, 2}, {2}, {3, 3}, {2, 3}), "strictly increasing"},               // a duplicate
+           {sparse_model({1, 2}, {2}, {4, 1}, {2, 3}), "strictly increasing"},               // unsorted
+           {sparse_model({1, 2}, {2, 2}, {1, 0, 0, 2}, {2, 3}), "strictly increasing"},      // coordinates unsorted
+           {sparse_model({1, 2}, {3}, {0, 1, 2}, {2, 3}), "3 sparse indices for 2 values"},  // counts differ
+           {sparse_model({1, 2}, {2, 3}, {0, 0, 0, 0, 0, 1}, {2, 3}),
+            "3 dimensions for a tensor of rank 2"},                                     // coordinates' rank
+           {sparse_model({1, 2}, {2, 1, 1}, {0, 1}, {2, 3}), "rank 3"},                 // indices' rank
+           {sparse_model({1, 2}, {2}, {0, 1}, {2, 3}, 6), "must be INT64"},             // INT32 indices
+           {sparse_model({1, 2}, {2}, {0, 1}, {1ULL << 62, 1ULL << 62}), "overflows"},  // dims overflow
+           {sparse_model({1, 2}, {2}, {0, 1}, {}), "rank 0"},                           // no dims
+           {sparse_model({1, 2}, {2}, {0, 1}, {0, 3}), "must be positive"},             // a zero dimension
+           {sparse_model({1, 2}, {2}, {0}, {2, 3}), "1 values in field 7"},             // fewer indices stored
+       }) {
+    try {
+      read(bad);
+      ADD_FAILURE() << needle;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidOnnx) << needle;
+      EXPECT_NE(std::string(e.what()).find("tensor `s"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Onnx, RefusesValuesThatAreNotTheShapesAndDamagedGraphs) {
@@ -172,7 +232,8 @@ TEST(Onnx, ReadsTheTensorsInNodesAttributes) {
   // value_floats unpacked (as proto2 writes them) and packed; value_ints' negative value is a 10-byte varint.
   std::string floats =
       fixed32_field(7, 1.5f) + fixed32_field(7, -2.0f) + bytes_field(7, raw_bytes(std::vector<float>{4.0f}));
-  std::string sparse = bytes_field(1, tensor("v", 1, {1}, fixed32_field(4, 2)));
+  std::string sparse = bytes_field(1, tensor("v", 1, {1}, fixed32_field(4, 2))) +
+                       bytes_field(2, tensor("", 7, {1}, varint_field(7, 0))) + bytes_field(3, varint(3));
   std::string graph = node("Constant", "low", attribute("value_float", fixed32_field(2, -3.4e38f))) +
                       node("Constant", "scales", attribute("value_floats", floats)) +
                       node("Constant", "axis", attribute("value_int", varint_field(3, uint64_t(-1)))) +
@@ -192,7 +253,7 @@ TEST(Onnx, ReadsTheTensorsInNodesAttributes) {
     EXPECT_TRUE(record.computed_from_config) << record.name;
   }
   EXPECT_EQ(names, (std::vector<std::string>{"low", "scales", "axis", "shape", "filled/value", "padded/pads.0",
-                                             "padded/pads.1"}));
+                                             "padded/pads.1", "sparse"}));
   EXPECT_TRUE(checkpoint.tensors[0].shape.empty());
   EXPECT_EQ(values_of(checkpoint, checkpoint.tensors[0]), raw_bytes(std::vector<float>{-3.4e38f}));
   EXPECT_EQ(checkpoint.tensors[1].shape, (std::vector<int64_t>{3}));
@@ -202,7 +263,7 @@ TEST(Onnx, ReadsTheTensorsInNodesAttributes) {
   EXPECT_EQ(values_of(checkpoint, checkpoint.tensors[3]), raw_bytes(std::vector<int64_t>{2, 3}));
   EXPECT_EQ(values_of(checkpoint, checkpoint.tensors[6]), raw_bytes(std::vector<float>{2.0f}));
   ASSERT_EQ(checkpoint.warnings.size(), 1u);
-  EXPECT_EQ(checkpoint.warnings[0].names, (std::vector<std::string>{"sparse (sparse)", "label (STRING)"}));
+  EXPECT_EQ(checkpoint.warnings[0].names, (std::vector<std::string>{"label (STRING)"}));
   for (const std::string& bad :
        {node("Constant", "c", attribute("value_float", fixed32_field(2, 1) + fixed32_field(2, 2))),
         node("Constant", "c", attribute("value_floats", varint_field(7, 1))),

@@ -52,7 +52,11 @@ struct PairDiff {
   /// was lost or added, so they keep a conversion lossless.
   std::vector<std::string> computed_from_config;
   std::vector<Mismatch> shape_mismatch, dtype_mismatch;
-  /// True when anything differs: a value, a dtype, a shape, or a tensor present on one side only.
+  /// Stored sparse on either side (TensorRecord::sparse_of: an ONNX sparse initializer): their values are not
+  /// compared, so the pair is never called identical or lossless.
+  std::vector<std::string> not_compared;
+  /// True when anything differs or was not compared: a value, a dtype, a shape, a tensor present on one side only,
+  /// a sparse tensor.
   bool changed() const;
   DiffOutcome outcome() const;
 };

@@ -146,6 +146,14 @@ struct ChunkOf {
   std::vector<int64_t> offsets;  ///< of this chunk's first element, per dimension
 };
 
+/// The dense tensor a sparse one (an ONNX SparseTensorProto) stands for: the record holds its stored values, [NNZ],
+/// and the tensor is of `shape`, zero wherever no value is stored (its reader checked each value has a place of its
+/// own). Never materialized: `numel` may be 2^60 with a handful of values.
+struct SparseOf {
+  std::vector<int64_t> shape;  ///< the dense tensor's
+  uint64_t numel = 0;          ///< its elements: the stored values and the zeros around them
+};
+
 struct TensorRecord {
   std::string name;
   DType dtype;
@@ -180,6 +188,9 @@ struct TensorRecord {
   /// Set on each chunk of a tensor stored in several (TensorRecord::shape is the chunk's): analysis joins them
   /// into the whole tensor, whose statistics are the chunks' merged. nullopt for a tensor stored whole.
   std::optional<ChunkOf> chunk_of;
+  /// Set on a sparse tensor's stored values: analysis reports the dense tensor, its statistics the values' merged
+  /// with those of its zeros (analyze/zero_stats.h); diff lists it as not compared. nullopt for a dense tensor.
+  std::optional<SparseOf> sparse_of;
 };
 
 }  // namespace precdetect

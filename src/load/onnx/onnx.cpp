@@ -9,6 +9,7 @@
 #include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
 #include "precdetect/load/onnx/onnx_graph.h"
+#include "precdetect/load/onnx/onnx_sparse.h"
 #include "precdetect/load/onnx/protobuf.h"
 #include "precdetect/load/source/decoded_source.h"
 #include "precdetect/load/source/joined_source.h"
@@ -56,6 +57,7 @@ constexpr OnnxType kTypes[] = {{1, "FLOAT", DType::F32, 4, WireType::kFixed32},
                                {26, "INT2", std::nullopt},
                                {27, "FLOAT6E2M3", std::nullopt},
                                {28, "FLOAT6E3M2", std::nullopt}};
+constexpr int32_t kInt64 = 7;  // the type of a sparse tensor's indices
 
 class OnnxReader {
  public:
@@ -70,16 +72,22 @@ class OnnxReader {
     ReadMode mode = model.zero_copy() ? ReadMode::kMmap : ReadMode::kPread;
     auto joined = std::make_unique<JoinedSource>(std::move(checkpoint_.files[file_]));
     // Every external file is joined before the first decoded region is added after them.
-    for (const OnnxTensor& tensor : graph_.tensors)
-      if (tensor.external && !externals_.contains(tensor.external->location)) {
-        auto file = map_file(external_file(tensor), mode);
+    std::vector<const OnnxTensor*> stored;
+    for (const OnnxTensor& tensor : graph_.tensors) stored.push_back(&tensor);
+    for (const OnnxSparse& sparse : graph_.sparse) {
+      stored.push_back(&sparse.values);
+      if (sparse.indices) stored.push_back(&*sparse.indices);
+    }
+    for (const OnnxTensor* tensor : stored)
+      if (tensor->external && !externals_.contains(tensor->external->location)) {
+        auto file = map_file(external_file(*tensor), mode);
         uint64_t size = file->size();
-        externals_[tensor.external->location] = {joined->append(std::move(file)), size};
+        externals_[tensor->external->location] = {joined->append(std::move(file)), size};
       }
     decoded_ = std::make_unique<DecodedSource>(std::move(joined));
-    std::vector<std::string> not_read = graph_.sparse;
-    for (std::string& name : not_read) name += " (sparse)";
+    std::vector<std::string> not_read;
     for (const OnnxTensor& tensor : graph_.tensors) add(tensor, not_read);
+    for (const OnnxSparse& sparse : graph_.sparse) add_sparse(sparse, not_read);
     warn_about(checkpoint_.warnings, WarningCode::kDtypesNotRead, path_.string(), std::move(not_read));
     checkpoint_.files[file_] = std::move(decoded_);
   }
@@ -101,11 +109,61 @@ class OnnxReader {
     return file;
   }
 
-  void add(const OnnxTensor& tensor, std::vector<std::string>& not_read) {
+  const OnnxType& type_of(const OnnxTensor& tensor) const {
     auto type = std::ranges::find(kTypes, tensor.data_type, &OnnxType::id);
     if (type == std::end(kTypes)) fail(tensor, fmt::format("unknown data type {}", tensor.data_type));
-    if (!type->dtype) return not_read.push_back(fmt::format("{} ({})", tensor.name, type->name));
-    TensorRecord record{.name = tensor.name, .dtype = *type->dtype, .shape = tensor.dims, .file = file_};
+    return *type;
+  }
+
+  void add(const OnnxTensor& tensor, std::vector<std::string>& not_read) {
+    const OnnxType& type = type_of(tensor);
+    if (!type.dtype) return not_read.push_back(fmt::format("{} ({})", tensor.name, type.name));
+    checkpoint_.tensors.push_back(record(tensor, type));
+  }
+
+  /// A sparse tensor: its values a tensor of their own, [NNZ], standing for the dense tensor (TensorRecord::
+  /// sparse_of) once its shape and indices pass onnx's checker's rules (load/onnx/onnx_sparse.h).
+  void add_sparse(const OnnxSparse& sparse, std::vector<std::string>& not_read) {
+    const OnnxTensor& values = sparse.values;
+    const OnnxType& type = type_of(values);
+    std::string error;
+    std::optional<uint64_t> dense = sparse_dense_count(sparse.dims, error);
+    if (!dense) fail(values, error);
+    if (values.dims.size() != 1)
+      fail(values, fmt::format("sparse values of rank {} (they must be one list, [NNZ])", values.dims.size()));
+    if (!type.dtype) return not_read.push_back(fmt::format("{} ({}, sparse)", values.name, type.name));
+    TensorRecord record = this->record(values, type);
+    check_indices(sparse, record.numel, *dense);
+    record.sparse_of = SparseOf{.shape = sparse.dims, .numel = *dense};
+    checkpoint_.tensors.push_back(std::move(record));
+  }
+
+  /// The indices of a sparse tensor of `nnz` values and `dense` elements: INT64, of the shape the values and dims
+  /// need, each inside the tensor and after the one before it. Read once from where they are stored (raw_data,
+  /// int64_data or external data, bounded by their file like any tensor's values) and released.
+  void check_indices(const OnnxSparse& sparse, uint64_t nnz, uint64_t dense) {
+    const OnnxTensor& values = sparse.values;
+    if (!sparse.indices) {
+      if (nnz != 0) fail(values, fmt::format("{} sparse values without indices", nnz));
+      return;
+    }
+    OnnxTensor indices = *sparse.indices;
+    indices.name = values.name + " (indices)";
+    if (indices.data_type != kInt64)
+      fail(values, fmt::format("sparse indices of data type {} (they must be INT64)", indices.data_type));
+    SparseIndexLayout layout = SparseIndexLayout::kLinear;
+    if (auto wrong = sparse_index_shape_error(indices.dims, nnz, sparse.dims, layout)) fail(values, *wrong);
+    TensorRecord where = record(indices, type_of(indices));
+    if (where.nbytes == 0) return;
+    std::optional<std::string> wrong =
+        sparse_indices_error(decoded_->view(where.offset, where.nbytes), layout, sparse.dims, dense);
+    decoded_->release(where.offset, where.nbytes);
+    if (wrong) fail(values, *wrong);
+  }
+
+  /// The record of a tensor of a type precdetect reads: its count and size checked, its values found.
+  TensorRecord record(const OnnxTensor& tensor, const OnnxType& type) {
+    TensorRecord record{.name = tensor.name, .dtype = *type.dtype, .shape = tensor.dims, .file = file_};
     record.numel = 1;
     for (int64_t extent : tensor.dims) {
       auto product = checked_mul(record.numel, static_cast<uint64_t>(extent));
@@ -120,7 +178,7 @@ class OnnxReader {
     else if (tensor.raw)
       record.offset = raw_offset(tensor, *nbytes);
     else
-      record.offset = typed_values(tensor, *type, record.numel, *nbytes);
+      record.offset = typed_values(tensor, type, record.numel, *nbytes);
     if (tensor.constant || tensor.origin == OnnxOrigin::kExporter) {  // the exporter's: a buffer, listed apart by diff
       record.role = TensorRole::kBuffer;
       record.role_from_file = true;
@@ -134,7 +192,7 @@ class OnnxReader {
       record.role = tensor.origin == OnnxOrigin::kBuffer ? TensorRole::kBuffer : TensorRole::kModel;
       record.role_from_file = true;
     }
-    checkpoint_.tensors.push_back(std::move(record));
+    return record;
   }
 
   uint64_t raw_offset(const OnnxTensor& tensor, uint64_t nbytes) const {

@@ -27,7 +27,7 @@ constexpr uint32_t kAttributeName = 1, kAttributeFloat = 2, kAttributeInt = 3, k
 constexpr uint32_t kTensorDims = 1, kTensorDataType = 2, kTensorName = 8, kTensorRawData = 9, kTensorExternalData = 13,
                    kTensorDataLocation = 14;
 constexpr uint32_t kEntryKey = 1, kEntryValue = 2;
-constexpr uint32_t kSparseValues = 1;
+constexpr uint32_t kSparseValues = 1, kSparseIndices = 2, kSparseDims = 3;
 constexpr uint64_t kLocationExternal = 1;               // TensorProto.DataLocation.EXTERNAL
 constexpr int32_t kFloat = 1, kString = 8, kInt64 = 7;  // TensorProto.DataType
 
@@ -86,7 +86,12 @@ class GraphWalker {
         initializer.name = scope + initializer.name;
         found_.tensors.push_back(std::move(initializer));
       }
-      if (part->number == kGraphSparseInitializer) sparse(message(*part, reader), scope);
+      if (part->number == kGraphSparseInitializer) {
+        OnnxSparse initializer = sparse(message(*part, reader));
+        if (initializer.values.name.empty()) reader.fail("a sparse initializer without a name");
+        initializer.values.name = scope + initializer.values.name;
+        found_.sparse.push_back(std::move(initializer));
+      }
       if (part->number == kGraphValueInfo) value_info(message(*part, reader), provenance);
       if (part->number == kGraphMetadata)
         std::apply([&](const std::string& key, const std::string& value) { provenance.add_graph(key, value); },
@@ -125,13 +130,21 @@ class GraphWalker {
     for (const auto& [key, value] : entries) provenance.add(name, key, value);
   }
 
-  /// A sparse initializer is named by its values tensor; its values are not read.
-  void sparse(const ProtoField& field, const std::string& scope) {
+  /// A SparseTensorProto, named as its values tensor is.
+  OnnxSparse sparse(const ProtoField& field) {
     ProtoReader reader(field.payload, path_, field.offset);
-    std::string name;
-    while (std::optional<ProtoField> part = reader.next())
-      if (part->number == kSparseValues) name = tensor(message(*part, reader)).name;
-    found_.sparse.push_back(scope + (name.empty() ? "(unnamed)" : name));
+    OnnxSparse found{.message_offset = field.offset};
+    bool values = false;
+    while (std::optional<ProtoField> part = reader.next()) {
+      if (part->number == kSparseValues) {
+        found.values = tensor(message(*part, reader));
+        values = true;
+      }
+      if (part->number == kSparseIndices) found.indices = tensor(message(*part, reader));
+    }
+    if (!values) reader.fail("a sparse tensor without values");
+    found.dims = dims(field, reader, found.values.name, kSparseDims);
+    return found;
   }
 
   void node(const ProtoField& field, int depth, const std::string& scope) {
@@ -189,8 +202,12 @@ class GraphWalker {
       tensor.constant = true;
       found_.tensors.push_back(std::move(tensor));
     }
-    for (size_t i = 0; i < sparse.size(); ++i)
-      found_.sparse.push_back(value_name(node, name, ordinal(i, sparse.size()), "", reader));
+    for (size_t i = 0; i < sparse.size(); ++i) {
+      OnnxSparse value = this->sparse(sparse[i]);
+      value.values.name = value_name(node, name, ordinal(i, sparse.size()), value.values.name, reader);
+      value.values.constant = true;
+      found_.sparse.push_back(std::move(value));
+    }
     if (node.constant) constant_field(field, name, node, reader);
   }
 
@@ -240,15 +257,17 @@ class GraphWalker {
       if (part->number == kTensorExternalData) external_data.insert(entry(message(*part, reader)));
       if (part->number == kTensorDataLocation) external = field_varint(*part, reader) == kLocationExternal;
     }
-    found.dims = dims(field, reader, found.name);
+    found.dims = dims(field, reader, found.name, kTensorDims);
     if (external) found.external = external_location(external_data, reader, found.name);
     return found;
   }
 
-  std::vector<int64_t> dims(const ProtoField& field, const ProtoReader& reader, const std::string& name) {
+  /// The dimensions in field `number` of the message `field` (TensorProto.dims, SparseTensorProto.dims).
+  std::vector<int64_t> dims(const ProtoField& field, const ProtoReader& reader, const std::string& name,
+                            uint32_t number) {
     std::vector<int64_t> dims;
     bool negative = false;
-    for_each_value(field.payload, path_, field.offset, kTensorDims, WireType::kVarint, [&](uint64_t extent) {
+    for_each_value(field.payload, path_, field.offset, number, WireType::kVarint, [&](uint64_t extent) {
       negative = negative || extent > static_cast<uint64_t>(INT64_MAX);
       if (dims.size() <= kMaxOnnxDims) dims.push_back(static_cast<int64_t>(extent));
     });

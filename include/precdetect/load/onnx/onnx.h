@@ -25,12 +25,15 @@ std::filesystem::path onnx_external_path(const std::filesystem::path& model, std
 /// them (torch.onnx.export's parameter names; a subgraph's prefixed by its scope, onnx_graph.h); the tensors in nodes'
 /// attributes (Constant nodes' values, named by the node's output; ConstantOfShape's `value`, named `<node>/value`)
 /// are buffers computed by the exporter (TensorRecord::computed_from_config), out of the verdict but in fp16 cast
-/// safety. Tensors of types precdetect does not read (strings, complex128, 4-, 2- and 6-bit types), sparse
-/// initializers and sparse attributes (a Constant's `sparse_value`) are listed in a kDtypesNotRead warning. External
+/// safety. Sparse initializers and sparse attributes (a Constant's `sparse_value`) are their values' records, named
+/// as onnx names them, standing for the dense tensor (TensorRecord::sparse_of: its zeros counted, never
+/// materialized). Tensors of types precdetect does not read (strings, complex128, 4-, 2- and 6-bit types) are listed
+/// in a kDtypesNotRead warning. External
 /// data files are mapped beside the model (the checkpoint's file becomes a JoinedSource of them, wrapped in a
 /// DecodedSource for the typed fields). Returns "onnx". Errors: kInvalidOnnx naming the offset and tensor
 /// (read_onnx_graph's, an unknown data type, values whose count or size is not the shape's, external data outside its
-/// file or outside the model's folder), kNotFound (an external data file that is not there), kIo.
+/// file or outside the model's folder, a sparse tensor that breaks onnx's checker's rules: onnx_sparse.h), kNotFound
+/// (an external data file that is not there), kIo.
 std::string read_onnx(Checkpoint& checkpoint, size_t file);
 
 /// The file opened as ONNX when its name ends in `.onnx` (a protobuf has no magic number), else nullptr; it holds

@@ -3,8 +3,8 @@
 /// initializers, the tensors in its nodes' attributes, and the same in the subgraphs of its nodes (If's branches,
 /// Loop's and Scan's bodies), to any depth up to kMaxOnnxGraphDepth. A Constant node's value is named by the node's
 /// output, whichever attribute holds it: `value` (a tensor), `value_float(s)`, `value_int(s)` (read from the
-/// attribute's own fields, as FLOAT and INT64 tensors), `value_string(s)` (STRING: not read) or `sparse_value`
-/// (listed with the sparse initializers). Another operator's tensor attributes (ConstantOfShape's `value`, a
+/// attribute's own fields, as FLOAT and INT64 tensors), `value_string(s)` (STRING: not read) or `sparse_value` (a
+/// sparse tensor, as the sparse initializers are). Another operator's tensor attributes (ConstantOfShape's `value`, a
 /// `tensors` list) are named `<node>/<attribute>`, numbered `.<i>` in a list. A subgraph's tensors are named by
 /// their scope, `<node>/<attribute>/<name>` (the node by its name, else its first output, else its operator),
 /// since sibling subgraphs (an If's two branches) may each define a name once. Only the fields that hold or name
@@ -13,7 +13,8 @@
 /// NodeProto.input (1), .output (2), .name (3), .op_type (4), .attribute (5), .domain (7); AttributeProto.name (1), .t
 /// (5), .g (6), .tensors (10), .graphs (11), .sparse_tensor (22), .sparse_tensors (23), and a Constant's .f (2), .i
 /// (3), .s (4), .floats (7), .ints (8), .strings (9); TensorProto.dims (1), .data_type (2), .name (8), .raw_data (9),
-/// .external_data (13), .data_location (14), and its typed fields when its values are read (load/onnx/onnx.cpp).
+/// .external_data (13), .data_location (14), and its typed fields when its values are read (load/onnx/onnx.cpp);
+/// SparseTensorProto.values (1), .indices (2), .dims (3).
 /// The model's functions (ModelProto.functions) are templates, not tensors, and are not read.
 
 #include <cstddef>
@@ -62,16 +63,28 @@ struct OnnxTensor {
   std::optional<std::string> transposed_from;
 };
 
+/// A SparseTensorProto: a tensor of shape `dims` that is zero but at `indices`, where it holds `values`.
+struct OnnxSparse {
+  /// The stored values, [NNZ], named as the sparse tensor is (onnx names a sparse initializer by its values'
+  /// name; a Constant's sparse_value by the node's output), its `constant` and `origin` the sparse tensor's.
+  OnnxTensor values;
+  /// INT64 indices: [NNZ] positions in the row-major dense tensor, or [NNZ, rank] coordinates; nullopt when
+  /// the message has none (valid only for NNZ 0). Checked against `dims` when read (load/onnx/onnx_sparse.h).
+  std::optional<OnnxTensor> indices;
+  std::vector<int64_t> dims;    ///< the dense shape
+  uint64_t message_offset = 0;  ///< where the SparseTensorProto starts in the file
+};
+
 struct OnnxGraph {
   std::vector<OnnxTensor> tensors;  ///< in the order they are stored
-  std::vector<std::string> sparse;  ///< the sparse initializers' and sparse attributes' names: not read
+  std::vector<OnnxSparse> sparse;   ///< the sparse initializers and sparse attributes, in the order they are stored
 };
 
 /// The tensors of the ModelProto `model`, the bytes of `path`. Throws Error(kInvalidOnnx) naming the path and the
 /// offset for damaged protobuf (a truncated field, a length past its message, a varint over 10 bytes, a field of
 /// the wrong wire type), a graph nested over kMaxOnnxGraphDepth or with a scope over kMaxOnnxScope, an initializer
-/// without a name, a Constant node without an output, a negative dimension or more than kMaxOnnxDims, external data
-/// without a location or with an offset or length that is no number.
+/// (sparse or not) without a name, a sparse tensor without values, a Constant node without an output, a negative
+/// dimension or more than kMaxOnnxDims, external data without a location or with an offset or length that is no number.
 OnnxGraph read_onnx_graph(std::span<const std::byte> model, const std::filesystem::path& path);
 
 }  // namespace precdetect
