@@ -300,13 +300,15 @@ ONNX = {
                                                     "invalid_onnx"),
     # Sparse initializers break onnx's checker's rules (onnx/checker.cc check_sparse_tensor): an index outside the
     # tensor, indices not strictly increasing (a duplicate would count a value twice), indices and values that do
-    # not pair up, a dense shape whose element count overflows.
+    # not pair up, a dense shape whose element count overflows, or is over the 2^60 a model's sparse tensors may
+    # stand for together.
     "onnx-sparse-index-out-of-range": (onnx_sparse(indices=(1, 4)), "invalid_onnx"),
     "onnx-sparse-indices-unsorted": (onnx_sparse(indices=(3, 1)), "invalid_onnx"),
     "onnx-sparse-indices-duplicate": (onnx_sparse(indices=(2, 2)), "invalid_onnx"),
     "onnx-sparse-indices-fewer-than-values": (onnx_sparse(indices=(1,)), "invalid_onnx"),
     "onnx-sparse-indices-shorter-than-their-shape": (onnx_sparse(indices=(1,), index_dims=(2,)), "invalid_onnx"),
     "onnx-sparse-dims-overflow": (onnx_sparse(dims=(1 << 62, 1 << 62)), "invalid_onnx"),
+    "onnx-sparse-over-2-to-the-60-elements": (onnx_sparse(dims=(1 << 31, 1 << 30)), "invalid_onnx"),
 }
 
 

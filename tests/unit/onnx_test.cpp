@@ -145,16 +145,22 @@ TEST(Onnx, WalksSubgraphsAndListsWhatItDoesNotRead) {
   EXPECT_EQ(checkpoint.warnings[0].names, (std::vector<std::string>{"names (STRING)", "nibbles (INT4)"}));
 }
 
-/// A sparse initializer of `values` (FLOAT) and INT64 `indices` (int64_data) of shape `index_dims`, dense `dims`.
-std::string sparse_model(const std::vector<float>& values, const std::vector<uint64_t>& index_dims,
-                         const std::vector<int64_t>& indices, const std::vector<uint64_t>& dims, int index_type = 7) {
+/// A SparseTensorProto `name` of `values` (FLOAT) and INT64 `indices` (int64_data) of shape `index_dims`, dense
+/// `dims`.
+std::string sparse_tensor(const std::string& name, const std::vector<float>& values,
+                          const std::vector<uint64_t>& index_dims, const std::vector<int64_t>& indices,
+                          const std::vector<uint64_t>& dims, int index_type = 7) {
   std::string value_fields, index_fields, packed_dims;
   for (float value : values) value_fields += fixed32_field(4, value);
   for (int64_t index : indices) index_fields += varint_field(7, static_cast<uint64_t>(index));
   for (uint64_t extent : dims) packed_dims += varint(extent);
-  std::string sparse = bytes_field(1, tensor("s", 1, {values.size()}, value_fields)) +
-                       bytes_field(2, tensor("", index_type, index_dims, index_fields)) + bytes_field(3, packed_dims);
-  return model(bytes_field(15, sparse));
+  return bytes_field(1, tensor(name, 1, {values.size()}, value_fields)) +
+         bytes_field(2, tensor("", index_type, index_dims, index_fields)) + bytes_field(3, packed_dims);
+}
+/// A model of one sparse initializer `s`, as sparse_tensor.
+std::string sparse_model(const std::vector<float>& values, const std::vector<uint64_t>& index_dims,
+                         const std::vector<int64_t>& indices, const std::vector<uint64_t>& dims, int index_type = 7) {
+  return model(bytes_field(15, sparse_tensor("s", values, index_dims, indices, dims, index_type)));
 }
 
 TEST(Onnx, ReadsSparseTensorsByPositionsAndCoordinates) {
@@ -172,6 +178,9 @@ TEST(Onnx, ReadsSparseTensorsByPositionsAndCoordinates) {
 }
 
 TEST(Onnx, RefusesSparseTensorsOnnxsCheckerRefuses) {
+  // Two tensors of 2^60 elements each: a model's parameter count would wrap at 2^64 x 4 bytes.
+  std::string huge = sparse_tensor("s", {1}, {1}, {0}, {1ULL << 30, 1ULL << 30});
+  std::string two_huge = model(bytes_field(15, huge) + bytes_field(15, huge));
   for (const auto& [bad, needle] : std::vector<std::pair<std::string, std::string>>{
            {sparse_model({1, 2}, {2}, {1, 6}, {2, 3}), "outside [0, 6)"},                    // out of range
            {sparse_model({1, 2}, {2}, {-1, 2}, {2, 3}), "outside [0, 6)"},                   // negative
@@ -181,13 +190,15 @@ TEST(Onnx, RefusesSparseTensorsOnnxsCheckerRefuses) {
            {sparse_model({1, 2}, {2, 2}, {1, 0, 0, 2}, {2, 3}), "strictly increasing"},      // coordinates unsorted
            {sparse_model({1, 2}, {3}, {0, 1, 2}, {2, 3}), "3 sparse indices for 2 values"},  // counts differ
            {sparse_model({1, 2}, {2, 3}, {0, 0, 0, 0, 0, 1}, {2, 3}),
-            "3 dimensions for a tensor of rank 2"},                                     // coordinates' rank
-           {sparse_model({1, 2}, {2, 1, 1}, {0, 1}, {2, 3}), "rank 3"},                 // indices' rank
-           {sparse_model({1, 2}, {2}, {0, 1}, {2, 3}, 6), "must be INT64"},             // INT32 indices
-           {sparse_model({1, 2}, {2}, {0, 1}, {1ULL << 62, 1ULL << 62}), "overflows"},  // dims overflow
-           {sparse_model({1, 2}, {2}, {0, 1}, {}), "rank 0"},                           // no dims
-           {sparse_model({1, 2}, {2}, {0, 1}, {0, 3}), "must be positive"},             // a zero dimension
-           {sparse_model({1, 2}, {2}, {0}, {2, 3}), "1 values in field 7"},             // fewer indices stored
+            "3 dimensions for a tensor of rank 2"},                                              // coordinates' rank
+           {sparse_model({1, 2}, {2, 1, 1}, {0, 1}, {2, 3}), "rank 3"},                          // indices' rank
+           {sparse_model({1, 2}, {2}, {0, 1}, {2, 3}, 6), "must be INT64"},                      // INT32 indices
+           {sparse_model({1, 2}, {2}, {0, 1}, {1ULL << 62, 1ULL << 62}), "overflows"},           // dims overflow
+           {sparse_model({1, 2}, {2}, {0, 1}, {1ULL << 31, 1ULL << 30}), "over 2^60 elements"},  // too many
+           {two_huge, "over 2^60 elements"},
+           {sparse_model({1, 2}, {2}, {0, 1}, {}), "rank 0"},                // no dims
+           {sparse_model({1, 2}, {2}, {0, 1}, {0, 3}), "must be positive"},  // a zero dimension
+           {sparse_model({1, 2}, {2}, {0}, {2, 3}), "1 values in field 7"},  // fewer indices stored
        }) {
     try {
       read(bad);

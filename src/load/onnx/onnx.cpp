@@ -132,6 +132,12 @@ class OnnxReader {
     if (values.dims.size() != 1)
       fail(values, fmt::format("sparse values of rank {} (they must be one list, [NNZ])", values.dims.size()));
     if (!type.dtype) return not_read.push_back(fmt::format("{} ({}, sparse)", values.name, type.name));
+    // The running sum is at most 2^60 before this one: it wraps only for a count over 2^60, refused as well.
+    sparse_elements_ += *dense;
+    if (sparse_elements_ > kMaxSparseElements || *dense > kMaxSparseElements)
+      fail(values,
+           "sparse tensors standing for over 2^60 elements in all (the most a model may: its parameter "
+           "count stays within 64 bits)");
     TensorRecord record = this->record(values, type);
     check_indices(sparse, record.numel, *dense);
     record.sparse_of = SparseOf{.shape = sparse.dims, .numel = *dense};
@@ -243,6 +249,7 @@ class OnnxReader {
   /// Each external file's location -> where it starts in the joined source, and its size.
   std::map<std::string, std::pair<uint64_t, uint64_t>> externals_;
   std::unique_ptr<DecodedSource> decoded_;
+  uint64_t sparse_elements_ = 0;  ///< the dense elements of the sparse tensors read so far
 };
 
 }  // namespace

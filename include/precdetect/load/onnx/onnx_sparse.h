@@ -14,6 +14,11 @@
 
 namespace precdetect {
 
+/// The most elements one model's sparse tensors may stand for, all together: 2^60, so that a model's parameter
+/// count, and its bytes at 4 per element, stay within 64 bits (a dense tensor's count is bounded by the file's
+/// bytes, a sparse tensor's only by this).
+constexpr uint64_t kMaxSparseElements = uint64_t{1} << 60;
+
 /// How a sparse tensor's indices are laid out, from their shape.
 enum class SparseIndexLayout { kLinear, kCoordinates };
 
