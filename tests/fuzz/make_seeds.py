@@ -88,7 +88,8 @@ def new_format_seeds():
 
 def dcp_seeds():
     """DCP .metadata pickles dcp.save writes: a model and Adam's state in one process with two writer threads
-    (objects in it), and the same Metadata with `w` in two column chunks, as two tensor-parallel ranks write it."""
+    (objects in it), the same Metadata with `w` in two column chunks, as two tensor-parallel ranks write it, and a
+    rank's own `__0.metadata` (use_collectives=False) that lists half of `w`."""
     import tempfile
     import warnings
     import torch.distributed.checkpoint as dcp
@@ -111,6 +112,13 @@ def dcp_seeds():
     metadata.storage_data[MetadataIndex("model.weight", [0, 0])] = stored
     metadata.storage_data[MetadataIndex("model.weight", [0, 2])] = stored
     write("dcp_metadata", "column-chunks", pickle.dumps(metadata))
+    # Rank 0's __0.metadata of a folder saved without collectives, listing only its own half of `model.weight`.
+    with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dcp.save({"model": model.state_dict(), "step": 3}, checkpoint_id=folder, use_collectives=False)
+        metadata = pickle.loads((Path(folder) / "__0.metadata").read_bytes())
+    metadata.state_dict_metadata["model.weight"].chunks = [ChunkStorageMetadata(torch.Size([0, 0]), torch.Size([1, 3]))]
+    write("dcp_metadata", "rank-local-half", pickle.dumps(metadata))
 
 
 def onnx_seeds():

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <ranges>
 
 #include "precdetect/core/error.h"
 #include "precdetect/load/checkpoint.h"
@@ -16,11 +18,42 @@ namespace precdetect {
 namespace {
 
 constexpr std::string_view kMetadataName = ".metadata";
+// dcp.save(..., use_collectives=False) has each rank write its own `__<rank>.metadata` (filesystem.py).
+constexpr std::string_view kRankPrefix = "__";
 // Keys a DCP state dict's FQNs may start with before the model's or optimizer's own: torch's recipe saves
 // {"app": AppState(model, optimizer)} (docs/using.md).
 constexpr std::string_view kWrappers[] = {"app"};
 // torch.save names a tensor saved on its own this way (torch_tensors.h); a chunk takes its tensor's FQN.
 constexpr std::string_view kRootName = "(root)";
+
+/// The rank of a rank-local metadata file's name (`__3.metadata`), else nullopt.
+std::optional<size_t> rank_of(const std::string& name) {
+  if (!name.starts_with(kRankPrefix) || !name.ends_with(kMetadataName)) return std::nullopt;
+  std::string digits = name.substr(kRankPrefix.size(), name.size() - kRankPrefix.size() - kMetadataName.size());
+  if (digits.empty() || digits.size() > 9 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  return std::stoul(digits);
+}
+
+/// The rank-local metadata files of the folder that holds `metadata`, in rank order: those of ranks 0 to N-1,
+/// each there (dcp.load on rank r reads `__r.metadata`; joined, they are the whole checkpoint).
+std::vector<std::filesystem::path> rank_files(const std::filesystem::path& metadata) {
+  std::map<size_t, std::filesystem::path> ranks;
+  std::filesystem::path folder = metadata.parent_path();
+  for (const auto& entry : std::filesystem::directory_iterator(folder.empty() ? "." : folder))
+    if (std::optional<size_t> rank = rank_of(entry.path().filename().string()); rank && entry.is_regular_file())
+      ranks[*rank] = folder / entry.path().filename();
+  std::vector<std::filesystem::path> files;
+  for (const auto& [rank, path] : ranks) {
+    if (rank != files.size())
+      fail(ErrorCode::kMissingShard, metadata,
+           fmt::format("the rank-local metadata `{}{}{}` is missing: the folder holds those of ranks {}", kRankPrefix,
+                       files.size(), kMetadataName, fmt::join(std::views::keys(ranks), ", ")));
+    files.push_back(path);
+  }
+  return files;
+}
 
 /// kOptimizer for an FQN below an optimizer's key (`optim.state.0.exp_avg`, `app.optim...`), else kModel.
 TensorRole role_of(const std::string& fqn) {
@@ -114,7 +147,12 @@ class DcpFormatFile final : public FormatFile {
   void name_pickles(const std::string& where, PickleVisitor& visitor) const override;
 
  private:
-  DcpMetadata metadata() const { return read_dcp_metadata(source_.view(0, source_.size()), source_.path()); }
+  /// A folder written without collectives, whose metadata is one file per rank.
+  bool rank_local() const { return source_.path().filename() != kMetadataName; }
+  /// The folder's table: its `.metadata`, or its ranks' metadata joined.
+  DcpMetadata metadata() const;
+  /// One metadata file's pickles, then the archives its entries name.
+  void name_metadata_pickles(const ByteSource& metadata, const std::string& where, PickleVisitor& visitor) const;
   /// The .distcp files are found as the metadata names them, in its folder (the reader checked each name is a
   /// plain file name).
   std::filesystem::path data_path(const std::string& name) const { return source_.path().parent_path() / name; }
@@ -123,6 +161,18 @@ class DcpFormatFile final : public FormatFile {
 
   const ByteSource& source_;
 };
+
+DcpMetadata DcpFormatFile::metadata() const {
+  if (!rank_local()) return read_dcp_metadata(source_.view(0, source_.size()), source_.path());
+  std::vector<std::filesystem::path> paths = rank_files(source_.path());
+  std::vector<DcpMetadata> ranks;
+  for (const std::filesystem::path& path : paths) {
+    std::unique_ptr<ByteSource> other = path == source_.path() ? nullptr : map_file(path);
+    const ByteSource& bytes = other ? *other : source_;
+    ranks.push_back(read_dcp_metadata(bytes.view(0, bytes.size()), path, false));
+  }
+  return join_dcp_ranks(std::move(ranks), paths);
+}
 
 std::string DcpFormatFile::read(Checkpoint& checkpoint, size_t file) const {
   DcpMetadata metadata = this->metadata();
@@ -153,10 +203,34 @@ void DcpFormatFile::name_archive(const ByteSource& data, const std::string& fqn,
 }
 
 void DcpFormatFile::name_pickles(const std::string& where, PickleVisitor& visitor) const {
-  visitor.pickles(source_.view(0, source_.size()), where, 0, 1);  // dcp.load: pickle.load(metadata_file)
+  if (!rank_local()) return name_metadata_pickles(source_, where, visitor);
+  std::vector<std::filesystem::path> paths;
+  try {
+    paths = rank_files(source_.path());
+  } catch (const Error& e) {
+    name_metadata_pickles(source_, where, visitor);
+    return visitor.unverified(where, fmt::format("the other ranks' metadata cannot be listed: {}", e.what()));
+  }
+  // Each rank loads what its own metadata names: every rank's pickles are examined, copies of one entry too.
+  for (const std::filesystem::path& path : paths) {
+    if (path == source_.path()) {
+      name_metadata_pickles(source_, where, visitor);
+      continue;
+    }
+    try {
+      name_metadata_pickles(*map_file(path), path.string(), visitor);
+    } catch (const Error& e) {
+      visitor.unverified(path.string(), e.what());
+    }
+  }
+}
+
+void DcpFormatFile::name_metadata_pickles(const ByteSource& source, const std::string& where,
+                                          PickleVisitor& visitor) const {
+  visitor.pickles(source.view(0, source.size()), where, 0, 1);  // dcp.load: pickle.load(metadata_file)
   DcpMetadata metadata;
   try {
-    metadata = this->metadata();
+    metadata = read_dcp_metadata(source.view(0, source.size()), source.path(), !rank_local());
   } catch (const Error& e) {
     return visitor.unverified(where, fmt::format("its data files cannot be listed: {}", e.what()));
   }
@@ -181,7 +255,8 @@ void DcpFormatFile::name_pickles(const std::string& where, PickleVisitor& visito
 
 std::unique_ptr<FormatFile> open_dcp(const ByteSource& source) {
   bool pickle = source.size() >= 2 && source.view(0, 1)[0] == std::byte{0x80};  // PROTO: dcp.save's pickle.dump
-  if (source.path().filename() != kMetadataName || !pickle) return nullptr;
+  std::string name = source.path().filename().string();
+  if ((name != kMetadataName && !rank_of(name)) || !pickle) return nullptr;
   return std::make_unique<DcpFormatFile>(source);
 }
 

@@ -52,7 +52,18 @@ struct DcpMetadata {
 /// without its storage entry, a name twice, a file name that is not a plain name in the folder, chunks that leave
 /// a gap in the tensor, overlap or reach outside it); kCompressedEntry (an entry written through a stream
 /// transform, such as DCP's zstd extension, which precdetect does not undo); kValidationOverflow. Messages name
-/// the path and the tensor.
-DcpMetadata read_dcp_metadata(std::span<const std::byte> bytes, const std::filesystem::path& path);
+/// the path and the tensor. With `whole` false (one rank's metadata of a rank-local folder, which lists only the
+/// chunks that rank wrote) a tensor's chunks need not cover it; they are still checked to lie inside it and not
+/// overlap.
+DcpMetadata read_dcp_metadata(std::span<const std::byte> bytes, const std::filesystem::path& path, bool whole = true);
+
+/// Joins the metadata of a folder that dcp.save(..., use_collectives=False) wrote, one `__N.metadata` per rank
+/// (each read with `whole` false, in rank order; `paths` their files), into the folder's one table: a tensor's
+/// chunks are those of every rank, a chunk that several ranks wrote alike (the same box: a replicated tensor) and
+/// an entry that is no tensor (each rank writes its own) are read from the lowest rank. Throws Error
+/// kInvalidDcp: ranks that give a tensor different shapes, a name that is a tensor in one rank and no tensor in
+/// another, chunks of different ranks that overlap other than alike, or that leave a gap in their tensor;
+/// kValidationOverflow. Messages name the rank's file.
+DcpMetadata join_dcp_ranks(std::vector<DcpMetadata> ranks, std::span<const std::filesystem::path> paths);
 
 }  // namespace precdetect
