@@ -462,6 +462,25 @@ DCP_RANKS = {  # case: (damage, expected error code)
                                   "missing_shard"),
 }
 
+# A zstd frame of 1 MiB of zeros, without its content size (as a stream writes it): 47 bytes.
+ZSTD_MEBIBYTE = bytes.fromhex("28b52ffd00505400001000000100fbff39c00202001000020010000200100002001000020010000200100003001000")
+
+
+def dcp_zstd_bomb(path, metadata, chunk_type, index_type):
+    """`b` (4 float32s) stored as a zstd frame, as DCP's zstd extension writes entries, that inflates to 1 MiB."""
+    info = metadata.storage_data[index_type("b", [0])]
+    with open(path / info.relative_path, "ab") as file:
+        info.offset, info.length = file.tell(), len(ZSTD_MEBIBYTE)
+        file.write(ZSTD_MEBIBYTE)
+    info.transform_descriptors = ["stream.zstd/1"]
+    return metadata
+
+
+def dcp_unknown_transform(path, metadata, chunk_type, index_type):
+    metadata.storage_data[index_type("b", [0])].transform_descriptors = ["stream.brotli/1"]
+    return metadata
+
+
 DCP = {  # case: (damage, expected error code)
     "dcp-chunk-past-its-file": (lambda path, *_: (path / "__0_0.distcp").write_bytes(
         (path / "__0_0.distcp").read_bytes()[:2000]) and None, "offset_past_end"),
@@ -471,6 +490,8 @@ DCP = {  # case: (damage, expected error code)
     "dcp-chunks-overlap": (dcp_overlap, "invalid_dcp"),
     "dcp-chunks-leave-a-gap": (dcp_gap, "invalid_dcp"),
     "dcp-distcp-without-metadata": (lambda path, *_: (path / ".metadata").unlink(), "invalid_dcp"),
+    "dcp-zstd-frame-inflates-past-its-chunk": (dcp_zstd_bomb, "compressed_entry"),
+    "dcp-unknown-stream-transform": (dcp_unknown_transform, "compressed_entry"),
 }
 
 

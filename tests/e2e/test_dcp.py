@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 
 import torch
-from torch.distributed.checkpoint import FileSystemReader, HuggingFaceStorageWriter
+from torch.distributed.checkpoint import FileSystemReader, FileSystemWriter, HuggingFaceStorageWriter
 from torch.distributed.checkpoint import save as dcp_save
 from torch.distributed.checkpoint._nested_dict import flatten_state_dict
 from torch.distributed.checkpoint.default_planner import _EmptyStateDictLoadPlanner
@@ -328,6 +328,62 @@ class HuggingFaceWriterTest(ScanTestCase):
         self.assertEqual(sorted(p.name for p in self.consolidated.iterdir()),
                          ["model-00001-of-00001.safetensors", "model.safetensors.index.json", "sharded"])
         self.assertReadsTheSavedTensors(self.consolidated)
+
+
+class ZstdTest(ScanTestCase):
+    """DCP's zstd stream transform (FileSystemWriter(_extensions=[ZStandard()])): every entry of the `.distcp`
+    files is a zstd frame of its torch.save archive, `stream.zstd/1` in its storage's transform_descriptors.
+    precdetect inflates each within what its chunk may hold. Written once, in one process."""
+
+    @classmethod
+    def setUpClass(cls):
+        from torch.distributed.checkpoint._extension import ZStandard
+        if not ZStandard.is_available():
+            raise RuntimeError("zstandard is missing: scripts/setup.sh --tests installs requirements-tests.txt")
+        cls._written = tempfile.TemporaryDirectory(prefix="precdetect-e2e-")
+        cls.folder = Path(cls._written.name) / "zstd"
+        generator = torch.Generator().manual_seed(3)
+        cls.state = {"model.w": torch.randn(6, 4, generator=generator) * 300,
+                     "model.b": (torch.randn(4, generator=generator) * 1e-3).to(torch.bfloat16)}
+        with warnings.catch_warnings():  # "assuming the intent is to save in a single process"
+            warnings.simplefilter("ignore")
+            dcp_save({**cls.state, "step": 7}, storage_writer=FileSystemWriter(cls.folder, _extensions=[ZStandard()]))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._written.cleanup()
+
+    def test_zstd_entries_are_inflated_and_read(self):
+        with open(self.folder / ".metadata", "rb") as file:
+            storage = pickle.load(file).storage_data
+        self.assertEqual({tuple(info.transform_descriptors) for info in storage.values()}, {("stream.zstd/1",)})
+        code, document, stderr = scan(self.folder)
+        self.assertEqual(code, 0, stderr)
+        model = document["models"][0]
+        self.assertEqual(model["format"], "dcp")
+        reported = tensors_by_name(model)
+        self.assertEqual(set(reported), set(self.state))
+        for name, tensor in self.state.items():
+            self.assertEqual(reported[name]["numel"], tensor.numel(), name)
+            self.assertTensorStats(reported[name], tensor, name)
+        self.assertEqual(model["safety"]["verdict"], "safe")
+        torch_loaded = loaded_by_torch(self.folder)  # torch's own loader inflates them alike
+        self.assertTrue(all(torch.equal(torch_loaded[name], self.state[name]) for name in self.state))
+
+    def test_a_frame_that_inflates_past_its_chunk_is_named(self):
+        import zstandard
+        folder = self.tmp / "zstd"
+        shutil.copytree(self.folder, folder)
+        with open(folder / ".metadata", "rb") as file:
+            metadata = pickle.load(file)
+        bomb = zstandard.ZstdCompressor().compress(bytes(200_000))  # more than 4 elements' archive may hold
+        info = next(i for k, i in metadata.storage_data.items() if k.fqn == "model.b")
+        with open(folder / info.relative_path, "ab") as file:
+            info.offset, info.length = file.tell(), len(bomb)
+            file.write(bomb)
+        with open(folder / ".metadata", "wb") as file:
+            pickle.dump(metadata, file)
+        assert_scan_error(self, folder, "compressed_entry", "decompresses past the 65600 bytes its entry may hold")
 
 
 if __name__ == "__main__":

@@ -121,6 +121,22 @@ def dcp_seeds():
     write("dcp_metadata", "rank-local-half", pickle.dumps(metadata))
 
 
+def zstd_seeds():
+    """zstd frames as DCP's zstd stream transform writes `.distcp` entries: a tensor's torch.save archive (dcp.save
+    through FileSystemWriter(_extensions=[ZStandard()]), which needs the zstandard package), and 1 MiB of zeros."""
+    import tempfile
+    import warnings
+    import zstandard
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint._extension import ZStandard
+    with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "assuming the intent is to save in a single process"
+        dcp.save({"w": torch.arange(12.0).reshape(3, 4)},
+                 storage_writer=dcp.FileSystemWriter(folder, _extensions=[ZStandard()]))
+        write("zstd_frame", "dcp-archive", (Path(folder) / "__0_0.distcp").read_bytes())
+    write("zstd_frame", "zeros", zstandard.ZstdCompressor(write_content_size=False).compress(bytes(1 << 20)))
+
+
 def onnx_seeds():
     """ONNX seeds (issue 50): torch.onnx.export's model (raw_data initializers, Constant nodes), onnx.helper's typed
     fields (float_data, fp16 and bf16 in int32_data, int64_data, double_data), an If node's subgraphs, a sparse
@@ -262,6 +278,7 @@ def main():
     pickle_safety_seeds()
     new_format_seeds()
     dcp_seeds()
+    zstd_seeds()
     onnx_seeds()
     print(f"seeds in {SEEDS}")
 

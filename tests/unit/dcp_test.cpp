@@ -136,9 +136,20 @@ TEST(DcpMetadata, EntriesMustNameAStorageInTheFolder) {
                "`w` at offset [0] has no storage entry");
   expect_error(metadata(tensor("w", {2}, {chunk({0}, {2})}), stored("w", std::vector<int32_t>{0}, "../x.distcp", 0, 9)),
                ErrorCode::kInvalidDcp, "tensor `w` is stored in `../x.distcp`, which is no file of this folder");
-  std::string zstd = unicode("transform_descriptors") + "](" + unicode("zstd") + "e";
-  expect_error(metadata(object("step"), stored("step", std::nullopt, "__0_0.distcp", 0, 9, zstd)),
-               ErrorCode::kCompressedEntry, "tensor `step` is written through a stream transform (`zstd`)");
+  auto transforms = [](const std::vector<std::string>& names) {
+    std::string list = unicode("transform_descriptors") + "](";
+    for (const std::string& name : names) list += unicode(name);
+    return list + "e";
+  };
+  for (const auto& names : std::vector<std::vector<std::string>>{{"zstd"}, {"stream.zstd/2"}, {"stream.zstd/1", "x"}})
+    expect_error(metadata(object("step"), stored("step", std::nullopt, "__0_0.distcp", 0, 9, transforms(names))),
+                 ErrorCode::kCompressedEntry, "tensor `step` is written through the stream transforms [");
+  for (const std::string& zstd : {"stream.zstd/1", "stream.zstd/1.2"}) {
+    DcpMetadata read_back =
+        read(metadata(object("step"), stored("step", std::nullopt, "__0_0.distcp", 0, 9, transforms({zstd}))));
+    EXPECT_TRUE(read_back.objects.at(0).archive.zstd) << zstd;
+  }
+  EXPECT_FALSE(read(kTwoRanks).objects.at(0).archive.zstd);
 }
 
 TEST(DcpMetadata, AnythingButAMetadataObjectIsRefused) {

@@ -8,9 +8,11 @@
 #include <optional>
 #include <ranges>
 
+#include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
 #include "precdetect/load/checkpoint.h"
 #include "precdetect/load/dcp/dcp_metadata.h"
+#include "precdetect/load/dcp/zstd_frame.h"
 #include "precdetect/load/torch/torch_formats.h"
 #include "precdetect/load/torch/torch_tensors.h"
 
@@ -23,6 +25,10 @@ constexpr std::string_view kRankPrefix = "__";
 // Keys a DCP state dict's FQNs may start with before the model's or optimizer's own: torch's recipe saves
 // {"app": AppState(model, optimizer)} (docs/using.md).
 constexpr std::string_view kWrappers[] = {"app"};
+// What a zstd frame of an archive may inflate to: the chunk's elements at the widest dtype torch.save stores
+// (complex128), plus the archive's own records (its pickle, version, byteorder, serialization id, each aligned to
+// 64 bytes); an entry that is no tensor declares no size, and is inflated up to what the zip reader inflates.
+constexpr uint64_t kWidestElement = 16, kArchiveRecords = 64 * 1024, kMaxObjectArchive = 1ull << 30;
 // torch.save names a tensor saved on its own this way (torch_tensors.h); a chunk takes its tensor's FQN.
 constexpr std::string_view kRootName = "(root)";
 
@@ -80,16 +86,34 @@ std::span<const std::byte> archive_bytes(const ByteSource& data, const std::stri
   return data.view(archive.offset, archive.length);
 }
 
-/// The chunk's archive read by the torch zip reader, in place: its one tensor as a record of the .distcp file
+/// The archive's bytes as torch.load reads them: in place, or inflated from its zstd frame within `limit` bytes.
+std::unique_ptr<ByteSource> archive_source(const ByteSource& data, const std::string& fqn, const DcpArchive& archive,
+                                           uint64_t limit, std::string_view where) {
+  std::span<const std::byte> bytes = archive_bytes(data, fqn, archive);
+  if (!archive.zstd) return span_source(bytes, data.path());
+  return memory_source(inflate_zstd_frame(bytes, limit, data.path(), where), data.path());
+}
+
+/// What a chunk's archive may inflate to (kWidestElement).
+uint64_t archive_limit(const std::string& fqn, const DcpChunk& chunk, const std::filesystem::path& path) {
+  std::optional<uint64_t> limit = kWidestElement;
+  for (int64_t size : chunk.sizes) limit = limit ? checked_mul(*limit, static_cast<uint64_t>(size)) : std::nullopt;
+  if (limit) limit = checked_add(*limit, kArchiveRecords);
+  if (!limit) fail(ErrorCode::kValidationOverflow, path, fmt::format("a chunk of `{}`: its size overflows", fqn));
+  return *limit;
+}
+
+/// The chunk's archive read by the torch zip reader, in place (or, written through DCP's zstd extension, inflated
+/// into a source of its own that joins Checkpoint::files): its one tensor as a record of the .distcp file
 /// `file`, or nullopt for a dtype precdetect cannot represent (the warning names it).
 std::optional<TensorRecord> chunk_record(Checkpoint& checkpoint, size_t file, const std::string& fqn,
                                          const DcpChunk& chunk) {
   const ByteSource& data = *checkpoint.files[file];
-  Checkpoint archive;
-  archive.files.push_back(span_source(archive_bytes(data, fqn, chunk.archive), data.path()));
-  const ByteSource* bytes = archive.files[0].get();
   std::string where = fmt::format("the chunk at [{}] of tensor `{}`, at byte {}", fmt::join(chunk.offsets, ", "), fqn,
                                   chunk.archive.offset);
+  Checkpoint archive;
+  archive.files.push_back(archive_source(data, fqn, chunk.archive, archive_limit(fqn, chunk, data.path()), where));
+  const ByteSource* bytes = archive.files[0].get();
   try {
     std::unique_ptr<FormatFile> zip = open_torch_zip(*bytes);
     if (!zip) fail(ErrorCode::kInvalidDcp, data.path(), "no torch.save archive");
@@ -118,6 +142,11 @@ std::optional<TensorRecord> chunk_record(Checkpoint& checkpoint, size_t file, co
   record.name = fqn;
   record.file = file;
   record.offset += chunk.archive.offset;
+  if (chunk.archive.zstd) {  // the record lies in the inflated archive
+    record.file = checkpoint.files.size();
+    record.offset -= chunk.archive.offset;
+    checkpoint.files.push_back(std::move(archive.files[0]));
+  }
   return record;
 }
 
@@ -156,7 +185,7 @@ class DcpFormatFile final : public FormatFile {
   /// The .distcp files are found as the metadata names them, in its folder (the reader checked each name is a
   /// plain file name).
   std::filesystem::path data_path(const std::string& name) const { return source_.path().parent_path() / name; }
-  void name_archive(const ByteSource& data, const std::string& fqn, const DcpArchive& archive,
+  void name_archive(const ByteSource& data, const std::string& fqn, const DcpArchive& archive, uint64_t limit,
                     PickleVisitor& visitor) const;
 
   const ByteSource& source_;
@@ -190,10 +219,11 @@ std::string DcpFormatFile::read(Checkpoint& checkpoint, size_t file) const {
 }
 
 void DcpFormatFile::name_archive(const ByteSource& data, const std::string& fqn, const DcpArchive& archive,
-                                 PickleVisitor& visitor) const {
+                                 uint64_t limit, PickleVisitor& visitor) const {
   std::string where = archive_name(data, fqn, archive);
   try {
-    std::unique_ptr<ByteSource> bytes = span_source(archive_bytes(data, fqn, archive), data.path());
+    std::unique_ptr<ByteSource> bytes =
+        archive_source(data, fqn, archive, limit, fmt::format("the archive of `{}` at byte {}", fqn, archive.offset));
     std::unique_ptr<FormatFile> zip = open_torch_zip(*bytes);
     if (!zip) return visitor.unverified(where, "no torch.save archive, which dcp.load would still hand to torch.load");
     visitor.nested(*zip, where);
@@ -242,13 +272,20 @@ void DcpFormatFile::name_metadata_pickles(const ByteSource& source, const std::s
       visitor.unverified(where, e.what());
     }
   }
-  auto name = [&](const std::string& fqn, const DcpArchive& archive) {
-    if (auto file = files.find(archive.file); file != files.end()) name_archive(*file->second, fqn, archive, visitor);
+  auto name = [&](const std::string& fqn, const DcpArchive& archive, uint64_t limit) {
+    if (auto file = files.find(archive.file); file != files.end())
+      name_archive(*file->second, fqn, archive, limit, visitor);
   };
   // dcp.load unpickles the other entries with torch.load(weights_only=False), the chunks with weights_only=True.
-  for (const DcpObject& object : metadata.objects) name(object.fqn, object.archive);
+  for (const DcpObject& object : metadata.objects) name(object.fqn, object.archive, kMaxObjectArchive);
   for (const DcpTensor& tensor : metadata.tensors)
-    for (const DcpChunk& chunk : tensor.chunks) name(tensor.fqn, chunk.archive);
+    for (const DcpChunk& chunk : tensor.chunks) {
+      try {
+        name(tensor.fqn, chunk.archive, archive_limit(tensor.fqn, chunk, source.path()));
+      } catch (const Error& e) {
+        visitor.unverified(where, e.what());
+      }
+    }
 }
 
 }  // namespace

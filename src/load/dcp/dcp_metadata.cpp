@@ -20,6 +20,8 @@ using pickle::Ref;
 
 constexpr std::string_view kMetadataModule = "torch.distributed.checkpoint.metadata";
 constexpr std::string_view kFilesystemModule = "torch.distributed.checkpoint.filesystem";
+// The registry name of DCP's zstd stream transform (torch/distributed/checkpoint/_extension.py `ZStandard`).
+constexpr std::string_view kZstdTransform = "stream.zstd";
 // Pairs of chunks compared for overlap, across the file: a grid of FSDP x TP chunks compares a few per chunk, and
 // only hostile boxes that all share their first rows come near this.
 constexpr uint64_t kMaxComparisons = 1ull << 26;
@@ -164,11 +166,25 @@ class MetadataReader {
       fail(ErrorCode::kValidationOverflow, path_, fmt::format("the storage of `{}`: offset + length overflows", fqn));
     Ref transforms = find(info, "transform_descriptors");
     const auto* list = transforms ? std::get_if<pickle::List>(&transforms->v) : nullptr;
-    if (list && !list->items.empty())
+    std::vector<std::string> names;
+    if (list)
+      for (const Ref& item : list->items)
+        names.push_back(std::holds_alternative<std::string>(item->v) ? text(item, "") : "?");
+    archive.zstd = names.size() == 1 && is_zstd(names[0]);
+    if (!names.empty() && !archive.zstd)
       fail(ErrorCode::kCompressedEntry, path_,
-           fmt::format("tensor `{}` is written through a stream transform (`{}`), which precdetect does not undo", fqn,
-                       std::holds_alternative<std::string>(list->items[0]->v) ? text(list->items[0], "") : "?"));
+           fmt::format("tensor `{}` is written through the stream transforms [{}], which precdetect does not undo "
+                       "(it undoes DCP's zstd extension, `{}/1`, alone)",
+                       fqn, fmt::join(names, ", "), kZstdTransform));
     return archive;
+  }
+
+  /// DCP's zstd extension, of a version its ZStandard.from_descriptor accepts: `stream.zstd/1`, `stream.zstd/1.x`.
+  static bool is_zstd(const std::string& descriptor) {
+    size_t slash = descriptor.rfind('/');
+    if (slash == std::string::npos || descriptor.substr(0, slash) != kZstdTransform) return false;
+    std::string version = descriptor.substr(slash + 1);
+    return version.substr(0, version.find('.')) == "1";
   }
 
   DcpArchive archive_of(const std::map<IndexKey, DcpArchive>& storage, const IndexKey& key, const std::string& fqn) {

@@ -18,6 +18,7 @@ namespace precdetect {
 struct DcpArchive {
   std::string file;
   uint64_t offset = 0, length = 0;
+  bool zstd = false;  ///< written through DCP's zstd stream transform (`stream.zstd/1`): a zstd frame of the archive
 };
 
 /// One chunk of a tensor: the box [offsets, offsets + sizes) of the whole tensor, and its archive.
@@ -51,7 +52,8 @@ struct DcpMetadata {
 /// refusals, a truncated file); kInvalidDcp (not a Metadata object, a field of the wrong type, a tensor or chunk
 /// without its storage entry, a name twice, a file name that is not a plain name in the folder, chunks that leave
 /// a gap in the tensor, overlap or reach outside it); kCompressedEntry (an entry written through a stream
-/// transform, such as DCP's zstd extension, which precdetect does not undo); kValidationOverflow. Messages name
+/// transform other than DCP's zstd extension, `stream.zstd/1`, which DcpArchive::zstd marks);
+/// kValidationOverflow. Messages name
 /// the path and the tensor. With `whole` false (one rank's metadata of a rank-local folder, which lists only the
 /// chunks that rank wrote) a tensor's chunks need not cover it; they are still checked to lie inside it and not
 /// overlap.
