@@ -46,6 +46,10 @@ def run(rank, world, out, port, collectives):
              "odd": distribute_tensor(odd, mesh, [Shard(0)]), "norm.b": distribute_tensor(b, mesh, [Replicate()])}
     optim = {"state": {"layers.0.w": {"exp_avg": distribute_tensor(w * 1e-4, mesh, [Shard(0)])}}}
     dcp.save({"app": {"model": model, "optim": optim}}, checkpoint_id=out, use_collectives=collectives)
+    if not collectives:  # and the same through DCP's zstd extension, with collectives, in the same process group
+        from torch.distributed.checkpoint._extension import ZStandard
+        dcp.save({"app": {"model": model, "optim": optim}},
+                 storage_writer=dcp.FileSystemWriter(out + "-zstd", _extensions=[ZStandard()]))
     if rank == 0:  # the whole tensors, beside the folder, for the tests' references
         torch.save({"app.model.layers.0.w": w, "app.model.layers.0.v": v, "app.model.odd": odd, "app.model.norm.b": b,
                     "app.optim.state.layers.0.w.exp_avg": w * 1e-4}, out + ".pt")
@@ -200,8 +204,9 @@ def assert_scan_error(test, folder, code, detail):
 class RankLocalTest(ScanTestCase):
     """dcp.save(..., use_collectives=False): every rank writes its own `__<rank>.metadata` naming only its own
     chunks, and dcp.load on rank r reads `__r.metadata` alone (one process: `__0.metadata`, rank 0's part).
-    precdetect joins every rank's metadata into the whole checkpoint. Written once: by two gloo ranks, and by one
-    process without a process group."""
+    precdetect joins every rank's metadata into the whole checkpoint. Written once: by two gloo ranks (which also
+    save the same shards with collectives through DCP's zstd extension), and by one process without a process
+    group."""
 
     @classmethod
     def setUpClass(cls):
@@ -237,6 +242,20 @@ class RankLocalTest(ScanTestCase):
         self.assertEqual(reported["app.model.norm.b"]["dtype"], "BF16")
         self.assertEqual(reported["app.optim.state.layers.0.w.exp_avg"]["role"], "optimizer")
         self.assertEqual(model["safety"]["verdict"], "safe")
+
+    def test_zstd_chunks_of_two_ranks_are_inflated_and_joined(self):
+        zstd = Path(f"{self.ranks}-zstd")
+        with open(zstd / ".metadata", "rb") as file:
+            metadata = pickle.load(file)
+        self.assertEqual(len(metadata.state_dict_metadata["app.model.layers.0.v"].chunks), 2)
+        self.assertEqual({tuple(i.transform_descriptors) for i in metadata.storage_data.values()}, {("stream.zstd/1",)})
+        code, document, stderr = scan(zstd)
+        self.assertEqual(code, 0, stderr)
+        reported = tensors_by_name(document["models"][0])
+        self.assertEqual(set(reported), set(self.whole))
+        for name, tensor in self.whole.items():
+            self.assertEqual(reported[name]["numel"], tensor.numel(), name)
+            self.assertTensorStats(reported[name], tensor, name)
 
     def test_one_process_without_collectives_matches_torchs_own_load(self):
         self.assertEqual(sorted(p.name for p in self.one.iterdir()), ["__0.metadata", "__0_0.distcp"])
