@@ -463,7 +463,8 @@ DCP_RANKS = {  # case: (damage, expected error code)
 }
 
 # A zstd frame of 1 MiB of zeros, without its content size (as a stream writes it): 47 bytes.
-ZSTD_MEBIBYTE = bytes.fromhex("28b52ffd00505400001000000100fbff39c00202001000020010000200100002001000020010000200100003001000")
+ZSTD_MEBIBYTE = bytes.fromhex("28b52ffd00505400001000000100fbff39c00202001000020010000200100002"
+                              "001000020010000200100003001000")
 
 
 def dcp_zstd_bomb(path, metadata, chunk_type, index_type):
