@@ -188,7 +188,7 @@ DcpMetadata join(const std::vector<std::string>& ranks) {
   std::vector<DcpMetadata> read;
   std::vector<std::filesystem::path> paths;
   for (const std::string& bytes : ranks) {
-    paths.push_back("ckpt/__" + std::to_string(paths.size()) + ".metadata");
+    paths.emplace_back("ckpt/__" + std::to_string(paths.size()) + ".metadata");
     read.push_back(
         read_dcp_metadata({reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()}, paths.back(), false));
   }

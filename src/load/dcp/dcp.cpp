@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <ranges>
 
 #include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
@@ -47,15 +46,21 @@ std::optional<size_t> rank_of(const std::string& name) {
 std::vector<std::filesystem::path> rank_files(const std::filesystem::path& metadata) {
   std::map<size_t, std::filesystem::path> ranks;
   std::filesystem::path folder = metadata.parent_path();
-  for (const auto& entry : std::filesystem::directory_iterator(folder.empty() ? "." : folder))
-    if (std::optional<size_t> rank = rank_of(entry.path().filename().string()); rank && entry.is_regular_file())
-      ranks[*rank] = folder / entry.path().filename();
+  std::error_code error;
+  for (std::filesystem::directory_iterator entry(folder.empty() ? "." : folder, error), end; !error && entry != end;
+       entry.increment(error))
+    if (std::optional<size_t> rank = rank_of(entry->path().filename().string()); rank && entry->is_regular_file())
+      ranks[*rank] = folder / entry->path().filename();
+  if (error) fail(ErrorCode::kIo, folder, fmt::format("listing its ranks' metadata: {}", error.message()));
   std::vector<std::filesystem::path> files;
+  std::vector<size_t> held;
+  held.reserve(ranks.size());
+  for (const auto& [rank, path] : ranks) held.push_back(rank);
   for (const auto& [rank, path] : ranks) {
     if (rank != files.size())
       fail(ErrorCode::kMissingShard, metadata,
            fmt::format("the rank-local metadata `{}{}{}` is missing: the folder holds those of ranks {}", kRankPrefix,
-                       files.size(), kMetadataName, fmt::join(std::views::keys(ranks), ", ")));
+                       files.size(), kMetadataName, fmt::join(held, ", ")));
     files.push_back(path);
   }
   return files;
