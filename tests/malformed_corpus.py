@@ -7,8 +7,9 @@ Every safetensors validation rule, zip and ZIP64 damage, pickle damage (unknown 
 misuse, nesting bombs, huge lengths), legacy torch.save damage, ONNX damage (protobuf, shapes, external data outside
 its folder or its file), overflowing shapes, absurd tensor counts, shard indexes that point outside their folder,
 symlink loops, FIFOs, folders without weights, and torch.distributed.checkpoint folders whose .metadata and .distcp
-files disagree (or, saved without collectives, whose ranks' metadata do). tests/e2e/test_malformed.py scans each
-case (named error, path, exit 2, valid JSON) and all of them in one batch.
+files disagree (or, saved without collectives, whose ranks' metadata do, or whose HuggingFace writer's rank files
+do). tests/e2e/test_malformed.py scans each case (named error, path, exit 2, valid JSON) and all of them in one
+batch.
 """
 
 import io
@@ -482,6 +483,22 @@ def dcp_unknown_transform(path, metadata, chunk_type, index_type):
     return metadata
 
 
+def dcp_hf_ranks(path, *offsets):
+    """DCP's HuggingFaceStorageWriter(save_distributed=True) files, one per rank: `w`'s 2x4 slice at each offset."""
+    from safetensors.torch import save_file
+    path.mkdir()
+    for rank, offset in enumerate(offsets, start=1):
+        info = {"w": {"saved_offsets": offset}} if offset is not None else {}
+        save_file({"w": torch.ones(2, 4)}, path / f"shard-{rank:05d}-model-00001-of-00001.safetensors",
+                  metadata={"DCP_SHARDING_INFO": json.dumps(info)})
+
+
+DCP_HF = {  # case: (saved_offsets per rank, expected error code)
+    "dcp-hf-rank-slices-overlap": (([0, 0], [1, 0]), "invalid_dcp"),
+    "dcp-hf-rank-file-missing": (([2, 0],), "invalid_dcp"),
+    "dcp-hf-slice-without-saved-offsets": (([0, 0], None), "invalid_dcp"),
+}
+
 DCP = {  # case: (damage, expected error code)
     "dcp-chunk-past-its-file": (lambda path, *_: (path / "__0_0.distcp").write_bytes(
         (path / "__0_0.distcp").read_bytes()[:2000]) and None, "offset_past_end"),
@@ -512,6 +529,9 @@ def build(dest):
         expected[name] = code
     for name, (damage, code) in DCP_RANKS.items():
         dcp_rank_folder(dest / name, damage)
+        expected[name] = code
+    for name, (offsets, code) in DCP_HF.items():
+        dcp_hf_ranks(dest / name, *offsets)
         expected[name] = code
     (dest / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
     return expected

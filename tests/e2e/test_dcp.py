@@ -50,6 +50,8 @@ def run(rank, world, out, port, collectives):
         from torch.distributed.checkpoint._extension import ZStandard
         dcp.save({"app": {"model": model, "optim": optim}},
                  storage_writer=dcp.FileSystemWriter(out + "-zstd", _extensions=[ZStandard()]))
+        # and the model through DCP's HuggingFace writer, each rank its own safetensors file, unconsolidated
+        dcp.save(model, storage_writer=dcp.HuggingFaceStorageWriter(out + "-hf", save_distributed=True))
     if rank == 0:  # the whole tensors, beside the folder, for the tests' references
         torch.save({"app.model.layers.0.w": w, "app.model.layers.0.v": v, "app.model.odd": odd, "app.model.norm.b": b,
                     "app.optim.state.layers.0.w.exp_avg": w * 1e-4}, out + ".pt")
@@ -205,8 +207,8 @@ class RankLocalTest(ScanTestCase):
     """dcp.save(..., use_collectives=False): every rank writes its own `__<rank>.metadata` naming only its own
     chunks, and dcp.load on rank r reads `__r.metadata` alone (one process: `__0.metadata`, rank 0's part).
     precdetect joins every rank's metadata into the whole checkpoint. Written once: by two gloo ranks (which also
-    save the same shards with collectives through DCP's zstd extension), and by one process without a process
-    group."""
+    save the same shards with collectives through DCP's zstd extension, and the model through DCP's HuggingFace
+    writer, each rank its own safetensors file), and by one process without a process group."""
 
     @classmethod
     def setUpClass(cls):
@@ -256,6 +258,26 @@ class RankLocalTest(ScanTestCase):
         for name, tensor in self.whole.items():
             self.assertEqual(reported[name]["numel"], tensor.numel(), name)
             self.assertTensorStats(reported[name], tensor, name)
+
+    def test_huggingface_writers_rank_files_are_joined(self):
+        folder = Path(f"{self.ranks}-hf")
+        self.assertEqual(sorted(p.name for p in folder.iterdir()), [f"shard-0000{rank}-model-00001-of-00001.safetensors"
+                                                                     for rank in (1, 2)])
+        code, document, stderr = scan(folder)
+        self.assertEqual(code, 0, stderr)
+        self.assertEqual(len(document["models"]), 1)  # the ranks' files are one model
+        model = document["models"][0]
+        self.assertEqual(model["format"], "safetensors")
+        reported = tensors_by_name(model)
+        expected = {n[len("app.model."):]: t for n, t in self.whole.items() if n.startswith("app.model.")}
+        self.assertEqual(set(reported), set(expected))
+        for name, tensor in expected.items():
+            self.assertEqual(reported[name]["shape"], list(tensor.shape), name)
+            self.assertEqual(reported[name]["numel"], tensor.numel(), name)
+            self.assertTensorStats(reported[name], tensor, name)
+        one_rank = scan(folder / "shard-00002-model-00001-of-00001.safetensors")  # its chunks alone leave gaps
+        self.assertEqual(one_rank[0], 2, one_rank[2])
+        self.assertEqual(one_rank[1]["models"][0]["error"]["code"], "invalid_dcp")
 
     def test_one_process_without_collectives_matches_torchs_own_load(self):
         self.assertEqual(sorted(p.name for p in self.one.iterdir()), ["__0.metadata", "__0_0.distcp"])

@@ -258,6 +258,10 @@ DcpMetadata read_dcp_metadata(std::span<const std::byte> bytes, const std::files
   return MetadataReader(path, whole).read(result.root);
 }
 
+void check_dcp_tiling(const DcpTensor& tensor, const std::filesystem::path& path) {
+  MetadataReader(path, true).check_tiling(tensor);
+}
+
 DcpMetadata join_dcp_ranks(std::vector<DcpMetadata> ranks, std::span<const std::filesystem::path> paths) {
   DcpMetadata joined;
   std::map<std::string, size_t> tensors;  // FQN -> its place in joined.tensors

@@ -59,6 +59,10 @@ struct DcpMetadata {
 /// overlap.
 DcpMetadata read_dcp_metadata(std::span<const std::byte> bytes, const std::filesystem::path& path, bool whole = true);
 
+/// Checks that the chunks of `tensor` tile it (each inside it, none overlapping, every element covered), as
+/// read_dcp_metadata checks a `.metadata`'s. Throws Error kInvalidDcp naming `path`; kValidationOverflow.
+void check_dcp_tiling(const DcpTensor& tensor, const std::filesystem::path& path);
+
 /// Joins the metadata of a folder that dcp.save(..., use_collectives=False) wrote, one `__N.metadata` per rank
 /// (each read with `whole` false, in rank order; `paths` their files), into the folder's one table: a tensor's
 /// chunks are those of every rank, a chunk that several ranks wrote alike (the same box: a replicated tensor) and
