@@ -239,6 +239,8 @@ def quanto_seed():
 def main():
     small = {"w": torch.arange(6, dtype=torch.float32).reshape(2, 3), "b": torch.ones(3, dtype=torch.bfloat16)}
     write("safetensors_header", "two-tensors", save(small, metadata={"format": "pt"}))
+    write("safetensors_header", "dcp-rank-slice", save({"w": torch.ones(2, 4)}, metadata={
+        "DCP_SHARDING_INFO": json.dumps({"w": {"saved_offsets": [0, 0]}})}))  # DCP's HuggingFace writer, one rank
     write("safetensors_header", "empty", save({}))
     write("safetensors_header", "fp8-block-scales",
           save({"w.weight": torch.zeros(200, 300).to(torch.float8_e4m3fn), "w.weight_scale_inv": torch.ones(2, 3),
