@@ -13,7 +13,7 @@ case "${1:-}" in "" | --tests) ;; *) echo "usage: setup.sh [--tests]" >&2; exit 
 tests=${1:+yes}
 
 APT_PACKAGES=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev zlib1g-dev libhdf5-dev
-  libssl-dev esbuild node-vega)
+  libssl-dev libzstd-dev esbuild node-vega)
 # esbuild and node-vega: the HTML report's script, bundled at build time.
 TEST_APT_PACKAGES=(python3-venv libgtest-dev libgmock-dev time clang libclang-rt-14-dev clang-format
   clang-tidy chromium git slurmctld slurmd slurm-client munge)

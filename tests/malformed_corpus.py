@@ -7,8 +7,9 @@ Every safetensors validation rule, zip and ZIP64 damage, pickle damage (unknown 
 misuse, nesting bombs, huge lengths), legacy torch.save damage, ONNX damage (protobuf, shapes, external data outside
 its folder or its file), overflowing shapes, absurd tensor counts, shard indexes that point outside their folder,
 symlink loops, FIFOs, folders without weights, and torch.distributed.checkpoint folders whose .metadata and .distcp
-files disagree. tests/e2e/test_malformed.py scans each case (named error, path, exit 2, valid JSON) and all of them
-in one batch.
+files disagree (or, saved without collectives, whose ranks' metadata do, or whose HuggingFace writer's rank files
+do). tests/e2e/test_malformed.py scans each case (named error, path, exit 2, valid JSON) and all of them in one
+batch.
 """
 
 import io
@@ -447,6 +448,79 @@ def dcp_gap(path, metadata, chunk_type, index_type):
     return metadata
 
 
+def dcp_rank_folder(path, damage):
+    """A DCP folder as dcp.save(..., use_collectives=False) writes it in one process (`__0.metadata` and
+    `__0_0.distcp`: `w`, `b`, `step`), then `damage(path, metadata, ...)` (metadata: rank 0's, unpickled), which
+    writes another rank's metadata."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.metadata import ChunkStorageMetadata, MetadataIndex
+    with warnings.catch_warnings():  # "assuming the intent is to save in a single process"
+        warnings.simplefilter("ignore")
+        dcp.save({"w": torch.ones(4, 4), "b": torch.zeros(4), "step": 3}, checkpoint_id=path, use_collectives=False)
+    with open(path / "__0.metadata", "rb") as file:
+        damage(path, pickle.load(file), ChunkStorageMetadata, MetadataIndex)
+
+
+def dcp_rank_writes(path, name, metadata):
+    with open(path / name, "wb") as file:
+        pickle.dump(metadata, file)
+
+
+def dcp_ranks_overlap(path, metadata, chunk_type, index_type):
+    """Rank 1 claims the last two rows of `w`, which rank 0 wrote whole: an overlap, not a replica."""
+    metadata.state_dict_metadata["w"].chunks = [chunk_type(torch.Size([2, 0]), torch.Size([2, 4]))]
+    metadata.storage_data[index_type("w", [2, 0])] = metadata.storage_data.pop(index_type("w", [0, 0]))
+    dcp_rank_writes(path, "__1.metadata", metadata)
+
+
+def dcp_ranks_disagree_on_a_shape(path, metadata, chunk_type, index_type):
+    metadata.state_dict_metadata["b"].size = torch.Size([8])
+    dcp_rank_writes(path, "__1.metadata", metadata)
+
+
+DCP_RANKS = {  # case: (damage, expected error code)
+    "dcp-ranks-chunks-overlap": (dcp_ranks_overlap, "invalid_dcp"),
+    "dcp-ranks-disagree-on-a-shape": (dcp_ranks_disagree_on_a_shape, "invalid_dcp"),
+    "dcp-rank-metadata-missing": (lambda path, metadata, *_: dcp_rank_writes(path, "__2.metadata", metadata),
+                                  "missing_shard"),
+}
+
+# A zstd frame of 1 MiB of zeros, without its content size (as a stream writes it): 47 bytes.
+ZSTD_MEBIBYTE = bytes.fromhex("28b52ffd00505400001000000100fbff39c00202001000020010000200100002"
+                              "001000020010000200100003001000")
+
+
+def dcp_zstd_bomb(path, metadata, chunk_type, index_type):
+    """`b` (4 float32s) stored as a zstd frame, as DCP's zstd extension writes entries, that inflates to 1 MiB."""
+    info = metadata.storage_data[index_type("b", [0])]
+    with open(path / info.relative_path, "ab") as file:
+        info.offset, info.length = file.tell(), len(ZSTD_MEBIBYTE)
+        file.write(ZSTD_MEBIBYTE)
+    info.transform_descriptors = ["stream.zstd/1"]
+    return metadata
+
+
+def dcp_unknown_transform(path, metadata, chunk_type, index_type):
+    metadata.storage_data[index_type("b", [0])].transform_descriptors = ["stream.brotli/1"]
+    return metadata
+
+
+def dcp_hf_ranks(path, *offsets):
+    """DCP's HuggingFaceStorageWriter(save_distributed=True) files, one per rank: `w`'s 2x4 slice at each offset."""
+    from safetensors.torch import save_file
+    path.mkdir()
+    for rank, offset in enumerate(offsets, start=1):
+        info = {"w": {"saved_offsets": offset}} if offset is not None else {}
+        save_file({"w": torch.ones(2, 4)}, path / f"shard-{rank:05d}-model-00001-of-00001.safetensors",
+                  metadata={"DCP_SHARDING_INFO": json.dumps(info)})
+
+
+DCP_HF = {  # case: (saved_offsets per rank, expected error code)
+    "dcp-hf-rank-slices-overlap": (([0, 0], [1, 0]), "invalid_dcp"),
+    "dcp-hf-rank-file-missing": (([2, 0],), "invalid_dcp"),
+    "dcp-hf-slice-without-saved-offsets": (([0, 0], None), "invalid_dcp"),
+}
+
 DCP = {  # case: (damage, expected error code)
     "dcp-chunk-past-its-file": (lambda path, *_: (path / "__0_0.distcp").write_bytes(
         (path / "__0_0.distcp").read_bytes()[:2000]) and None, "offset_past_end"),
@@ -456,6 +530,8 @@ DCP = {  # case: (damage, expected error code)
     "dcp-chunks-overlap": (dcp_overlap, "invalid_dcp"),
     "dcp-chunks-leave-a-gap": (dcp_gap, "invalid_dcp"),
     "dcp-distcp-without-metadata": (lambda path, *_: (path / ".metadata").unlink(), "invalid_dcp"),
+    "dcp-zstd-frame-inflates-past-its-chunk": (dcp_zstd_bomb, "compressed_entry"),
+    "dcp-unknown-stream-transform": (dcp_unknown_transform, "compressed_entry"),
 }
 
 
@@ -472,6 +548,12 @@ def build(dest):
     expected.update(write_folders(dest))
     for name, (damage, code) in DCP.items():
         dcp_folder(dest / name, damage)
+        expected[name] = code
+    for name, (damage, code) in DCP_RANKS.items():
+        dcp_rank_folder(dest / name, damage)
+        expected[name] = code
+    for name, (offsets, code) in DCP_HF.items():
+        dcp_hf_ranks(dest / name, *offsets)
         expected[name] = code
     (dest / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
     return expected

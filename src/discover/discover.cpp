@@ -20,6 +20,8 @@ constexpr std::string_view kPytorchIndex = "pytorch_model.bin.index.json";
 constexpr std::string_view kPipelineIndex = "model_index.json";  // a diffusers pipeline: one model per component
 // torch.distributed.checkpoint: the pickle that says where each tensor's chunks lie in the folder's .distcp files.
 constexpr std::string_view kDcpMetadata = ".metadata";
+// ... or, saved without collectives, rank 0's of one metadata file per rank (its reader finds the others).
+constexpr std::string_view kDcpRankMetadata = "__0.metadata";
 const std::initializer_list<std::string_view> kPytorchExtensions = {".bin", ".pt", ".pth", ".ckpt", ".jit", ".nemo"};
 // Training state saved beside the weights, not the model: the HF Trainer's files, DeepSpeed ZeRO's optimizer
 // partitions, Megatron-LM's distributed optimizer.
@@ -196,11 +198,24 @@ std::vector<WeightSet> sets_of(const std::vector<fs::path>& files) {
   return found;
 }
 
+/// The file a DCP folder is opened through: its `.metadata`, else its rank 0's `__0.metadata` (dcp.load reads
+/// the global one when it is there); kInvalidDcp when it has neither.
+fs::path dcp_metadata_in(const fs::path& folder, const FolderFormat& format) {
+  if (format.index) return *format.index;
+  if (fs::is_regular_file(folder / kDcpRankMetadata)) return folder / kDcpRankMetadata;
+  fail(ErrorCode::kInvalidDcp, folder,
+       "torch.distributed.checkpoint data files (*.distcp) without the .metadata (or the rank-local __0.metadata) "
+       "that indexes them");
+}
+
 /// The models among a folder's own weight files in its preferred format, and its Megatron rank folders.
 std::vector<WeightSet> weight_sets(const fs::path& folder) {
   std::vector<FolderFormat> formats = formats_in(folder);
-  if (!formats.empty() && formats.front().name == "dcp")  // its .distcp files are parts of one model, never several
-    return {WeightSet{.name = std::string(kDcpMetadata), .files = {folder / kDcpMetadata}}};
+  if (!formats.empty() && formats.front().name == "dcp") {  // its .distcp files are parts of one model, never several
+    bool rank_local = !formats.front().index && fs::is_regular_file(folder / kDcpRankMetadata);
+    fs::path metadata = folder / (rank_local ? kDcpRankMetadata : kDcpMetadata);  // a missing one is named on opening
+    return {WeightSet{.name = metadata.filename().string(), .files = {metadata}}};
+  }
   std::vector<WeightSet> found = sets_of(weight_files(folder));
   if (auto ranks = megatron_ranks(folder)) found.push_back(std::move(*ranks));
   return found;
@@ -252,10 +267,7 @@ void add_folder(ModelSource& source, const fs::path& folder) {
   std::vector<FolderFormat> formats = formats_in(folder);
   for (size_t i = 1; i < formats.size(); ++i) source.other_formats.emplace_back(formats[i].name);
   if (!formats.empty() && formats.front().name == "dcp") {
-    if (!formats.front().index)
-      fail(ErrorCode::kInvalidDcp, folder,
-           "torch.distributed.checkpoint data files (*.distcp) without the .metadata that indexes them");
-    source.files = {*formats.front().index};  // its reader opens the data files it names
+    source.files = {dcp_metadata_in(folder, formats.front())};  // its reader opens the data files it names
   } else if (!formats.empty() && formats.front().index) {
     add_sharded(source, *formats.front().index);
   } else {

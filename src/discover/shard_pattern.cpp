@@ -26,6 +26,11 @@ const std::array<Pattern, 4>& patterns() {
 std::optional<ShardName> shard_name(std::string_view filename) {
   std::string name(filename);
   std::smatch match;
+  // DCP's HuggingFaceStorageWriter(save_distributed=True): every rank's files, whatever their file index, are one
+  // model (load/dcp/dcp_safetensors.h joins their chunks).
+  static const std::regex kDcpRanks(R"(^shard-\d+-model-\d+-of-(\d+)\.safetensors$)");
+  if (std::regex_match(name, match, kDcpRanks))
+    return ShardName{"shard-*-model-*-of-" + match[1].str() + ".safetensors", ShardKind::kOrdinary};
   for (const Pattern& pattern : patterns())
     if (std::regex_match(name, match, pattern.regex))
       return ShardName{match[1].str() + "*" + match[3].str(), pattern.kind};

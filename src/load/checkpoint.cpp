@@ -8,6 +8,7 @@
 
 #include "precdetect/core/error.h"
 #include "precdetect/core/text_file.h"
+#include "precdetect/load/dcp/dcp_safetensors.h"
 #include "precdetect/load/file_format.h"
 #include "precdetect/load/quantization.h"
 #include "precdetect/load/records/find_records.h"
@@ -147,6 +148,7 @@ Checkpoint open_checkpoint(const ModelSource& source, ReadMode mode) {
     checkpoint.warnings.push_back({.code = WarningCode::kOtherFormats, .names = source.other_formats});
   for (const auto& file : source.training_files) read_training_file(checkpoint, file);
   if (!source.weight_map.empty()) check_against_index(checkpoint, source);
+  join_dcp_safetensors_chunks(checkpoint);
   check_unique_names(checkpoint);
   link_scales(checkpoint.tensors, config_object(source), source.path.string());
   return checkpoint;

@@ -88,7 +88,8 @@ def new_format_seeds():
 
 def dcp_seeds():
     """DCP .metadata pickles dcp.save writes: a model and Adam's state in one process with two writer threads
-    (objects in it), and the same Metadata with `w` in two column chunks, as two tensor-parallel ranks write it."""
+    (objects in it), the same Metadata with `w` in two column chunks, as two tensor-parallel ranks write it, and a
+    rank's own `__0.metadata` (use_collectives=False) that lists half of `w`."""
     import tempfile
     import warnings
     import torch.distributed.checkpoint as dcp
@@ -111,6 +112,29 @@ def dcp_seeds():
     metadata.storage_data[MetadataIndex("model.weight", [0, 0])] = stored
     metadata.storage_data[MetadataIndex("model.weight", [0, 2])] = stored
     write("dcp_metadata", "column-chunks", pickle.dumps(metadata))
+    # Rank 0's __0.metadata of a folder saved without collectives, listing only its own half of `model.weight`.
+    with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dcp.save({"model": model.state_dict(), "step": 3}, checkpoint_id=folder, use_collectives=False)
+        metadata = pickle.loads((Path(folder) / "__0.metadata").read_bytes())
+    metadata.state_dict_metadata["model.weight"].chunks = [ChunkStorageMetadata(torch.Size([0, 0]), torch.Size([1, 3]))]
+    write("dcp_metadata", "rank-local-half", pickle.dumps(metadata))
+
+
+def zstd_seeds():
+    """zstd frames as DCP's zstd stream transform writes `.distcp` entries: a tensor's torch.save archive (dcp.save
+    through FileSystemWriter(_extensions=[ZStandard()]), which needs the zstandard package), and 1 MiB of zeros."""
+    import tempfile
+    import warnings
+    import zstandard
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint._extension import ZStandard
+    with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "assuming the intent is to save in a single process"
+        dcp.save({"w": torch.arange(12.0).reshape(3, 4)},
+                 storage_writer=dcp.FileSystemWriter(folder, _extensions=[ZStandard()]))
+        write("zstd_frame", "dcp-archive", (Path(folder) / "__0_0.distcp").read_bytes())
+    write("zstd_frame", "zeros", zstandard.ZstdCompressor(write_content_size=False).compress(bytes(1 << 20)))
 
 
 def onnx_seeds():
@@ -237,6 +261,8 @@ def quanto_seed():
 def main():
     small = {"w": torch.arange(6, dtype=torch.float32).reshape(2, 3), "b": torch.ones(3, dtype=torch.bfloat16)}
     write("safetensors_header", "two-tensors", save(small, metadata={"format": "pt"}))
+    write("safetensors_header", "dcp-rank-slice", save({"w": torch.ones(2, 4)}, metadata={
+        "DCP_SHARDING_INFO": json.dumps({"w": {"saved_offsets": [0, 0]}})}))  # DCP's HuggingFace writer, one rank
     write("safetensors_header", "empty", save({}))
     write("safetensors_header", "fp8-block-scales",
           save({"w.weight": torch.zeros(200, 300).to(torch.float8_e4m3fn), "w.weight_scale_inv": torch.ones(2, 3),
@@ -276,6 +302,7 @@ def main():
     pickle_safety_seeds()
     new_format_seeds()
     dcp_seeds()
+    zstd_seeds()
     onnx_seeds()
     print(f"seeds in {SEEDS}")
 

@@ -1,9 +1,10 @@
 // The safetensors header: length prefix, UTF-8, JSON, every validation rule; then what is read off its tensors
 // alone: the quantized weights' scales linked (fp8 with and without a configured block, MLX's affine groups, GPTQ,
 // AWQ and compressed-tensors' packed integers, optimum-quanto's weights with and without its quantization map) and the
-// single-file components.
+// single-file components; a rank's file of DCP's HuggingFace writer (DCP_SHARDING_INFO) marked and joined alone.
 #include "fuzz_parser.h"
 #include "precdetect/load/components.h"
+#include "precdetect/load/dcp/dcp_safetensors.h"
 #include "precdetect/load/quantization.h"
 #include "precdetect/load/safetensors/safetensors.h"
 
@@ -11,6 +12,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return precdetect::fuzz::parse_or_reject(data, size, "fuzz.safetensors", [](auto file) {
     precdetect::SafetensorsHeader header = precdetect::read_safetensors_header(*file);
     precdetect::single_file_components(header.tensors);
+    try {
+      precdetect::Checkpoint ranks;
+      ranks.files.push_back(precdetect::memory_source("", file->path()));
+      ranks.tensors = header.tensors;
+      for (precdetect::TensorRecord& record : ranks.tensors) record.file = 0;
+      precdetect::mark_dcp_safetensors_chunks(ranks.tensors, header.metadata, file->path());
+      precdetect::join_dcp_safetensors_chunks(ranks);
+    } catch (const precdetect::Error&) {
+    }
     std::vector<precdetect::TensorRecord> configured = header.tensors, mlx = header.tensors, gptq = header.tensors,
                                           awq = header.tensors, packed = header.tensors, quanto = header.tensors;
     precdetect::link_scales(header.tensors, nullptr, "fuzz.safetensors");

@@ -136,9 +136,20 @@ TEST(DcpMetadata, EntriesMustNameAStorageInTheFolder) {
                "`w` at offset [0] has no storage entry");
   expect_error(metadata(tensor("w", {2}, {chunk({0}, {2})}), stored("w", std::vector<int32_t>{0}, "../x.distcp", 0, 9)),
                ErrorCode::kInvalidDcp, "tensor `w` is stored in `../x.distcp`, which is no file of this folder");
-  std::string zstd = unicode("transform_descriptors") + "](" + unicode("zstd") + "e";
-  expect_error(metadata(object("step"), stored("step", std::nullopt, "__0_0.distcp", 0, 9, zstd)),
-               ErrorCode::kCompressedEntry, "tensor `step` is written through a stream transform (`zstd`)");
+  auto transforms = [](const std::vector<std::string>& names) {
+    std::string list = unicode("transform_descriptors") + "](";
+    for (const std::string& name : names) list += unicode(name);
+    return list + "e";
+  };
+  for (const auto& names : std::vector<std::vector<std::string>>{{"zstd"}, {"stream.zstd/2"}, {"stream.zstd/1", "x"}})
+    expect_error(metadata(object("step"), stored("step", std::nullopt, "__0_0.distcp", 0, 9, transforms(names))),
+                 ErrorCode::kCompressedEntry, "tensor `step` is written through the stream transforms [");
+  for (const std::string& zstd : {"stream.zstd/1", "stream.zstd/1.2"}) {
+    DcpMetadata read_back =
+        read(metadata(object("step"), stored("step", std::nullopt, "__0_0.distcp", 0, 9, transforms({zstd}))));
+    EXPECT_TRUE(read_back.objects.at(0).archive.zstd) << zstd;
+  }
+  EXPECT_FALSE(read(kTwoRanks).objects.at(0).archive.zstd);
 }
 
 TEST(DcpMetadata, AnythingButAMetadataObjectIsRefused) {
@@ -161,7 +172,83 @@ TEST(DcpMetadata, ItsClassesAreJudgedSafeAndNothingBeside) {
   EXPECT_EQ(judge_global("pathlib", "os.system").kind, GlobalClass::kDangerous);
 }
 
+/// One rank's metadata of a folder saved without collectives: `w`'s rows [row, row + rows), `b` whole (replicated
+/// on every rank) and the step, all in the rank's own file.
+std::string rank_metadata(int32_t rank, int32_t row, int32_t rows, int32_t b_size = 2) {
+  std::string file = "__" + std::to_string(rank) + "_0.distcp";
+  return metadata(tensor("w", {4, 3}, {chunk({row, 0}, {rows, 3})}) + tensor("b", {b_size}, {chunk({0}, {b_size})}) +
+                      object("step"),
+                  stored("w", std::vector<int32_t>{row, 0}, file, 0, 100) +
+                      stored("b", std::vector<int32_t>{0}, file, 100, 100) +
+                      stored("step", std::nullopt, file, 200, 10));
+}
+
+/// The ranks' metadata read as rank-local files (`ckpt/__N.metadata`) and joined.
+DcpMetadata join(const std::vector<std::string>& ranks) {
+  std::vector<DcpMetadata> read;
+  std::vector<std::filesystem::path> paths;
+  for (const std::string& bytes : ranks) {
+    paths.emplace_back("ckpt/__" + std::to_string(paths.size()) + ".metadata");
+    read.push_back(
+        read_dcp_metadata({reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()}, paths.back(), false));
+  }
+  return join_dcp_ranks(std::move(read), paths);
+}
+
+void expect_join_error(const std::vector<std::string>& ranks, const std::string& detail) {
+  try {
+    join(ranks);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidDcp) << e.what();
+    EXPECT_NE(std::string(e.what()).find(detail), std::string::npos) << e.what();
+  }
+}
+
+TEST(DcpRanks, EachRanksChunksAreJoinedAndReplicatedOnesReadOnce) {
+  DcpMetadata joined = join({rank_metadata(0, 0, 1), rank_metadata(1, 1, 3)});
+  ASSERT_EQ(joined.tensors.size(), 2u);
+  EXPECT_EQ(joined.tensors[0].fqn, "w");
+  ASSERT_EQ(joined.tensors[0].chunks.size(), 2u);
+  EXPECT_EQ(joined.tensors[0].chunks[1].archive.file, "__1_0.distcp");
+  EXPECT_EQ(joined.tensors[0].chunks[1].offsets, (std::vector<int64_t>{1, 0}));
+  ASSERT_EQ(joined.tensors[1].chunks.size(), 1u);  // b: rank 0's copy
+  EXPECT_EQ(joined.tensors[1].chunks[0].archive.file, "__0_0.distcp");
+  ASSERT_EQ(joined.objects.size(), 1u);
+  EXPECT_EQ(joined.objects[0].archive.file, "__0_0.distcp");
+  EXPECT_EQ(joined.files, (std::vector<std::string>{"__0_0.distcp", "__1_0.distcp"}));
+}
+
+TEST(DcpRanks, OneRanksChunksNeedNotCoverTheirTensorButAllRanksMust) {
+  std::string half = rank_metadata(0, 0, 2);
+  EXPECT_EQ(
+      read_dcp_metadata({reinterpret_cast<const std::byte*>(half.data()), half.size()}, "ckpt/__0.metadata", false)
+          .tensors[0]
+          .chunks.size(),
+      1u);
+  expect_join_error({half}, "cover 6 of its 12 elements: a gap");
+  expect_join_error({rank_metadata(0, 0, 3), rank_metadata(1, 2, 2)}, "overlap");
+  expect_join_error({rank_metadata(0, 0, 2), rank_metadata(1, 2, 2, 3)},
+                    "ckpt/__1.metadata: tensor `b` is of shape [3] here, [2] in the metadata of a lower rank");
+  std::string step_as_tensor =
+      metadata(tensor("step", {1}, {chunk({0}, {1})}), stored("step", std::vector<int32_t>{0}, "__1_0.distcp", 0, 10));
+  expect_join_error({rank_metadata(0, 0, 4), step_as_tensor}, "`step` is a tensor here, and no tensor");
+}
+
 class DcpFolder : public testing::TempDir {};
+
+TEST_F(DcpFolder, SavedWithoutCollectivesIsOpenedThroughRankZerosMetadata) {
+  write("ckpt/__0.metadata", rank_metadata(0, 0, 2));
+  write("ckpt/__1.metadata", rank_metadata(1, 2, 2));
+  write("ckpt/__0_0.distcp", "");
+  write("ckpt/__1_0.distcp", "");
+  ModelSource source = discover((root_ / "ckpt").string(), root_);
+  EXPECT_EQ(source.files, std::vector<std::filesystem::path>{root_ / "ckpt" / "__0.metadata"});
+  EXPECT_EQ(models_in((root_ / "ckpt").string(), root_), std::vector<std::string>{(root_ / "ckpt").string()});
+  write("ckpt/.metadata", kTwoRanks);  // dcp.load reads the global metadata first
+  EXPECT_EQ(discover((root_ / "ckpt").string(), root_).files,
+            std::vector<std::filesystem::path>{root_ / "ckpt" / ".metadata"});
+}
 
 TEST_F(DcpFolder, IsOneModelOpenedThroughItsMetadata) {
   write("ckpt/.metadata", kTwoRanks);

@@ -20,6 +20,8 @@ using pickle::Ref;
 
 constexpr std::string_view kMetadataModule = "torch.distributed.checkpoint.metadata";
 constexpr std::string_view kFilesystemModule = "torch.distributed.checkpoint.filesystem";
+// The registry name of DCP's zstd stream transform (torch/distributed/checkpoint/_extension.py `ZStandard`).
+constexpr std::string_view kZstdTransform = "stream.zstd";
 // Pairs of chunks compared for overlap, across the file: a grid of FSDP x TP chunks compares a few per chunk, and
 // only hostile boxes that all share their first rows come near this.
 constexpr uint64_t kMaxComparisons = 1ull << 26;
@@ -31,7 +33,7 @@ using IndexKey = std::tuple<std::string, bool, std::vector<int64_t>>;
 /// as a REDUCE of torch.Size on a tuple), refusing any other shape by name.
 class MetadataReader {
  public:
-  explicit MetadataReader(const std::filesystem::path& path) : path_(path) {}
+  MetadataReader(const std::filesystem::path& path, bool whole) : path_(path), whole_(whole) {}
 
   DcpMetadata read(const Ref& root) {
     const pickle::Dict& metadata = fields(root, kMetadataModule, "Metadata", "the pickled object");
@@ -53,9 +55,32 @@ class MetadataReader {
     return read;
   }
 
- private:
+  /// The chunks cover every element of the tensor once (only when whole_: a rank's own chunks need not): each
+  /// inside it, no two overlapping, and as many elements in all as the tensor holds.
+  void check_tiling(const DcpTensor& tensor) {
+    std::optional<uint64_t> total = numel(tensor.size), covered = 0;
+    std::vector<const DcpChunk*> filled;
+    for (const DcpChunk& chunk : tensor.chunks) {
+      if (chunk.offsets.size() != tensor.size.size() || chunk.sizes.size() != tensor.size.size())
+        bad(fmt::format("a chunk of tensor `{}` has another rank than the tensor", tensor.fqn));
+      for (size_t d = 0; d < tensor.size.size(); ++d)
+        if (stop(chunk, d) > static_cast<uint64_t>(tensor.size[d]))
+          bad(fmt::format("chunk at [{}] of tensor `{}` of shape [{}] reaches outside it",
+                          fmt::join(chunk.offsets, ", "), tensor.fqn, fmt::join(tensor.size, ", ")));
+      std::optional<uint64_t> elements = numel(chunk.sizes);
+      covered = covered && elements ? checked_add(*covered, *elements) : std::nullopt;
+      if (elements != 0u) filled.push_back(&chunk);
+    }
+    if (!total || !covered)
+      fail(ErrorCode::kValidationOverflow, path_, fmt::format("tensor `{}`: size overflows", tensor.fqn));
+    check_no_overlap(tensor, filled);
+    if (whole_ && *covered != *total)
+      bad(fmt::format("the chunks of tensor `{}` cover {} of its {} elements: a gap", tensor.fqn, *covered, *total));
+  }
+
   [[noreturn]] void bad(std::string_view what) const { fail(ErrorCode::kInvalidDcp, path_, what); }
 
+ private:
   static bool is_instance(const Ref& value, std::string_view name) {
     const auto* object = std::get_if<pickle::Opaque>(&value->v);
     return object && object->instance && object->type.module == kMetadataModule && object->type.name == name;
@@ -141,11 +166,25 @@ class MetadataReader {
       fail(ErrorCode::kValidationOverflow, path_, fmt::format("the storage of `{}`: offset + length overflows", fqn));
     Ref transforms = find(info, "transform_descriptors");
     const auto* list = transforms ? std::get_if<pickle::List>(&transforms->v) : nullptr;
-    if (list && !list->items.empty())
+    std::vector<std::string> names;
+    if (list)
+      for (const Ref& item : list->items)
+        names.push_back(std::holds_alternative<std::string>(item->v) ? text(item, "") : "?");
+    archive.zstd = names.size() == 1 && is_zstd(names[0]);
+    if (!names.empty() && !archive.zstd)
       fail(ErrorCode::kCompressedEntry, path_,
-           fmt::format("tensor `{}` is written through a stream transform (`{}`), which precdetect does not undo", fqn,
-                       std::holds_alternative<std::string>(list->items[0]->v) ? text(list->items[0], "") : "?"));
+           fmt::format("tensor `{}` is written through the stream transforms [{}], which precdetect does not undo "
+                       "(it undoes DCP's zstd extension, `{}/1`, alone)",
+                       fqn, fmt::join(names, ", "), kZstdTransform));
     return archive;
+  }
+
+  /// DCP's zstd extension, of a version its ZStandard.from_descriptor accepts: `stream.zstd/1`, `stream.zstd/1.x`.
+  static bool is_zstd(const std::string& descriptor) {
+    size_t slash = descriptor.rfind('/');
+    if (slash == std::string::npos || descriptor.substr(0, slash) != kZstdTransform) return false;
+    std::string version = descriptor.substr(slash + 1);
+    return version.substr(0, version.find('.')) == "1";
   }
 
   DcpArchive archive_of(const std::map<IndexKey, DcpArchive>& storage, const IndexKey& key, const std::string& fqn) {
@@ -178,29 +217,6 @@ class MetadataReader {
     return product;
   }
 
-  /// The chunks cover every element of the tensor once: each inside it, no two overlapping, and as many
-  /// elements in all as the tensor holds.
-  void check_tiling(const DcpTensor& tensor) {
-    std::optional<uint64_t> total = numel(tensor.size), covered = 0;
-    std::vector<const DcpChunk*> filled;
-    for (const DcpChunk& chunk : tensor.chunks) {
-      if (chunk.offsets.size() != tensor.size.size() || chunk.sizes.size() != tensor.size.size())
-        bad(fmt::format("a chunk of tensor `{}` has another rank than the tensor", tensor.fqn));
-      for (size_t d = 0; d < tensor.size.size(); ++d)
-        if (stop(chunk, d) > static_cast<uint64_t>(tensor.size[d]))
-          bad(fmt::format("chunk at [{}] of tensor `{}` of shape [{}] reaches outside it",
-                          fmt::join(chunk.offsets, ", "), tensor.fqn, fmt::join(tensor.size, ", ")));
-      std::optional<uint64_t> elements = numel(chunk.sizes);
-      covered = covered && elements ? checked_add(*covered, *elements) : std::nullopt;
-      if (elements != 0u) filled.push_back(&chunk);
-    }
-    if (!total || !covered)
-      fail(ErrorCode::kValidationOverflow, path_, fmt::format("tensor `{}`: size overflows", tensor.fqn));
-    check_no_overlap(tensor, filled);
-    if (*covered != *total)
-      bad(fmt::format("the chunks of tensor `{}` cover {} of its {} elements: a gap", tensor.fqn, *covered, *total));
-  }
-
   /// Compares the boxes that share rows of the first dimension, sorted by their first row.
   void check_no_overlap(const DcpTensor& tensor, std::vector<const DcpChunk*> chunks) {
     auto first = [](const DcpChunk* chunk) {
@@ -230,15 +246,66 @@ class MetadataReader {
   }
 
   const std::filesystem::path& path_;
+  bool whole_;
   uint64_t comparisons_ = 0;
 };
 
 }  // namespace
 
-DcpMetadata read_dcp_metadata(std::span<const std::byte> bytes, const std::filesystem::path& path) {
+DcpMetadata read_dcp_metadata(std::span<const std::byte> bytes, const std::filesystem::path& path, bool whole) {
   // dcp.load reads the file with pickle.load: one pickle, whatever follows it.
   pickle::Result result = pickle::run(bytes, path);
-  return MetadataReader(path).read(result.root);
+  return MetadataReader(path, whole).read(result.root);
+}
+
+void check_dcp_tiling(const DcpTensor& tensor, const std::filesystem::path& path) {
+  MetadataReader(path, true).check_tiling(tensor);
+}
+
+DcpMetadata join_dcp_ranks(std::vector<DcpMetadata> ranks, std::span<const std::filesystem::path> paths) {
+  DcpMetadata joined;
+  std::map<std::string, size_t> tensors;  // FQN -> its place in joined.tensors
+  std::set<std::string> objects, files;
+  for (size_t rank = 0; rank < ranks.size(); ++rank) {
+    MetadataReader here(paths[rank], false);
+    for (DcpObject& object : ranks[rank].objects) {
+      if (tensors.contains(object.fqn))
+        here.bad(fmt::format("`{}` is no tensor here, and a tensor in the metadata of a lower rank", object.fqn));
+      if (objects.insert(object.fqn).second) joined.objects.push_back(std::move(object));
+    }
+    for (DcpTensor& tensor : ranks[rank].tensors) {
+      if (objects.contains(tensor.fqn))
+        here.bad(fmt::format("`{}` is a tensor here, and no tensor in the metadata of a lower rank", tensor.fqn));
+      auto [at, first] = tensors.emplace(tensor.fqn, joined.tensors.size());
+      if (first) {
+        joined.tensors.push_back(std::move(tensor));
+        continue;
+      }
+      DcpTensor& into = joined.tensors[at->second];
+      if (into.size != tensor.size)
+        here.bad(fmt::format("tensor `{}` is of shape [{}] here, [{}] in the metadata of a lower rank", tensor.fqn,
+                             fmt::join(tensor.size, ", "), fmt::join(into.size, ", ")));
+      for (DcpChunk& chunk : tensor.chunks) {
+        auto alike = [&](const DcpChunk& kept) { return kept.offsets == chunk.offsets && kept.sizes == chunk.sizes; };
+        // A replicated tensor: without collectives no rank knows another saved it too.
+        if (std::none_of(into.chunks.begin(), into.chunks.end(), alike)) into.chunks.push_back(std::move(chunk));
+      }
+    }
+  }
+  // The chunks of all ranks together tile each tensor; an error names the folder, its ranks' files together.
+  std::filesystem::path folder = paths.empty() ? std::filesystem::path() : paths.front().parent_path();
+  MetadataReader all(folder, true);
+  for (const DcpTensor& tensor : joined.tensors) {
+    try {
+      all.check_tiling(tensor);
+    } catch (const Error& e) {
+      throw Error(e.code(), fmt::format("{} (the rank-local metadata of {} ranks joined)", e.what(), ranks.size()));
+    }
+    for (const DcpChunk& chunk : tensor.chunks) files.insert(chunk.archive.file);
+  }
+  for (const DcpObject& object : joined.objects) files.insert(object.archive.file);
+  joined.files.assign(files.begin(), files.end());
+  return joined;
 }
 
 }  // namespace precdetect

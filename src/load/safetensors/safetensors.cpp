@@ -9,6 +9,7 @@
 #include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
 #include "precdetect/load/checkpoint.h"
+#include "precdetect/load/dcp/dcp_safetensors.h"
 
 namespace precdetect {
 namespace {
@@ -248,8 +249,10 @@ SafetensorsHeader read_safetensors_header(const ByteSource& source, size_t file_
 namespace {
 
 std::string read_safetensors(Checkpoint& checkpoint, size_t file) {
-  for (TensorRecord& record : read_safetensors_header(*checkpoint.files[file], file).tensors)
-    checkpoint.tensors.push_back(std::move(record));
+  SafetensorsHeader header = read_safetensors_header(*checkpoint.files[file], file);
+  // A rank's file of DCP's HuggingFaceStorageWriter: its tensors are chunks, joined once every file is read.
+  mark_dcp_safetensors_chunks(header.tensors, header.metadata, checkpoint.files[file]->path());
+  for (TensorRecord& record : header.tensors) checkpoint.tensors.push_back(std::move(record));
   return "safetensors";
 }
 

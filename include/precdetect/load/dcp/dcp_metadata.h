@@ -18,6 +18,7 @@ namespace precdetect {
 struct DcpArchive {
   std::string file;
   uint64_t offset = 0, length = 0;
+  bool zstd = false;  ///< written through DCP's zstd stream transform (`stream.zstd/1`): a zstd frame of the archive
 };
 
 /// One chunk of a tensor: the box [offsets, offsets + sizes) of the whole tensor, and its archive.
@@ -51,8 +52,24 @@ struct DcpMetadata {
 /// refusals, a truncated file); kInvalidDcp (not a Metadata object, a field of the wrong type, a tensor or chunk
 /// without its storage entry, a name twice, a file name that is not a plain name in the folder, chunks that leave
 /// a gap in the tensor, overlap or reach outside it); kCompressedEntry (an entry written through a stream
-/// transform, such as DCP's zstd extension, which precdetect does not undo); kValidationOverflow. Messages name
-/// the path and the tensor.
-DcpMetadata read_dcp_metadata(std::span<const std::byte> bytes, const std::filesystem::path& path);
+/// transform other than DCP's zstd extension, `stream.zstd/1`, which DcpArchive::zstd marks);
+/// kValidationOverflow. Messages name
+/// the path and the tensor. With `whole` false (one rank's metadata of a rank-local folder, which lists only the
+/// chunks that rank wrote) a tensor's chunks need not cover it; they are still checked to lie inside it and not
+/// overlap.
+DcpMetadata read_dcp_metadata(std::span<const std::byte> bytes, const std::filesystem::path& path, bool whole = true);
+
+/// Checks that the chunks of `tensor` tile it (each inside it, none overlapping, every element covered), as
+/// read_dcp_metadata checks a `.metadata`'s. Throws Error kInvalidDcp naming `path`; kValidationOverflow.
+void check_dcp_tiling(const DcpTensor& tensor, const std::filesystem::path& path);
+
+/// Joins the metadata of a folder that dcp.save(..., use_collectives=False) wrote, one `__N.metadata` per rank
+/// (each read with `whole` false, in rank order; `paths` their files), into the folder's one table: a tensor's
+/// chunks are those of every rank, a chunk that several ranks wrote alike (the same box: a replicated tensor) and
+/// an entry that is no tensor (each rank writes its own) are read from the lowest rank. Throws Error
+/// kInvalidDcp: ranks that give a tensor different shapes, a name that is a tensor in one rank and no tensor in
+/// another, chunks of different ranks that overlap other than alike, or that leave a gap in their tensor;
+/// kValidationOverflow. Messages name the rank's file.
+DcpMetadata join_dcp_ranks(std::vector<DcpMetadata> ranks, std::span<const std::filesystem::path> paths);
 
 }  // namespace precdetect
