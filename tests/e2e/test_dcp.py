@@ -17,9 +17,12 @@ from pathlib import Path
 
 import torch
 from torch.distributed.checkpoint import FileSystemReader, FileSystemWriter, HuggingFaceStorageWriter
+from torch.distributed.checkpoint import load as dcp_load
 from torch.distributed.checkpoint import save as dcp_save
 from torch.distributed.checkpoint._nested_dict import flatten_state_dict
+from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.default_planner import _EmptyStateDictLoadPlanner
+from torch.distributed.checkpoint.filesystem import SerializationFormat
 from torch.distributed.checkpoint.state_dict_loader import _load_state_dict
 
 from helpers import ScanTestCase, run, scan, tensors_by_name, warning_codes
@@ -177,6 +180,18 @@ class DcpTest(ScanTestCase):
         unread = [w for w in model["warnings"] if w["code"] == "dtypes_not_read"]
         self.assertEqual(len(unread), 1, model["warnings"])
         self.assertIn("z (ComplexDoubleStorage)", unread[0]["message"])
+
+    def test_the_safetensors_serialization_is_named_as_torch_cannot_load_it_either(self):
+        folder = self.tmp / "safetensors-serialization"
+        writer = FileSystemWriter(folder, serialization_format=SerializationFormat.SAFETENSORS)
+        dcp_save({"w": torch.arange(12.0).reshape(3, 4)}, storage_writer=writer)
+        with self.assertRaisesRegex(CheckpointException, "Weights only load failed"):  # handed to torch.load
+            dcp_load({"w": torch.zeros(3, 4)}, storage_reader=FileSystemReader(folder))
+        code, document, _ = scan(folder)
+        self.assertEqual(code, 2)
+        error = document["models"][0]["error"]
+        self.assertEqual(error["code"], "invalid_dcp")
+        self.assertIn("a safetensors file, as DCP's SAFETENSORS serialization writes it: not read", error["message"])
 
     def test_damaged_folders_are_named_errors(self):
         folder = self.tmp / "ranks"

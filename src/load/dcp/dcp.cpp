@@ -12,6 +12,7 @@
 #include "precdetect/load/checkpoint.h"
 #include "precdetect/load/dcp/dcp_metadata.h"
 #include "precdetect/load/dcp/zstd_frame.h"
+#include "precdetect/load/safetensors/safetensors.h"
 #include "precdetect/load/torch/torch_formats.h"
 #include "precdetect/load/torch/torch_tensors.h"
 
@@ -121,6 +122,10 @@ std::optional<TensorRecord> chunk_record(Checkpoint& checkpoint, size_t file, co
   const ByteSource* bytes = archive.files[0].get();
   try {
     std::unique_ptr<FormatFile> zip = open_torch_zip(*bytes);
+    if (!zip && looks_like_safetensors(data))  // FileSystemWriter(serialization_format=SAFETENSORS)
+      fail(ErrorCode::kInvalidDcp, data.path(),
+           "a safetensors file, as DCP's SAFETENSORS serialization writes it: not read (torch 2.11's own "
+           "FileSystemReader cannot load it either: it hands the chunk to torch.load)");
     if (!zip) fail(ErrorCode::kInvalidDcp, data.path(), "no torch.save archive");
     zip->read(archive, 0);
   } catch (const Error& e) {
