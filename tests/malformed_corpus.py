@@ -330,7 +330,7 @@ def write_folders(dest):
     folder("folder-config-only", "no_weights", {"config.json": {"torch_dtype": "bfloat16"}})
     folder("folder-readme-and-text", "no_weights", {"README.md": b"# model\n", "notes.txt": b"weights elsewhere\n"})
     index = "model.safetensors.index.json"
-    folder("index-escapes-the-folder", "invalid_index",
+    folder("index-escapes-the-folder", "path_escape",
            {index: {"weight_map": {"w": "../../etc/passwd"}}, "model-00001.safetensors": good})
     folder("index-absolute-path", "invalid_index", {index: {"weight_map": {"w": "/etc/passwd"}}})
     folder("index-missing-shard", "missing_shard", {index: {"weight_map": {"w": "model-00002.safetensors"}},
@@ -408,8 +408,8 @@ def write_folders(dest):
            {"model.safetensors": safetensors(quanto, bytes(38)),
             "quantization_map.json": {"l": {"weights": "qint8", "activations": "none"}}})
     external = {"location": "model.onnx_data", "offset": "0", "length": "16"}
-    for name, code, changes in (("onnx-external-escapes-the-folder", "invalid_onnx", {"location": "../../etc/passwd"}),
-                                ("onnx-external-absolute-path", "invalid_onnx", {"location": "/etc/passwd"}),
+    for name, code, changes in (("onnx-external-escapes-the-folder", "path_escape", {"location": "../../etc/passwd"}),
+                                ("onnx-external-absolute-path", "path_escape", {"location": "/etc/passwd"}),
                                 ("onnx-external-past-its-file", "invalid_onnx", {"offset": "8"}),
                                 ("onnx-external-file-missing", "not_found", {"location": "gone.onnx_data"})):
         folder(name, code, {"model.onnx": onnx_model(onnx_tensor(external={**external, **changes})),

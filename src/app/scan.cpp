@@ -97,6 +97,30 @@ void warn_if_base_unknown(ModelReport& report, const std::optional<ModelReport>&
         {.code = WarningCode::kAdapterBaseUnknown, .names = {*report.adapter->base_model, base->error->message}});
 }
 
+/// `report` with its safety judged, whatever became of the scan: the examination stands apart from loading (an
+/// unsafe pickle is often why a model failed), and the scan's reads of the weights come first. It asks the formats
+/// the load opened for their pickles, so that no file's structure is read twice. A model not read to its end is
+/// never safe: what stopped it is tampering (a path out of the model) or unverified.
+ModelReport examined(ModelReport& report, const std::optional<ModelSource>& source,
+                     const std::optional<Checkpoint>& checkpoint) {
+  if (source) report.safety = examine_model(*source, checkpoint ? &*checkpoint : nullptr);
+  // A model refused before its files were listed for a path out of it (an index naming ../) is unsafe all the same.
+  if (!source && report.error && report.error->code == to_string(ErrorCode::kPathEscape)) report.safety = Safety{};
+  if (report.safety && report.error) {
+    bool escape = report.error->code == to_string(ErrorCode::kPathEscape);
+    auto is_escape = [](const SafetyTampering& item) {
+      return item.kind == TamperingKindOf(FileTampering::kPathEscape);
+    };
+    // A link the walk of the folder named already is that failure's cause.
+    if (escape && std::any_of(report.safety->tampering.begin(), report.safety->tampering.end(), is_escape))
+      return std::move(report);
+    std::string why = fmt::format("not read to its end: {}", report.error->message);
+    report.safety->add_failure(
+        escape ? Error(ErrorCode::kPathEscape, report.error->message) : Error(ErrorCode::kIo, why), report.path);
+  }
+  return std::move(report);
+}
+
 }  // namespace
 
 ModelReport scan_model(const std::string& input, const ScanOptions& options, const Judgement& judgement,
@@ -113,6 +137,10 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     checkpoint = open_checkpoint(*source, options.read_mode.value_or(analyzer.preferred_read_mode()));
     if (component) keep_component(checkpoint->tensors, component->component, source->path.string());
     report.format = checkpoint->format;
+    if (options.safety_only) {
+      report.values_read = false;
+      return examined(report, source, checkpoint);
+    }
     if (!checkpoint->metadata.empty()) report.metadata = nlohmann::ordered_json::parse(checkpoint->metadata);
     ModelAnalysis analysis = analyze_model(*checkpoint, options.filter, judgement.rules.buffers, analyzer, cache);
     report.warnings = checkpoint->warnings;
@@ -136,11 +164,7 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     // Not ours (libtorch, the standard library): still one model's failure, never the batch's.
     fail_model(report, {std::string(to_string(ErrorCode::kInternal)), fmt::format("{}: {}", input, e.what())});
   }
-  // After the scan, whatever became of it: the examination stands apart from loading (an unsafe pickle is often
-  // why a model failed), and the scan's reads of the weights come first. It asks the formats the load opened for
-  // their pickles, so that no file's structure is read twice.
-  if (source) report.safety = examine_model(*source, checkpoint ? &*checkpoint : nullptr);
-  return report;
+  return examined(report, source, checkpoint);
 }
 
 namespace {
@@ -168,6 +192,7 @@ std::vector<std::string> components_of(const std::string& model) {
     if (source.files.size() != 1 || !kPipelineExtensions.contains(source.files.front().extension().string()))
       return {model};
     std::vector<std::string> parts;
+    Confined confined(source.root);
     for (const std::string& name : file_components(source.files.front()))
       parts.push_back(fmt::format("{}#{}", model, name));
     if (!parts.empty()) return parts;

@@ -8,7 +8,7 @@ namespace precdetect {
 
 std::string_view to_string(ErrorCode code) {
   // Indexed by the enum's order; keep the two lists in step (docs/errors.md documents each name).
-  static constexpr std::array<std::string_view, 43> kNames = {
+  static constexpr std::array<std::string_view, 44> kNames = {
       "not_found",           "io_error",
       "unknown_format",      "no_weights",
       "no_tensors",          "several_models",
@@ -27,10 +27,10 @@ std::string_view to_string(ErrorCode code) {
       "invalid_numpy",       "invalid_gguf",
       "invalid_msgpack",     "invalid_hdf5",
       "invalid_dcp",         "invalid_onnx",
-      "unsafe_pickle",       "not_a_checkpoint",
-      "hf_cache_miss",       "invalid_rules",
-      "invalid_registry",    "device_error",
-      "internal_error",
+      "path_escape",         "unsafe_pickle",
+      "not_a_checkpoint",    "hf_cache_miss",
+      "invalid_rules",       "invalid_registry",
+      "device_error",        "internal_error",
   };
   static_assert(kNames.size() == static_cast<size_t>(ErrorCode::kInternal) + 1);
   return kNames[static_cast<size_t>(code)];

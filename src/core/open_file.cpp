@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "precdetect/core/confinement.h"
 #include "precdetect/core/error.h"
 
 namespace precdetect {
@@ -18,7 +19,9 @@ OpenFile::~OpenFile() {
 OpenFile open_for_reading(const std::filesystem::path& path, std::string_view what, bool allow_pipe) {
   // Without pipes, O_NONBLOCK: opening a FIFO then returns at once, to be refused below. (It does not change
   // reads from regular files.) A pipe that is welcome is opened as usual and waits for its writer.
-  OpenFile file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | (allow_pipe ? 0 : O_NONBLOCK)));
+  int flags = O_RDONLY | O_CLOEXEC | (allow_pipe ? 0 : O_NONBLOCK);
+  const ModelRoot* root = confinement();
+  OpenFile file(root && path != root->entry ? open_beneath(*root, path, flags) : ::open(path.c_str(), flags));
   if (file.fd() < 0)
     fail(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, path,
          fmt::format("cannot open {}: {}", what, std::strerror(errno)));

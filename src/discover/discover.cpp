@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include "precdetect/core/error.h"
@@ -42,7 +43,8 @@ constexpr std::string_view kRecordFiles[] = {"training_args.bin", "scaler.pt", "
 std::vector<fs::path> training_state_folders(const fs::path& folder) {
   std::vector<fs::path> folders = {folder};
   for (const auto& entry : fs::directory_iterator(folder))
-    if (entry.is_directory() && entry.path().filename().string().starts_with("global_step"))
+    // A linked folder is not walked: one that leaves the model is named by links_leaving, never listed.
+    if (entry.is_directory() && !entry.is_symlink() && entry.path().filename().string().starts_with("global_step"))
       folders.push_back(entry.path());
   return folders;
 }
@@ -79,6 +81,41 @@ std::vector<fs::path> pickles_beside(const fs::path& folder, const std::vector<f
           std::find(weights.begin(), weights.end(), entry.path()) == weights.end())
         found.push_back(entry.path());
   std::sort(found.begin(), found.end());
+  return found;
+}
+
+/// The text files beside the weights that a loader reads and may act on (ModelSource::texts_beside); Python files
+/// only in a folder given as the model (beside a single file, the folder may be anything: a home folder).
+std::vector<fs::path> texts_beside(const fs::path& folder, bool is_folder) {
+  static constexpr std::array<std::string_view, 4> kNames = {"config.json", "tokenizer_config.json",
+                                                             "chat_template.jinja", "chat_template.json"};
+  std::vector<fs::path> found;
+  std::error_code ec;
+  for (std::string_view name : kNames)
+    if (fs::is_regular_file(folder / name, ec) || fs::is_symlink(folder / name, ec)) found.push_back(folder / name);
+  if (is_folder)
+    for (const auto& entry : fs::directory_iterator(folder))
+      if (entry.path().extension() == ".py") found.push_back(entry.path());
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+/// Every link in `folder` and the folders under it that resolves outside the model's root, in path order: a walk
+/// that never follows a link. Bounded in entries (a model's folder holds hundreds): past the bound, `walked` is
+/// false, and what was not walked is not vouched for.
+std::vector<EscapingLink> links_leaving(const ModelRoot& root, const fs::path& folder, bool& walked) {
+  constexpr size_t kMaxEntries = 100000;
+  std::vector<EscapingLink> found;
+  size_t entries = 0;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(folder, fs::directory_options::skip_permission_denied, ec);
+  for (; it != fs::recursive_directory_iterator() && !ec; it.increment(ec)) {
+    if (++entries > kMaxEntries) break;
+    if (it->is_symlink(ec))
+      if (std::optional<EscapingLink> escape = escape_of(root, it->path())) found.push_back(std::move(*escape));
+  }
+  walked = entries <= kMaxEntries && !ec;
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.link < b.link; });
   return found;
 }
 
@@ -366,8 +403,16 @@ std::vector<std::string> models_in(const std::string& input, const fs::path& hf_
 ModelSource discover(const std::string& input, const fs::path& hf_cache) {
   ModelSource source{.input = input, .path = resolve_path(input, hf_cache)};
   fs::path folder = source.path;
+  std::error_code ec;
+  bool is_folder = fs::is_directory(source.path, ec);
+  // A named shard group (`folder/group`) is no file of its own: its folder is the root.
+  if (is_folder || fs::exists(source.path, ec))
+    source.root = model_root_of(source.path, is_folder);
+  else if (fs::is_directory(folder_of(source.path), ec))
+    source.root = model_root_of(folder_of(source.path), true);
+  Confined confined(source.root);
   try {
-    if (fs::is_directory(source.path)) {
+    if (is_folder) {
       add_folder(source, source.path);
     } else if (source.path.filename().string().ends_with(".index.json")) {
       add_sharded(source, source.path);
@@ -383,6 +428,8 @@ ModelSource discover(const std::string& input, const fs::path& hf_cache) {
     fail(ErrorCode::kIo, source.path, e.code().message());
   }
   if (fs::is_regular_file(folder / "config.json")) source.config = folder / "config.json";
+  source.texts_beside = texts_beside(folder, is_folder);
+  if (is_folder) source.escaping_links = links_leaving(source.root, folder, source.links_walked);
   return source;
 }
 

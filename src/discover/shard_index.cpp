@@ -45,7 +45,7 @@ ShardIndex parse_shard_index(std::string_view text, const std::filesystem::path&
       fail(ErrorCode::kInvalidIndex, index_path, fmt::format("weight_map entry `{}` is not a file name", name));
     std::string file = shard.get<std::string>();
     if (!stays_inside(file))
-      fail(ErrorCode::kInvalidIndex, index_path,
+      fail(ErrorCode::kPathEscape, index_path,
            fmt::format("weight_map entry `{}` points outside the model folder: `{}`", name, file));
     result.weight_map[name] = file;
     shards.insert(file);

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "precdetect/core/confinement.h"
 #include "precdetect/core/error.h"
 #include "precdetect/core/text_file.h"
 #include "precdetect/load/dcp/dcp_safetensors.h"
@@ -136,6 +137,7 @@ nlohmann::json config_object(const ModelSource& source) {
 }  // namespace
 
 Checkpoint open_checkpoint(const ModelSource& source, ReadMode mode) {
+  Confined confined(source.root);  // every file a format opens while reading the model
   Checkpoint checkpoint{.model_parallel = source.model_parallel};
   for (const auto& file : source.files) {
     checkpoint.files.push_back(map_file(file, mode));

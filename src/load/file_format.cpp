@@ -67,6 +67,20 @@ std::string_view file_format_name(FileFormat format) {
   return "unknown";
 }
 
+std::string_view file_tampering_name(FileTampering kind) {
+  switch (kind) {
+    case FileTampering::kPathEscape:
+      return "path_escape";
+    case FileTampering::kArchiveEscape:
+      return "archive_escape";
+    case FileTampering::kTemplateCode:
+      return "template_code";
+    case FileTampering::kSerializedFunction:
+      return "serialized_function";
+  }
+  return "path_escape";
+}
+
 std::unique_ptr<FormatFile> plain_format_file(const ByteSource& source, FileFormat format, ReadFormat read,
                                               NamePickles name_pickles) {
   return std::make_unique<PlainFormatFile>(source, format, read, name_pickles);

@@ -286,14 +286,18 @@ ordered_json safety_json(const std::optional<Safety>& safety) {
                        {"called", item.called}});
   ordered_json tampering = ordered_json::array();
   for (const SafetyTampering& item : safety->tampering)
-    tampering.push_back({{"kind", pickle::tampering_kind_name(item.kind)},
-                         {"detail", item.detail},
-                         {"file", item.file},
-                         {"offset", item.offset}});
+    tampering.push_back(
+        {{"kind", tampering_name(item.kind)}, {"detail", item.detail}, {"file", item.file}, {"offset", item.offset}});
+  ordered_json custom_code = ordered_json::array();
+  for (const CustomCode& item : safety->custom_code)
+    custom_code.push_back({{"file", item.file},
+                           {"classes", item.classes},
+                           {"named_by", item.named_by.empty() ? ordered_json(nullptr) : ordered_json(item.named_by)}});
   return {{"verdict", safety_verdict_name(safety->verdict())},
           {"says", safety_text(*safety)},
           {"imports", imports},
           {"tampering", tampering},
+          {"custom_code", custom_code},
           {"unverified", safety->unverified},
           {"files", safety->files}};
 }
@@ -337,11 +341,12 @@ ordered_json model_json(const ModelReport& model) {
           {"path", model.path},
           {"format", model.format.empty() ? ordered_json(nullptr) : ordered_json(model.format)},
           {"files", model.files},
+          {"values_read", model.values_read},
           {"metadata", model.metadata},
           {"adapter", adapter_json(model)},
-          {"summary", summary_json(model.summary)},
-          {"buffers", value_summary_json(model.buffers)},
-          {"verdict", verdict_json(model.verdict)},
+          {"summary", model.values_read ? summary_json(model.summary) : nullptr},
+          {"buffers", model.values_read ? value_summary_json(model.buffers) : nullptr},
+          {"verdict", model.values_read ? verdict_json(model.verdict) : nullptr},
           {"storage_cast", storage_cast_json(model.summary)},
           {"tensors", tensors},
           {"warnings", warnings_json(model.warnings)},

@@ -1,6 +1,7 @@
 #include "precdetect/report/table_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -33,14 +34,16 @@ std::string dtype_census(const ModelSummary& summary) {
   return text.empty() ? "-" : text;
 }
 
-/// " UNSAFE pickle: posix.system" or " unverified pickle" when loading it is not known to be safe; "" when it is.
+/// " UNSAFE pickle: posix.system", " UNSAFE: path_escape" (tampering), " unverified" when loading it is not known
+/// to be safe; "" when it is.
 std::string safety_cell(const ModelReport& model) {
   if (!model.safety) return "";
   switch (model.safety->verdict()) {
     case SafetyVerdict::kUnsafe:
-      return " UNSAFE pickle: " + model.safety->first_dangerous()->qualified();
+      if (const SafetyImport* danger = model.safety->first_dangerous()) return " UNSAFE pickle: " + danger->qualified();
+      return fmt::format(" UNSAFE: {}", tampering_name(model.safety->tampering.front().kind));
     case SafetyVerdict::kUnverified:
-      return " unverified pickle";
+      return model.safety->custom_code.empty() ? " unverified" : " unverified: custom code";
     case SafetyVerdict::kSafe:
       return "";
   }
@@ -50,6 +53,10 @@ std::string safety_cell(const ModelReport& model) {
 std::string verdict_cell(const ModelReport& model) {
   std::string gate = model.gate_failures.empty() ? "" : " GATE FAILED";
   if (model.error) return "error: " + model.error->code + safety_cell(model) + gate;
+  if (!model.values_read) {  // --safety-only: no values, no verdict
+    std::string cell = safety_cell(model);
+    return fmt::format("safety only:{}{}", cell.empty() ? " safe" : cell, gate);
+  }
   return fmt::format("{}{}{}{}{}{}", label_text(model.verdict), adapter_text(model), basis_text(model.verdict),
                      risk_text(model.verdict), safety_cell(model), gate);
 }
@@ -81,8 +88,12 @@ void append_safety(std::string& out, const ModelReport& model) {
                          item.spelling.empty() ? "" : fmt::format(" (written {})", item.spelling), item.file,
                          item.offset, item.called ? ", called" : "");
   for (const SafetyTampering& item : model.safety->tampering)
-    out += fmt::format("  tampering ({}): {} in {} at offset {}\n", pickle::tampering_kind_name(item.kind), item.detail,
-                       item.file, item.offset);
+    out += fmt::format("  tampering ({}): {} in {} at offset {}\n", tampering_name(item.kind), item.detail, item.file,
+                       item.offset);
+  for (const CustomCode& item : model.safety->custom_code)
+    out += fmt::format("  custom code: {}{}{}{}\n", item.file, item.classes.empty() ? "" : " (",
+                       fmt::join(item.classes, ", "), item.classes.empty() ? "" : ")") +
+           (item.named_by.empty() ? "" : fmt::format("    named by {}\n", item.named_by));
   for (const std::string& reason : model.safety->unverified) out += fmt::format("  unverified: {}\n", reason);
 }
 

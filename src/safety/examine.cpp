@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include "precdetect/core/confinement.h"
 #include "precdetect/core/error.h"
 #include "precdetect/load/file_format.h"
 #include "precdetect/load/pickle/pickle_stream.h"
+#include "precdetect/safety/custom_code.h"
 
 namespace precdetect {
 namespace {
@@ -51,6 +53,18 @@ class Examiner final : public PickleVisitor {
     safety_.unverified.push_back(fmt::format("{}: {}", where, why));
   }
 
+  void tampering(FileTampering kind, const std::string& where, std::string detail) override {
+    safety_.add_tampering({.kind = kind, .detail = std::move(detail), .file = where});
+  }
+
+  void chat_template(std::string_view /*text*/, const std::string& /*where*/) override {
+    // ISSUE-58 (helper, branch templates): judged by safety/chat_template
+  }
+
+  void keras_config(std::string_view /*json*/, const std::string& /*where*/) override {
+    // ISSUE-58 (helper, branch keras): judged by safety/keras_config
+  }
+
  private:
   Safety& safety_;
   int depth_ = 0;
@@ -64,7 +78,7 @@ void examine_format(const FormatFile& format, const std::filesystem::path& path,
     Examiner examiner(safety);
     format.name_pickles(path.string(), examiner);
   } catch (const std::exception& e) {
-    safety.unverified.emplace_back(e.what());
+    safety.add_failure(e, path.string());
   }
 }
 
@@ -89,12 +103,20 @@ void examine_file(const std::filesystem::path& path, Safety& safety, bool weight
           path.string()));
   } catch (const std::exception& e) {  // our Error, or memory: never the batch's failure, never passed
     safety.files.push_back(path.string());
-    safety.unverified.emplace_back(e.what());
+    safety.add_failure(e, path.string());
   }
 }
 
 Safety examine_model(const ModelSource& source, const Checkpoint* loaded) {
+  Confined confined(source.root);
   Safety safety;
+  for (const EscapingLink& link : source.escaping_links)
+    safety.add_tampering({.kind = FileTampering::kPathEscape,
+                          .detail = fmt::format("a link out of the model's folder {}: {} -> {}; never followed",
+                                                source.root.folder.string(), link.link.string(), link.target),
+                          .file = link.link.string()});
+  if (!source.links_walked)
+    safety.unverified.push_back(fmt::format("{}: too many entries to look at every link", source.path.string()));
   for (size_t file = 0; file < source.files.size(); ++file) {
     if (loaded && file < loaded->formats.size())
       examine_format(*loaded->formats[file], source.files[file], safety);
@@ -102,6 +124,7 @@ Safety examine_model(const ModelSource& source, const Checkpoint* loaded) {
       examine_file(source.files[file], safety, true);
   }
   for (const auto& file : source.pickles_beside) examine_file(file, safety, false);
+  examine_custom_code(source.texts_beside, safety);
   return safety;
 }
 

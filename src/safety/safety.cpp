@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <set>
 
+#include "precdetect/core/error.h"
+
 namespace precdetect {
 
 std::string_view safety_verdict_name(SafetyVerdict verdict) {
@@ -20,17 +22,37 @@ std::string_view safety_verdict_name(SafetyVerdict verdict) {
   return "unverified";
 }
 
+std::string_view tampering_name(const TamperingKindOf& kind) {
+  if (const auto* pickled = std::get_if<pickle::TamperingKind>(&kind)) return pickle::tampering_kind_name(*pickled);
+  return file_tampering_name(std::get<FileTampering>(kind));
+}
+
 const SafetyImport* Safety::first_dangerous() const {
   for (const SafetyImport& item : imports)
     if (item.judgement.kind == GlobalClass::kDangerous) return &item;
   return nullptr;
 }
 
+void Safety::add_tampering(SafetyTampering item) {
+  bool known = std::any_of(tampering.begin(), tampering.end(), [&](const SafetyTampering& other) {
+    return other.kind == item.kind && other.file == item.file && other.offset == item.offset;
+  });
+  if (!known) tampering.push_back(std::move(item));
+}
+
+void Safety::add_failure(const std::exception& failure, const std::string& where) {
+  const auto* error = dynamic_cast<const Error*>(&failure);
+  if (error && error->code() == ErrorCode::kPathEscape)
+    add_tampering({.kind = FileTampering::kPathEscape, .detail = failure.what(), .file = where});
+  else if (std::find(unverified.begin(), unverified.end(), failure.what()) == unverified.end())
+    unverified.emplace_back(failure.what());
+}
+
 SafetyVerdict Safety::verdict() const {
   if (first_dangerous() || !tampering.empty()) return SafetyVerdict::kUnsafe;
   bool unknown = std::any_of(imports.begin(), imports.end(),
                              [](const SafetyImport& item) { return item.judgement.kind == GlobalClass::kUnknown; });
-  return unknown || !unverified.empty() ? SafetyVerdict::kUnverified : SafetyVerdict::kSafe;
+  return unknown || !unverified.empty() || !custom_code.empty() ? SafetyVerdict::kUnverified : SafetyVerdict::kSafe;
 }
 
 std::string safety_text(const Safety& safety) {
@@ -38,7 +60,7 @@ std::string safety_text(const Safety& safety) {
     return fmt::format("unsafe: {} ({}) in {}", danger->qualified(), danger->judgement.family, danger->file);
   if (!safety.tampering.empty()) {
     const SafetyTampering& first = safety.tampering.front();
-    return fmt::format("unsafe: {} ({}) in {}", pickle::tampering_kind_name(first.kind), first.detail, first.file);
+    return fmt::format("unsafe: {} ({}) in {}", tampering_name(first.kind), first.detail, first.file);
   }
   std::set<std::string> unknown;
   for (const SafetyImport& item : safety.imports)
@@ -46,6 +68,11 @@ std::string safety_text(const Safety& safety) {
   if (!unknown.empty())
     return fmt::format("unverified: {} unknown global{} ({})", unknown.size(), unknown.size() == 1 ? "" : "s",
                        fmt::join(unknown, ", "));
+  if (!safety.custom_code.empty()) {
+    const CustomCode& first = safety.custom_code.front();
+    return fmt::format("unverified: custom code ({}{}{})", first.file, first.classes.empty() ? "" : ": ",
+                       fmt::join(first.classes, ", "));
+  }
   if (!safety.unverified.empty()) return fmt::format("unverified: {}", safety.unverified.front());
   return "safe";
 }

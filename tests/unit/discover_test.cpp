@@ -156,9 +156,9 @@ TEST_F(Discovery, MissingShardIsNamed) {
 
 TEST_F(Discovery, IndexMayNotPointOutsideTheFolder) {
   write("m/model.safetensors.index.json", R"({"weight_map":{"a":"../../etc/passwd"}})");
-  expect_error([&] { discover((root_ / "m").string(), root_); }, ErrorCode::kInvalidIndex, "outside");
+  expect_error([&] { discover((root_ / "m").string(), root_); }, ErrorCode::kPathEscape, "outside");
   write("n/model.safetensors.index.json", R"({"weight_map":{"a":"/etc/passwd"}})");
-  expect_error([&] { discover((root_ / "n").string(), root_); }, ErrorCode::kInvalidIndex, "outside");
+  expect_error([&] { discover((root_ / "n").string(), root_); }, ErrorCode::kPathEscape, "outside");
   write("o/model.safetensors.index.json", R"({"weights":{}})");
   expect_error([&] { discover((root_ / "o").string(), root_); }, ErrorCode::kInvalidIndex, "weight_map");
   write("p/model.safetensors.index.json", R"({"weight_map":)");

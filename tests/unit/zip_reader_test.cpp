@@ -101,6 +101,11 @@ struct Named final : PickleVisitor {
   void unverified(const std::string& where, std::string_view why) override {
     places.push_back(fmt::format("unverified {}: {}", where, why));
   }
+  void tampering(FileTampering kind, const std::string& where, std::string detail) override {
+    places.push_back(fmt::format("{} {}: {}", kind, where, detail));
+  }
+  void chat_template(std::string_view, const std::string& where) override { places.push_back("template " + where); }
+  void keras_config(std::string_view, const std::string& where) override { places.push_back("keras " + where); }
   std::vector<std::string> places;
 };
 

@@ -67,14 +67,17 @@ enum class OutputFormat { kTable, kJson, kJsonl, kCsv, kMarkdown };
 
 struct ScanOptions {
   std::vector<std::string> inputs;
-  std::vector<std::string> lists;              ///< --from files naming more inputs ("-": standard input)
-  bool recursive = false;                      ///< a folder input stands for every model folder under it
-  bool all_formats = false;                    ///< a folder's weights in each format it holds: a model each
-  bool hf_cache = false;                       ///< also scan every model in the local Hugging Face cache
-  bool all_revisions = false;                  ///< with hf_cache: every snapshot, not only the one refs/main names
-  std::optional<Shard> shard;                  ///< scan only this part of the inputs (--shard K/N)
-  size_t jobs = 0;                             ///< models scanned at once; 0: the default for the device
-  bool quiet = false;                          ///< no progress line and no warnings on stderr (errors still)
+  std::vector<std::string> lists;  ///< --from files naming more inputs ("-": standard input)
+  bool recursive = false;          ///< a folder input stands for every model folder under it
+  bool all_formats = false;        ///< a folder's weights in each format it holds: a model each
+  bool hf_cache = false;           ///< also scan every model in the local Hugging Face cache
+  bool all_revisions = false;      ///< with hf_cache: every snapshot, not only the one refs/main names
+  std::optional<Shard> shard;      ///< scan only this part of the inputs (--shard K/N)
+  size_t jobs = 0;                 ///< models scanned at once; 0: the default for the device
+  bool quiet = false;              ///< no progress line and no warnings on stderr (errors still)
+  /// --safety-only: each model's files opened and their structure read (headers, archive directories, pickles,
+  /// configs, templates), safety judged; no tensor's values read, no statistics, no verdict
+  bool safety_only = false;
   std::optional<std::filesystem::path> cache;  ///< the SQLite results cache (--cache, $PRECDETECT_CACHE)
   /// kJsonl: one JSON line per model as it finishes, then a summary line
   OutputFormat format = OutputFormat::kTable;

@@ -46,6 +46,7 @@ enum class ErrorCode {
   kInvalidHdf5,
   kInvalidDcp,
   kInvalidOnnx,
+  kPathEscape,  ///< a link or a path the model names resolves outside the model's root (never opened)
   kUnsafePickle,
   kNotACheckpoint,
   kHfCacheMiss,

@@ -33,8 +33,9 @@ class OpenFile {
 
 /// Opens `path` (`what` it is, for messages) read-only. Only a regular file is accepted, or with `allow_pipe`
 /// also a pipe (`--from <(find ...)`): a FIFO beside the weights that nobody writes would block forever, and a
-/// device (/dev/zero) has no end. Throws Error(kNotFound) for a missing file, Error(kIo) otherwise, naming the
-/// path.
+/// device (/dev/zero) has no end. Within a Confined scope (core/confinement.h) the path must resolve beneath the
+/// model's root. Throws Error(kNotFound) for a missing file, Error(kPathEscape) for one outside the root,
+/// Error(kIo) otherwise, naming the path.
 OpenFile open_for_reading(const std::filesystem::path& path, std::string_view what, bool allow_pipe = false);
 
 }  // namespace precdetect

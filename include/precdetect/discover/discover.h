@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "precdetect/core/confinement.h"
+
 namespace precdetect {
 
 struct ModelSource {
@@ -24,6 +26,17 @@ struct ModelSource {
   /// in global_step*/), weights in a format the scan did not pick (pytorch_model.bin beside model.safetensors),
   /// bare pickles and NumPy files.
   std::vector<std::filesystem::path> pickles_beside;
+  /// Text files beside the weights that a loader reads and may act on, judged for safety: config.json and
+  /// tokenizer_config.json (`auto_map`, `custom_pipelines`, `chat_template`), chat_template.jinja and
+  /// chat_template.json, and Python files (*.py), which `trust_remote_code` imports.
+  std::vector<std::filesystem::path> texts_beside;
+  /// Where every file of the model must resolve (core/confinement.h): the folder given, a single file's own folder,
+  /// or a Hugging Face cache snapshot's `models--org--name` repository.
+  ModelRoot root;
+  /// Links in the model's folder that resolve outside `root` (the link, and where it points): never followed.
+  std::vector<EscapingLink> escaping_links;
+  /// False when the folder held too many entries to be walked for links to the end: not vouched for.
+  bool links_walked = true;
   /// Weight formats the folder also holds, beside the one scanned (formats_in's preference: safetensors, pytorch,
   /// flax, tf, gguf, numpy, onnx): "flax" for a flax_model.msgpack beside model.safetensors. --all-formats scans each.
   std::vector<std::string> other_formats;

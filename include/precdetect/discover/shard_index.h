@@ -15,7 +15,8 @@ struct ShardIndex {
 };
 
 /// Reads and validates an index: JSON object with a string->string "weight_map"; every shard name is a plain
-/// relative path that stays inside the index's folder. Throws Error(kInvalidIndex) naming the index.
+/// relative path that stays inside the index's folder. Throws Error(kInvalidIndex) naming the index, Error(kPathEscape)
+/// for a file outside its folder (an absolute path, a `..`).
 ShardIndex read_shard_index(const std::filesystem::path& index_path);
 
 /// The same over the index's text, named `index_path` in errors.

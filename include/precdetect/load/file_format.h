@@ -44,6 +44,25 @@ std::string_view file_format_name(FileFormat format);
 
 class FormatFile;
 
+/// What a model's files hold outside any pickle that only an attack needs: each makes the model unsafe on its own
+/// (docs/security.md; JSON `safety.tampering[].kind`, beside the pickle machine's kinds).
+enum class FileTampering {
+  /// A link, or a path the model names (an ONNX external-data location, a shard index's file), that resolves outside
+  /// the model's root: precdetect never opens it, and a loader that follows it reads a file the author chose.
+  kPathEscape,
+  /// An archive member that extraction would write outside its folder: an absolute or `..` name, a symbolic or
+  /// hard link (what PEP 706's `filter='data'` refuses).
+  kArchiveEscape,
+  /// A chat template that does what Jinja2's sandbox refuses: an `_` attribute, a string's `format`, an attribute
+  /// or item name built at render time.
+  kTemplateCode,
+  /// A Keras config holding a serialized Python function (marshalled bytecode) that loading the model runs.
+  kSerializedFunction,
+};
+
+/// "path_escape", "archive_escape", "template_code", "serialized_function".
+std::string_view file_tampering_name(FileTampering kind);
+
 /// Receives the pickles a file holds as its format names them; safety/examine runs and judges them. `where` names
 /// the place in reports: the file, and after each "!" the archive member ("x.pt!archive/data.pkl").
 class PickleVisitor {
@@ -59,6 +78,12 @@ class PickleVisitor {
   virtual void nested(const FormatFile& member, const std::string& where) = 0;
   /// What the format cannot open or vouch for, and why: never passed as safe.
   virtual void unverified(const std::string& where, std::string_view why) = 0;
+  /// What the file holds, outside any pickle, that only an attack needs (an archive member that escapes).
+  virtual void tampering(FileTampering kind, const std::string& where, std::string detail) = 0;
+  /// A chat template the file carries (GGUF's `tokenizer.chat_template`), which servers render with Jinja2.
+  virtual void chat_template(std::string_view text, const std::string& where) = 0;
+  /// A Keras model config (JSON) the file carries, which keras.models.load_model deserializes.
+  virtual void keras_config(std::string_view json, const std::string& where) = 0;
 };
 
 /// One file opened in its format. It refers to the bytes it was opened on, which must outlive it; what it needs of
@@ -95,6 +120,10 @@ std::unique_ptr<FormatFile> open_format(const ByteSource& source);
 FileFormat detect_format(const ByteSource& source);
 
 }  // namespace precdetect
+
+template <>
+struct fmt::formatter<precdetect::FileTampering>
+    : precdetect::NamedEnumFormatter<precdetect::FileTampering, precdetect::file_tampering_name> {};
 
 template <>
 struct fmt::formatter<precdetect::FileFormat>

@@ -34,6 +34,9 @@ struct ModelReport {
   std::string path;
   std::string format;
   std::vector<std::string> files;
+  /// False under --safety-only: the files' structure was read and judged, no tensor's values (no summary, verdict
+  /// or tensors).
+  bool values_read = true;
   /// What the file says of the model in its own header (Checkpoint::metadata: GGUF's key/values); null if none.
   nlohmann::ordered_json metadata;
   ModelSummary summary;  ///< the parameters: seed 000's summary, the verdict's input

@@ -257,12 +257,15 @@ class OnnxReader {
 std::filesystem::path onnx_external_path(const std::filesystem::path& model, std::string_view location,
                                          std::string_view tensor) {
   std::filesystem::path relative(location);
-  bool escapes = relative.is_absolute() || relative.has_root_path() || location.find('\0') != std::string_view::npos;
+  bool nul = location.find('\0') != std::string_view::npos;
+  bool escapes = relative.is_absolute() || relative.has_root_path();
   for (const std::filesystem::path& part : relative) escapes = escapes || part == "..";
-  if (escapes) {
+  if (escapes || nul) {
     std::string shown(location);
     std::replace(shown.begin(), shown.end(), '\0', '?');  // a NUL would cut the message short where it is printed
-    fail(ErrorCode::kInvalidOnnx, model,
+    // A location out of the folder is an attack on whoever loads the model (onnx's CVE-2022-25882,
+    // CVE-2024-27318): path_escape, which makes it unsafe. A NUL is only a broken file.
+    fail(nul ? ErrorCode::kInvalidOnnx : ErrorCode::kPathEscape, model,
          fmt::format("tensor `{}`: external data location `{}` is not a path inside the model's folder: refused",
                      tensor, shown));
   }

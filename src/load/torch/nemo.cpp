@@ -24,7 +24,8 @@ std::vector<std::pair<std::string, TarMember>> members_named(const Members& memb
 /// A NeMo archive; its weights member, a torch.save zip, is opened once for both of the archive's uses.
 class NemoFile final : public FormatFile {
  public:
-  NemoFile(const ByteSource& archive, Members members) : archive_(archive), members_(std::move(members)) {}
+  NemoFile(const ByteSource& archive, Members members, std::vector<std::string> escapes)
+      : archive_(archive), members_(std::move(members)), escapes_(std::move(escapes)) {}
   FileFormat format() const override { return FileFormat::kNemo; }
 
   std::string read(Checkpoint& checkpoint, size_t file) const override {
@@ -50,6 +51,8 @@ class NemoFile final : public FormatFile {
 
   /// The checkpoints the archive holds (.ckpt, .pt), each examined as a file.
   void name_pickles(const std::string& where, PickleVisitor& visitor) const override {
+    // NeMo's restore extracts the whole archive: a member that lands outside its folder writes anywhere.
+    for (const std::string& escape : escapes_) visitor.tampering(FileTampering::kArchiveEscape, where, escape);
     auto weights = members_named(members_, kWeights);
     for (const auto& [name, member] : members_) {
       if (!name.ends_with(".ckpt") && !name.ends_with(".pt")) continue;
@@ -82,15 +85,17 @@ class NemoFile final : public FormatFile {
   Members members_;
   mutable std::unique_ptr<ByteSource> weights_source_;
   mutable std::unique_ptr<FormatFile> weights_zip_;
+  std::vector<std::string> escapes_;  ///< why each member that extraction writes outside its folder does
 };
 
 }  // namespace
 
 std::unique_ptr<FormatFile> open_nemo(const ByteSource& source) {
   if (!looks_like_tar(source)) return nullptr;
-  Members members = read_tar_members(source);
+  std::vector<std::string> escapes;
+  Members members = read_tar_members(source, &escapes);
   if (members_named(members, kWeights).empty()) return nullptr;
-  return std::make_unique<NemoFile>(source, std::move(members));
+  return std::make_unique<NemoFile>(source, std::move(members), std::move(escapes));
 }
 
 }  // namespace precdetect

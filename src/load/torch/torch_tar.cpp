@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <utility>
 
 #include "precdetect/core/byte_cursor.h"
 #include "precdetect/core/error.h"
+#include "precdetect/load/archive_member.h"
 #include "precdetect/load/torch/torch_formats.h"
 #include "precdetect/load/torch/torch_tensors.h"
 
@@ -28,21 +30,78 @@ ByteCursor tar_cursor(std::span<const std::byte> bytes, const ByteSource& source
 
 }  // namespace
 
-std::map<std::string, TarMember> read_tar_members(const ByteSource& source) {
+namespace {
+
+/// A pax extended header's records (`"<length> <key>=<value>\n"`), those that rename the member after it.
+void read_pax(std::string_view records, std::string& name, std::string& link) {
+  while (!records.empty()) {
+    size_t space = records.find(' ');
+    char* end = nullptr;
+    std::string digits(records.substr(0, space));
+    uint64_t length = std::strtoull(digits.c_str(), &end, 10);
+    if (space == std::string_view::npos || length <= space + 1 || length > records.size()) return;
+    std::string_view record = records.substr(space + 1, length - space - 2);  // less the newline
+    size_t equals = record.find('=');
+    if (equals != std::string_view::npos && record.substr(0, equals) == "path") name = record.substr(equals + 1);
+    if (equals != std::string_view::npos && record.substr(0, equals) == "linkpath") link = record.substr(equals + 1);
+    records.remove_prefix(length);
+  }
+}
+
+/// A member's name and link target as extraction reads them: ustar's prefix joined, or a preceding GNU long name
+/// or pax header's.
+struct MemberNames {
+  std::string next_name, next_link;  ///< from a GNU 'L'/'K' member or a pax 'x' header, for the next member
+
+  /// True when the header at `text` (its data `data`) names the next member instead of being one.
+  bool names_next(const char* text, std::span<const std::byte> data) {
+    std::string value(reinterpret_cast<const char*>(data.data()), data.size());
+    switch (text[156]) {
+      case 'L':
+        return next_name = value.c_str(), true;
+      case 'K':
+        return next_link = value.c_str(), true;
+      case 'x':
+        return read_pax(value, next_name, next_link), true;
+      default:
+        return false;
+    }
+  }
+
+  std::pair<std::string, std::string> take(const char* text) {
+    std::string name(text, strnlen(text, 100)), link(text + 157, strnlen(text + 157, 100));
+    if (std::memcmp(text + 257, "ustar", 5) == 0 && text[345] != '\0')
+      name = std::string(text + 345, strnlen(text + 345, 155)) + "/" + name;
+    if (!next_name.empty()) name = std::exchange(next_name, {});
+    if (!next_link.empty()) link = std::exchange(next_link, {});
+    return {name, link};
+  }
+};
+
+}  // namespace
+
+std::map<std::string, TarMember> read_tar_members(const ByteSource& source, std::vector<std::string>* escapes) {
   ByteCursor tar = tar_cursor(source.view(0, source.size()), source, 0);
   std::map<std::string, Span> members;
+  MemberNames names;
   while (tar.remaining() >= kBlock) {
     tar.mark();
     uint64_t at = tar.position();
     const char* text = reinterpret_cast<const char*>(tar.bytes(kBlock).data());
     if (text[0] == '\0') break;  // end of archive
-    std::string name(text, strnlen(text, 100));
     std::string octal(text + 124, strnlen(text + 124, 12));
     char* end = nullptr;
     uint64_t size = std::strtoull(octal.c_str(), &end, 8);
     if (end == octal.c_str()) tar.fail("unreadable member size");
-    tar.at(at + kBlock, size, fmt::format("member `{}`", name));
-    if (text[156] == '0' || text[156] == '\0') members[name] = {at + kBlock, size};
+    auto data = tar.at(at + kBlock, size, fmt::format("member `{}`", std::string(text, strnlen(text, 100))));
+    if (!names.names_next(text, data)) {
+      auto [name, link] = names.take(text);
+      char type = text[156];
+      std::optional<std::string> escape = member_name_escape(name);
+      if (!escape && (type == '1' || type == '2')) escape = link_member_escape(name, link, type == '1');
+      if (escape && escapes) escapes->push_back(*escape);
+      if (type == '0' || type == '\0') members[name] = {at + kBlock, size};
+    }
     uint64_t padded = (size + kBlock - 1) / kBlock * kBlock;  // size fits the file, so this cannot overflow
     tar.seek(std::min(tar.position() + padded, source.size()));
   }
@@ -189,11 +248,13 @@ namespace {
 /// finds them.
 void name_torch_tar_pickles(const ByteSource& source, const std::string& where, PickleVisitor& visitor) {
   std::map<std::string, TarMember> members;
+  std::vector<std::string> escapes;
   try {
-    members = read_tar_members(source);
+    members = read_tar_members(source, &escapes);
   } catch (const Error& e) {
     return visitor.unverified(where, e.what());
   }
+  for (std::string& escape : escapes) visitor.tampering(FileTampering::kArchiveEscape, where, std::move(escape));
   if (auto sys_info = members.find("sys_info"); sys_info != members.end())
     visitor.pickles(source.view(sys_info->second.offset, sys_info->second.size), where, sys_info->second.offset, 1);
   pickle::PickleLog log;

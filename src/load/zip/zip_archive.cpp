@@ -9,6 +9,7 @@
 
 #include "precdetect/core/error.h"
 #include "precdetect/core/inflate.h"
+#include "precdetect/load/archive_member.h"
 #include "precdetect/load/numpy/npy.h"
 #include "precdetect/load/pickle/pickle_stream.h"
 
@@ -40,6 +41,8 @@ class MemberPickles {
         visitor_.unverified(where_,
                             fmt::format("two entries named `{}`: readers disagree on which one they load", entry.name));
       torchscript |= entry.name.ends_with("/constants.pkl") || entry.name.find("/code/") != std::string::npos;
+      if (std::optional<std::string> escape = escape_of(entry))
+        visitor_.tampering(FileTampering::kArchiveEscape, where_, std::move(*escape));
     }
     if (torchscript)
       visitor_.unverified(where_,
@@ -49,6 +52,18 @@ class MemberPickles {
   }
 
  private:
+  /// Why extracting `entry` (unzip, or any tool that keeps a member's path and links) writes outside its folder.
+  std::optional<std::string> escape_of(const ZipEntry& entry) const {
+    if (std::optional<std::string> escape = member_name_escape(entry.name)) return escape;
+    if (!entry.is_symlink()) return std::nullopt;
+    if (entry.method != 0) {  // a compressed link target is not inflated to be read: not vouched for
+      visitor_.unverified(where_, fmt::format("symbolic link member `{}` whose target is compressed", entry.name));
+      return std::nullopt;
+    }
+    auto target = archive_.view(entry.data_offset, entry.size);
+    return link_member_escape(entry.name, {reinterpret_cast<const char*>(target.data()), target.size()}, false);
+  }
+
   /// One member: a pickle, an array, a nested checkpoint, or raw data (tensor records) that nothing unpickles.
   void member(const ZipEntry& entry) {
     std::string inside = fmt::format("{}!{}", where_, entry.name);

@@ -94,7 +94,9 @@ ZipEntry read_central_entry(ByteCursor& central, const ByteCursor& zip, uint64_t
   ZipEntry entry{.name = std::string(central.text(name_length)),
                  .method = read_le<uint16_t>(fixed, 6),
                  .flags = read_le<uint16_t>(fixed, 4),
-                 .crc32 = read_le<uint32_t>(fixed, 12)};
+                 .crc32 = read_le<uint32_t>(fixed, 12),
+                 // "version made by": its high byte 3 is Unix, whose mode the external attributes' high half holds
+                 .unix_mode = read_le<uint16_t>(fixed, 0) >> 8 == 3 ? read_le<uint32_t>(fixed, 34) >> 16 : 0};
   uint64_t compressed = read_le<uint32_t>(fixed, 16), size = read_le<uint32_t>(fixed, 20);
   uint64_t local = read_le<uint32_t>(fixed, 38);
   apply_zip64_extra(central.bytes(extra_length), size, compressed, local);

@@ -40,8 +40,12 @@ struct TarMember {
 };
 
 /// The regular-file members of a ustar archive by name: 512-byte headers (name at 0, octal size at 124, type at
-/// 156), data padded to 512 bytes, two zero blocks at the end. Error kInvalidLegacy for a damaged archive.
-std::map<std::string, TarMember> read_tar_members(const ByteSource& source);
+/// 156, link at 157, ustar's prefix at 345), data padded to 512 bytes, two zero blocks at the end; GNU long names
+/// and pax `path`/`linkpath` records rename the member after them. With `escapes`, also why each member that
+/// extraction would write outside its folder does (load/archive_member.h). Error kInvalidLegacy for a damaged
+/// archive.
+std::map<std::string, TarMember> read_tar_members(const ByteSource& source,
+                                                  std::vector<std::string>* escapes = nullptr);
 
 /// The file opened as a NeMo archive when it is one (a tar holding model_weights.ckpt and model_config.yaml, as
 /// NeMo's SaveRestoreConnector writes it uncompressed), else nullptr. Reading it reads the torch.save zip in its

@@ -19,6 +19,9 @@ struct ZipEntry {
   uint64_t size = 0;          ///< bytes of the entry's data (compressed size for a compressed entry)
   uint64_t uncompressed = 0;  ///< bytes once decompressed (= size for a stored entry)
   uint64_t data_offset = 0;   ///< absolute offset of the data, from the entry's local header
+  /// Unix mode bits (the high half of the external attributes, where the zip was made on Unix), else 0.
+  uint32_t unix_mode = 0;
+  bool is_symlink() const { return (unix_mode & 0170000) == 0120000; }
 };
 
 /// True when the source starts with a local file header ("PK\x03\x04"), as torch checks.
