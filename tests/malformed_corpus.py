@@ -332,7 +332,7 @@ def write_folders(dest):
     index = "model.safetensors.index.json"
     folder("index-escapes-the-folder", "path_escape",
            {index: {"weight_map": {"w": "../../etc/passwd"}}, "model-00001.safetensors": good})
-    folder("index-absolute-path", "invalid_index", {index: {"weight_map": {"w": "/etc/passwd"}}})
+    folder("index-absolute-path", "path_escape", {index: {"weight_map": {"w": "/etc/passwd"}}})
     folder("index-missing-shard", "missing_shard", {index: {"weight_map": {"w": "model-00002.safetensors"}},
                                                     "model-00001.safetensors": good})
     folder("index-not-json", "invalid_index", {index: b"{weight_map: ", "model-00001.safetensors": good})

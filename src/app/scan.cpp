@@ -97,6 +97,15 @@ void warn_if_base_unknown(ModelReport& report, const std::optional<ModelReport>&
         {.code = WarningCode::kAdapterBaseUnknown, .names = {*report.adapter->base_model, base->error->message}});
 }
 
+/// True for a failure that came after the model's files were read whole: a bare pickle (no checkpoint), a model of
+/// no tensors, a pickle refused as unsafe (judged already), a GPU that failed. Any other is a structure the reading
+/// stopped at, which a crafted file may have made it stop at.
+bool read_to_its_end(std::string_view code) {
+  for (ErrorCode whole : {ErrorCode::kNotACheckpoint, ErrorCode::kNoTensors, ErrorCode::kUnsafePickle, ErrorCode::kDevice})
+    if (code == to_string(whole)) return true;
+  return false;
+}
+
 /// `report` with its safety judged, whatever became of the scan: the examination stands apart from loading (an
 /// unsafe pickle is often why a model failed), and the scan's reads of the weights come first. It asks the formats
 /// the load opened for their pickles, so that no file's structure is read twice. A model not read to its end is
@@ -106,7 +115,7 @@ ModelReport examined(ModelReport& report, const std::optional<ModelSource>& sour
   if (source) report.safety = examine_model(*source, checkpoint ? &*checkpoint : nullptr);
   // A model refused before its files were listed for a path out of it (an index naming ../) is unsafe all the same.
   if (!source && report.error && report.error->code == to_string(ErrorCode::kPathEscape)) report.safety = Safety{};
-  if (report.safety && report.error) {
+  if (report.safety && report.error && !read_to_its_end(report.error->code)) {
     bool escape = report.error->code == to_string(ErrorCode::kPathEscape);
     auto is_escape = [](const SafetyTampering& item) {
       return item.kind == TamperingKindOf(FileTampering::kPathEscape);
