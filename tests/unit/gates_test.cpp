@@ -9,6 +9,7 @@ namespace {
 
 std::vector<std::string> reasons(const std::vector<GateFailure>& failures) {
   std::vector<std::string> reasons;
+  reasons.reserve(failures.size());
   for (const GateFailure& failure : failures) reasons.push_back(failure.reason);
   return reasons;
 }
