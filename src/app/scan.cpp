@@ -63,7 +63,8 @@ std::string rendered(const ScanReport& report, const ScanOptions& options) {
 /// --annotate in GitHub Actions: the annotations on stderr, beside whatever stdout carries (the runner reads
 /// workflow commands on both); and for it and --format github, the table in the job summary.
 void publish_to_github(const ScanReport& report, const ScanOptions& options) {
-  if (options.annotate) fmt::print(stderr, "{}", render_github(report, options.ci_root));
+  if (options.annotate && options.format != OutputFormat::kGithub)  // stdout holds them already
+    fmt::print(stderr, "{}", render_github(report, options.ci_root));
   if (options.step_summary)
     append_output_file(*options.step_summary, "### precdetect\n\n" + render_markdown(report, false) + "\n");
 }

@@ -286,6 +286,9 @@ class CiFormats(unittest.TestCase):
         outside = self.ci("sarif", "--annotate", env={"GITHUB_STEP_SUMMARY": str(summary)})
         self.assertEqual(parse_commands(outside.stderr), [])
         self.assertFalse(summary.exists())
+        both = self.ci("github", "--annotate", env={"GITHUB_ACTIONS": "true"})
+        self.assertEqual(parse_commands(both.stderr), [])  # on stdout already: never twice
+        self.assertEqual(both.stdout, self.ci("github").stdout)
 
     # ---- JUnit ----
     def test_junit_parses_with_a_test_case_per_model_and_gate(self):
