@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 #include <string_view>
@@ -90,6 +91,16 @@ CLI::Validator shard_validator() {
         return parse_shard(text) ? std::string() : "must be K/N with 0 <= K < N, not `" + text + "`";
       },
       "K/N");
+}
+
+/// GitHub Actions says where it runs: --annotate acts only there, and the job summary is where the runner names
+/// it.
+void take_github_environment(ScanOptions& options) {
+  const char* actions = std::getenv("GITHUB_ACTIONS");
+  options.annotate = options.annotate && actions && std::string_view(actions) == "true";
+  const char* summary = std::getenv("GITHUB_STEP_SUMMARY");
+  if ((options.annotate || options.format == OutputFormat::kGithub) && summary && *summary)
+    options.step_summary = summary;
 }
 
 /// What the scan's flags give as text, before it is checked and turned into ScanOptions.
@@ -188,22 +199,31 @@ void add_scan_options(CLI::App& app, ScanOptions& options, ScanText& text) {
   app.add_flag("--safety-only", options.safety_only,
                "judge only whether each model is safe to load: its files' structure, pickles, configs and templates "
                "are read, no tensor values (no statistics, no verdict); a 100 GB folder in the time its headers take");
-  static const std::map<std::string, OutputFormat> kFormats{{"table", OutputFormat::kTable},
-                                                            {"json", OutputFormat::kJson},
-                                                            {"jsonl", OutputFormat::kJsonl},
-                                                            {"csv", OutputFormat::kCsv},
-                                                            {"markdown", OutputFormat::kMarkdown}};
+  static const std::map<std::string, OutputFormat> kFormats{
+      {"table", OutputFormat::kTable},   {"json", OutputFormat::kJson},         {"jsonl", OutputFormat::kJsonl},
+      {"csv", OutputFormat::kCsv},       {"markdown", OutputFormat::kMarkdown}, {"sarif", OutputFormat::kSarif},
+      {"github", OutputFormat::kGithub}, {"junit", OutputFormat::kJunit},       {"gitlab", OutputFormat::kGitlab}};
   app.add_option("--format", options.format,
-                 "table (default), json (docs/json-schema.md), jsonl (a line per model), csv (a row per tensor) "
-                 "or markdown (the table of stas00's notebook)")
+                 "table (default), json (docs/json-schema.md), jsonl (a line per model), csv (a row per tensor), "
+                 "markdown (the table of stas00's notebook), or for CI systems (docs/using.md, \"CI systems\"): "
+                 "sarif (GitHub code scanning), github (workflow annotations, and the table in the job summary), "
+                 "junit (JUnit XML) or gitlab (GitLab Code Quality)")
       ->transform(CLI::CheckedTransformer(kFormats, CLI::ignore_case))
-      ->option_text("table|json|jsonl|csv|markdown");
+      ->option_text("table|json|jsonl|csv|markdown|sarif|github|junit|gitlab");
   app.add_flag_callback(
          "--json", [&options] { options.format = OutputFormat::kJson; }, "print the JSON document (--format json)")
       ->excludes("--format");
   app.add_option("-o,--output", options.output, kOutputHelp);
   app.add_option("--report", options.report,
                  "also write a self-contained HTML page to FILE: verdict, evidence and charts (works offline)");
+  app.add_option("--sarif-root", options.ci_root,
+                 "sarif, github, junit and gitlab name weight files relative to DIR, the repository's root "
+                 "(default: the current directory)")
+      ->check(CLI::ExistingDirectory)
+      ->option_text("DIR");
+  app.add_flag("--annotate", options.annotate,
+               "under GitHub Actions (GITHUB_ACTIONS=true): also print the findings as annotations on stderr and "
+               "append the table to the job summary, whatever --format prints");
   app.add_flag("-v,--verbose", options.verbose,
                "table: per-tensor rows, fp16 cast counts, groups and the exponent chart; markdown: groups");
   app.add_option("--device", options.device, "cpu, cuda, cuda:N or auto (CUDA when available)")
@@ -311,6 +331,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
       throw CLI::ValidationError(
           "--safety-only", "reads no tensor values: of the gates only --fail-if-unsafe and --strict-safety apply");
     if (!text.shard.empty()) options.shard = *parse_shard(text.shard);
+    take_github_environment(options);
     if (text.no_cache) options.cache.reset();
     options.filter = {compile_regex(text.include, "--include"), compile_regex(text.exclude, "--exclude")};
     if (!text.rules.empty()) options.rules = text.rules;

@@ -59,25 +59,44 @@ bool meets_expectation(Label label, Label expected) { return label == expected |
 
 bool may_be(Label label, Label bad) { return label == bad || shares_precision(label, bad); }
 
-std::vector<std::string> gate_failures(const ModelReport& model, const Gates& gates) {
-  std::vector<std::string> failures;
-  if (auto failure = safety_failure(model, gates)) failures.push_back(std::move(*failure));
+std::vector<GateFailure> gate_failures(const ModelReport& model, const Gates& gates) {
+  std::vector<GateFailure> failures;
+  auto add = [&](Gate gate, std::optional<std::string> reason) {
+    if (reason) failures.push_back({.gate = gate, .reason = std::move(*reason)});
+  };
+  add(Gate::kFailIfUnsafe, safety_failure(model, gates));
   if (gates.verify)  // a model that could not be read too: a damaged file is often why
-    for (std::string& failure : verify_files(model.files, *gates.verify)) failures.push_back(std::move(failure));
+    for (GateFailure& failure : verify_files(model.files, *gates.verify)) failures.push_back(std::move(failure));
   if (model.error) return failures;
   Label label = model.verdict.label;
   const ModelSummary& summary = model.summary;
   if (gates.expect && !meets_expectation(label, *gates.expect))
-    failures.push_back(fmt::format("classified {}, expected {} (--expect)", label, *gates.expect));
+    add(Gate::kExpect, fmt::format("classified {}, expected {} (--expect)", label, *gates.expect));
   if (std::any_of(gates.fail_on.begin(), gates.fail_on.end(), [&](Label bad) { return may_be(label, bad); }))
-    failures.push_back(fmt::format("classified {} (--fail-on {})", label, fmt::join(gates.fail_on, ",")));
+    add(Gate::kFailOn, fmt::format("classified {} (--fail-on {})", label, fmt::join(gates.fail_on, ",")));
   if (gates.fail_if_fp16_risk && model.verdict.fp16_risk())
-    failures.push_back(fmt::format("at risk in fp16: {} (--fail-if-fp16-risk)", risk_reasons_text(model.verdict)));
-  for (auto failure : {bound_failure(summary, Stat::kAbsMax, gates.max_abs, "--max-abs", "abs max"),
-                       bound_failure(summary, Stat::kNormMax, gates.max_norm, "--max-norm", "norm max")})
-    if (failure) failures.push_back(std::move(*failure));
-  if (auto failure = nonfinite_failure(model, gates)) failures.push_back(std::move(*failure));
+    add(Gate::kFailIfFp16Risk,
+        fmt::format("at risk in fp16: {} (--fail-if-fp16-risk)", risk_reasons_text(model.verdict)));
+  add(Gate::kMaxAbs, bound_failure(summary, Stat::kAbsMax, gates.max_abs, "--max-abs", "abs max"));
+  add(Gate::kMaxNorm, bound_failure(summary, Stat::kNormMax, gates.max_norm, "--max-norm", "norm max"));
+  add(Gate::kFailIfNonfinite, nonfinite_failure(model, gates));
   return failures;
+}
+
+std::vector<Gate> checked_gates(const Gates& gates) {
+  std::vector<Gate> checked;
+  auto check = [&](bool given, Gate gate) {
+    if (given) checked.push_back(gate);
+  };
+  check(gates.expect.has_value(), Gate::kExpect);
+  check(!gates.fail_on.empty(), Gate::kFailOn);
+  check(gates.fail_if_fp16_risk, Gate::kFailIfFp16Risk);
+  check(gates.max_abs.has_value(), Gate::kMaxAbs);
+  check(gates.max_norm.has_value(), Gate::kMaxNorm);
+  check(gates.fail_if_unsafe, Gate::kFailIfUnsafe);
+  check(gates.fail_if_nonfinite, Gate::kFailIfNonfinite);
+  check(gates.verify.has_value(), Gate::kVerify);
+  return checked;
 }
 
 ExitCode batch_exit_code(const BatchCounts& counts) {

@@ -25,9 +25,13 @@
 #include "precdetect/load/components.h"
 #include "precdetect/report/batch_counts.h"
 #include "precdetect/report/csv_report.h"
+#include "precdetect/report/github_report.h"
+#include "precdetect/report/gitlab_report.h"
 #include "precdetect/report/html_report.h"
 #include "precdetect/report/json_report.h"
+#include "precdetect/report/junit_report.h"
 #include "precdetect/report/markdown_report.h"
+#include "precdetect/report/sarif_report.h"
 #include "precdetect/report/table_report.h"
 #include "precdetect/safety/examine.h"
 
@@ -43,9 +47,26 @@ std::string rendered(const ScanReport& report, const ScanOptions& options) {
       return render_csv(report);
     case OutputFormat::kMarkdown:
       return render_markdown(report, options.verbose);
+    case OutputFormat::kSarif:
+      return json_text(sarif_json(report, options.ci_root), 2);
+    case OutputFormat::kGithub:
+      return render_github(report, options.ci_root);
+    case OutputFormat::kJunit:
+      return render_junit(report);
+    case OutputFormat::kGitlab:
+      return json_text(gitlab_json(report, options.ci_root), 2);
     default:
       return "";
   }
+}
+
+/// --annotate in GitHub Actions: the annotations on stderr, beside whatever stdout carries (the runner reads
+/// workflow commands on both); and for it and --format github, the table in the job summary.
+void publish_to_github(const ScanReport& report, const ScanOptions& options) {
+  if (options.annotate && options.format != OutputFormat::kGithub)  // stdout holds them already
+    fmt::print(stderr, "{}", render_github(report, options.ci_root));
+  if (options.step_summary)
+    append_output_file(*options.step_summary, "### precdetect\n\n" + render_markdown(report, false) + "\n");
 }
 
 }  // namespace
@@ -254,8 +275,8 @@ size_t default_jobs(const ComputeDevice& device) {
 void announce(const ModelReport& model, bool jsonl, Progress& progress) {
   progress.clear();  // stdout may be the same terminal: nothing is printed after half a progress line
   if (model.error) fmt::print(stderr, "precdetect: {}\n", model.error->message);
-  for (const std::string& failure : model.gate_failures)
-    fmt::print(stderr, "precdetect: gate failed: {}: {}\n", model.path, failure);
+  for (const GateFailure& failure : model.gate_failures)
+    fmt::print(stderr, "precdetect: gate failed: {}: {}\n", model.path, failure.reason);
   if (jsonl) print_json_line(model_line_json(model));
   uint64_t read = 0;  // every tensor was read: buffers and optimizer state too, not only the parameters
   for (const TensorReport& tensor : model.tensors) read += tensor.nbytes;
@@ -280,7 +301,8 @@ ScanReport scan_all(const ScanOptions& options, const ScanEvents& events) {
   const std::vector<std::string>& inputs = plan.models;
   if (inputs.empty() && !plan.part)
     throw Error(ErrorCode::kNotFound, "no models to scan (empty --from lists or the HF cache)");
-  ScanReport report{.models = std::vector<ModelReport>(inputs.size()), .shard = plan.part};
+  ScanReport report{
+      .models = std::vector<ModelReport>(inputs.size()), .shard = plan.part, .gates = checked_gates(options.gates)};
   std::unique_ptr<StatsCache> cache = options.cache ? StatsCache::open(*options.cache) : nullptr;
   std::mutex reporting;
   // One analyzer per worker, made here: a device that cannot give them fails the run, not a worker thread.
@@ -325,6 +347,7 @@ ExitCode run_scan(const ScanOptions& options) {
   publish(document, options.output, options.format == OutputFormat::kJson, rendered(report, options));
   if (options.format == OutputFormat::kJsonl) print_json_line(batch_summary_json(report));
   std::fflush(stdout);  // the warnings follow the results on a terminal that shows both
+  publish_to_github(report, options);
   if (!options.quiet) print_warnings(report);
   return batch_exit_code(count_batch(report));
 }

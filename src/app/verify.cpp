@@ -81,26 +81,30 @@ std::string sha256_of_file(const fs::path& file) {
   return hex;
 }
 
-std::vector<std::string> verify_files(const std::vector<std::string>& files, const Manifest& manifest) {
-  std::vector<std::string> failures;
-  for (const std::string& file : files) {
-    std::optional<std::string> expected = expected_sha256(file, manifest);
-    if (!expected) {
-      failures.push_back(
-          fmt::format("{}: no SHA-256 to check it against (neither an HF cache LFS blob nor in the "
-                      "manifest) (--verify)",
-                      file));
-      continue;
-    }
-    try {
-      std::string actual = sha256_of_file(file);
-      if (actual != *expected)
-        failures.push_back(
-            fmt::format("{}: SHA-256 {} differs from the expected {} (--verify)", file, actual, *expected));
-    } catch (const Error& e) {
-      failures.push_back(fmt::format("{} (--verify)", e.what()));
-    }
+namespace {
+
+/// Why `file` fails --verify, or nullopt when its SHA-256 is the one expected.
+std::optional<std::string> verify_failure(const std::string& file, const Manifest& manifest) {
+  std::optional<std::string> expected = expected_sha256(file, manifest);
+  if (!expected)
+    return fmt::format(
+        "{}: no SHA-256 to check it against (neither an HF cache LFS blob nor in the manifest) (--verify)", file);
+  try {
+    std::string actual = sha256_of_file(file);
+    if (actual == *expected) return std::nullopt;
+    return fmt::format("{}: SHA-256 {} differs from the expected {} (--verify)", file, actual, *expected);
+  } catch (const Error& e) {
+    return fmt::format("{} (--verify)", e.what());
   }
+}
+
+}  // namespace
+
+std::vector<GateFailure> verify_files(const std::vector<std::string>& files, const Manifest& manifest) {
+  std::vector<GateFailure> failures;
+  for (const std::string& file : files)
+    if (std::optional<std::string> reason = verify_failure(file, manifest))
+      failures.push_back({.gate = Gate::kVerify, .reason = std::move(*reason), .file = file});
   return failures;
 }
 

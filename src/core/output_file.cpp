@@ -96,8 +96,9 @@ bool write_all(int fd, std::string_view content) {
   return true;
 }
 
-void write_in_place(const fs::path& path, std::string_view content) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);  // a FIFO waits here for its reader
+/// `flags`: O_APPEND | O_CREAT to add to a file (append_output_file), none to write a device or FIFO.
+void write_in_place(const fs::path& path, std::string_view content, int flags = 0) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC | flags, 0644);  // a FIFO waits here for its reader
   if (fd < 0) cannot_write(path, path, errno);
   bool ok = write_all(fd, content);
   int error = errno;
@@ -162,6 +163,10 @@ void write_output_file(const fs::path& path, std::string_view content) {
       if (!write_all(target.descriptor, content)) cannot_write(path, path, errno);
       return;
   }
+}
+
+void append_output_file(const fs::path& path, std::string_view content) {
+  write_in_place(path, content, O_APPEND | O_CREAT);
 }
 
 }  // namespace precdetect

@@ -330,6 +330,13 @@ ordered_json adapter_json(const ModelReport& model) {
           {"base_scan", base_scan}};
 }
 
+/// JSON keeps the reasons alone (docs/json-schema.md: `gate_failures` is a list of strings).
+ordered_json gate_reasons(const std::vector<GateFailure>& failures) {
+  ordered_json reasons = ordered_json::array();
+  for (const GateFailure& failure : failures) reasons.push_back(failure.reason);
+  return reasons;
+}
+
 }  // namespace
 
 ordered_json model_json(const ModelReport& model) {
@@ -352,7 +359,7 @@ ordered_json model_json(const ModelReport& model) {
           {"warnings", warnings_json(model.warnings)},
           {"safety", safety_json(model.safety)},
           {"error", error},
-          {"gate_failures", model.gate_failures}};
+          {"gate_failures", gate_reasons(model.gate_failures)}};
 }
 
 ordered_json model_line_json(const ModelReport& model) {

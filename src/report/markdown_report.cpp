@@ -9,10 +9,10 @@
 namespace precdetect {
 namespace {
 
-/// Markdown table cells may not hold a raw `|`.
+/// Markdown table cells may not hold a raw `|`, nor a line break (a file may be named with one), which ends the row.
 std::string cell(const std::string& text) {
   std::string out;
-  for (char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  for (char c : text) out += c == '|' ? std::string("\\|") : c == '\n' || c == '\r' ? " " : std::string(1, c);
   return out;
 }
 

@@ -1,10 +1,18 @@
 // CI gates and the run's exit status, on reports built by hand.
 #include "precdetect/app/gates.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace precdetect {
 namespace {
+
+std::vector<std::string> reasons(const std::vector<GateFailure>& failures) {
+  std::vector<std::string> reasons;
+  reasons.reserve(failures.size());
+  for (const GateFailure& failure : failures) reasons.push_back(failure.reason);
+  return reasons;
+}
 
 ModelReport scanned(Label label, double abs_max, double norm_max) {
   ModelReport model{.input = "m", .path = "m"};
@@ -28,11 +36,25 @@ TEST(Gates, EachGateSaysWhatItFoundAndWhichFlag) {
               .max_abs = 100,
               .max_norm = 5e3};
   EXPECT_EQ(
-      gate_failures(model, gates),
+      reasons(gate_failures(model, gates)),
       (std::vector<std::string>{"classified bf16, expected fp16 (--expect)", "classified bf16 (--fail-on bf16,fp32)",
                                 "at risk in fp16: overflow in 1 tensor (buffer bn.running_var 7.000e+04) "
                                 "(--fail-if-fp16-risk)",
                                 "abs max 300 exceeds 100 (--max-abs)"}));
+}
+
+// Each failure names its gate (SARIF's `gate/<name>` rules, JUnit's test cases), and the gates a run checks are
+// listed whether or not a model fails them.
+TEST(Gates, EachFailureNamesItsGateAndTheCheckedGatesAreListedInFlagOrder) {
+  ModelReport model = scanned(Label::kBf16, 300, 2e3);
+  Gates gates{.expect = Label::kFp16, .max_abs = 100, .max_norm = 5e3, .fail_if_nonfinite = true};
+  std::vector<Gate> failed;
+  for (const GateFailure& failure : gate_failures(model, gates)) failed.push_back(failure.gate);
+  EXPECT_EQ(failed, (std::vector<Gate>{Gate::kExpect, Gate::kMaxAbs}));
+  EXPECT_EQ(checked_gates(gates),
+            (std::vector<Gate>{Gate::kExpect, Gate::kMaxAbs, Gate::kMaxNorm, Gate::kFailIfNonfinite}));
+  EXPECT_TRUE(checked_gates(Gates{}).empty());
+  EXPECT_EQ(fmt::format("{}", Gate::kFailIfFp16Risk), "fail-if-fp16-risk");
 }
 
 TEST(Gates, NonFiniteTensorsAreNamedTheFirstFiveAndCounted) {
@@ -44,7 +66,7 @@ TEST(Gates, NonFiniteTensorsAreNamedTheFirstFiveAndCounted) {
     model.tensors.push_back({.name = "t" + std::to_string(i), .dtype = DType::F32, .stats = stats});
   }
   EXPECT_TRUE(gate_failures(model, Gates{}).empty());
-  EXPECT_EQ(gate_failures(model, Gates{.fail_if_nonfinite = true}),
+  EXPECT_EQ(reasons(gate_failures(model, Gates{.fail_if_nonfinite = true})),
             (std::vector<std::string>{"6 tensor(s) hold NaN or Inf: t1 (1 NaN, 0 Inf), t2 (2 NaN, 0 Inf), t3 (3 NaN, "
                                       "0 Inf), t4 (4 NaN, 0 Inf), t5 (5 NaN, 0 Inf) and 1 more "
                                       "(--fail-if-nonfinite)"}));
@@ -54,10 +76,10 @@ TEST(Gates, NonFiniteTensorsAreNamedTheFirstFiveAndCounted) {
 // fails --fail-on for either of them: a gate never reads more into a verdict than its evidence says.
 TEST(Gates, ATwoLabelVerdictMeetsOnlyWhatHoldsBothLabelsAndFailsOnEither) {
   ModelReport open = scanned(Label::kBf16OrFp32, 300, 2e3);
-  EXPECT_EQ(gate_failures(open, {.expect = Label::kBf16}),
+  EXPECT_EQ(reasons(gate_failures(open, {.expect = Label::kBf16})),
             std::vector<std::string>{"classified bf16|fp32, expected bf16 (--expect)"});
   EXPECT_TRUE(gate_failures(open, {.expect = Label::kBf16OrFp32}).empty());
-  EXPECT_EQ(gate_failures(open, {.fail_on = {Label::kFp32}}),
+  EXPECT_EQ(reasons(gate_failures(open, {.fail_on = {Label::kFp32}})),
             std::vector<std::string>{"classified bf16|fp32 (--fail-on fp32)"});
   EXPECT_TRUE(gate_failures(open, {.fail_on = {Label::kFp16, Label::kUnknown}}).empty());
   ModelReport decided = scanned(Label::kBf16, 300, 2e3);

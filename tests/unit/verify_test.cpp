@@ -41,10 +41,13 @@ TEST_F(Verify, AnHfCacheFileIsCheckedAgainstItsBlobsName) {
   EXPECT_EQ(expected_sha256(linked, {}), kAbc);
   EXPECT_TRUE(verify_files({linked}, {}).empty());
   std::ofstream(repo / "blobs" / kAbc, std::ios::binary) << "abd";  // damaged after download
-  std::vector<std::string> failures = verify_files({linked}, {});
+  std::vector<GateFailure> failures = verify_files({linked}, {});
   ASSERT_EQ(failures.size(), 1u);
-  EXPECT_NE(failures[0].find(linked + ": SHA-256 "), std::string::npos) << failures[0];
-  EXPECT_NE(failures[0].find(std::string("differs from the expected ") + kAbc), std::string::npos) << failures[0];
+  EXPECT_EQ(failures[0].file, linked);  // the result points at the file, not at its model (SARIF, GitLab)
+  EXPECT_EQ(failures[0].gate, Gate::kVerify);
+  const std::string& reason = failures[0].reason;
+  EXPECT_NE(reason.find(linked + ": SHA-256 "), std::string::npos) << reason;
+  EXPECT_NE(reason.find(std::string("differs from the expected ") + kAbc), std::string::npos) << reason;
 }
 
 TEST_F(Verify, AManifestNamesFilesRelativeToItselfAndAFileWithoutAHashFails) {
@@ -54,9 +57,10 @@ TEST_F(Verify, AManifestNamesFilesRelativeToItselfAndAFileWithoutAHashFails) {
   Manifest read = read_manifest(manifest);
   EXPECT_EQ(read.size(), 2u);
   EXPECT_TRUE(verify_files({weights.string(), other.string()}, read).empty());
-  std::vector<std::string> failures = verify_files({file("model/third.bin", "x").string()}, read);
+  std::vector<GateFailure> failures = verify_files({file("model/third.bin", "x").string()}, read);
   ASSERT_EQ(failures.size(), 1u);
-  EXPECT_NE(failures[0].find("third.bin: no SHA-256 to check it against"), std::string::npos) << failures[0];
+  EXPECT_NE(failures[0].reason.find("third.bin: no SHA-256 to check it against"), std::string::npos)
+      << failures[0].reason;
 }
 
 TEST_F(Verify, AMalformedManifestIsANamedErrorWithItsLine) {

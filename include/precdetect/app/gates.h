@@ -19,11 +19,14 @@ bool meets_expectation(Label label, Label expected);
 /// the models the evidence does not clear of fp16.
 bool may_be(Label label, Label bad);
 
-/// One line per violated gate, saying what was found and which flag it violates; empty when all pass. A model
-/// that could not be scanned is judged by its error, never by gates, except --fail-if-unsafe (its safety was
-/// examined all the same) and --verify (its files were found). A bound on a statistic the model does not
-/// have (no floating tensors) is not violated.
-std::vector<std::string> gate_failures(const ModelReport& model, const Gates& gates);
+/// One failure per violated gate (one per file for --verify), saying what was found and which flag it violates; empty
+/// when all pass. A model that could not be scanned is judged by its error, never by gates, except --fail-if-unsafe
+/// (its safety was examined all the same) and --verify (its files were found). A bound on a statistic the model does
+/// not have (no floating tensors) is not violated.
+std::vector<GateFailure> gate_failures(const ModelReport& model, const Gates& gates);
+
+/// The gates `gates` asks for, in Gate's order: what JUnit reports as passed where a model did not fail them.
+std::vector<Gate> checked_gates(const Gates& gates);
 
 /// The run's exit status from what its models came to (scan and merge alike): a gate failure wins over a model
 /// that could not be scanned.

@@ -62,8 +62,9 @@ struct Gates {
   bool strict_safety = false;  ///< with fail_if_unsafe: nor anything unverified
 };
 
-/// What a scan prints on stdout (--format; --json and --jsonl are its short forms).
-enum class OutputFormat { kTable, kJson, kJsonl, kCsv, kMarkdown };
+/// What a scan prints on stdout (--format; --json and --jsonl are its short forms). kSarif, kGithub, kJunit and
+/// kGitlab are the CI systems' formats (docs/using.md, "CI systems").
+enum class OutputFormat { kTable, kJson, kJsonl, kCsv, kMarkdown, kSarif, kGithub, kJunit, kGitlab };
 
 struct ScanOptions {
   std::vector<std::string> inputs;
@@ -83,6 +84,11 @@ struct ScanOptions {
   OutputFormat format = OutputFormat::kTable;
   std::optional<std::filesystem::path> output;  ///< also write the JSON document here, atomically
   std::optional<std::filesystem::path> report;  ///< also write the HTML report here, atomically
+  /// --sarif-root: the folder the CI formats name weight files relative to (empty: the current directory)
+  std::filesystem::path ci_root;
+  bool annotate = false;  ///< --annotate, under GITHUB_ACTIONS=true: the findings as GitHub annotations on stderr too
+  /// $GITHUB_STEP_SUMMARY, for --format github and --annotate: the Markdown table is appended to it
+  std::optional<std::filesystem::path> step_summary;
   bool verbose = false;  ///< per-tensor rows, cast counts and exponent chart in the table; groups in markdown
   std::string device = "auto";
   std::optional<ReadMode> read_mode;  ///< --io; unset: what the device reads best (Analyzer::preferred_read_mode)

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "precdetect/report/gate_failure.h"
+
 namespace precdetect {
 
 /// A manifest: lowercase hex SHA-256 by canonical path.
@@ -25,7 +27,8 @@ std::optional<std::string> expected_sha256(const std::filesystem::path& file, co
 /// The file's SHA-256, lowercase hex. Throws Error(kIo) naming it when it cannot be read.
 std::string sha256_of_file(const std::filesystem::path& file);
 
-/// One line per file that differs from its expected SHA-256 or has none to check against; empty when all match.
-std::vector<std::string> verify_files(const std::vector<std::string>& files, const Manifest& manifest);
+/// One Gate::kVerify failure per file that differs from its expected SHA-256 or has none to check against, naming
+/// the file; empty when all match.
+std::vector<GateFailure> verify_files(const std::vector<std::string>& files, const Manifest& manifest);
 
 }  // namespace precdetect

@@ -30,4 +30,8 @@ OutputTarget resolve_output_target(const std::filesystem::path& path);
 /// Error(kIo) naming `path`. One call at a time.
 void write_output_file(const std::filesystem::path& path, std::string_view content);
 
+/// Appends `content` to `path` (created when missing) in one write where the system allows: what a job summary
+/// such as $GITHUB_STEP_SUMMARY, which other steps add to as well, needs. Throws Error(kIo) naming `path`.
+void append_output_file(const std::filesystem::path& path, std::string_view content);
+
 }  // namespace precdetect

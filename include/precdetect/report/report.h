@@ -14,6 +14,7 @@
 #include "precdetect/core/error.h"
 #include "precdetect/core/warning.h"
 #include "precdetect/discover/input_list.h"
+#include "precdetect/report/gate_failure.h"
 #include "precdetect/safety/safety.h"
 
 namespace precdetect {
@@ -50,7 +51,7 @@ struct ModelReport {
   std::optional<ModelError> error;
   std::optional<Adapter> adapter;          ///< the weights are an adapter's, not a model's (classify/adapter.h)
   std::optional<BaseScan> base_scan;       ///< an adapter's base, where it was found on this machine
-  std::vector<std::string> gate_failures;  ///< one reason per violated --expect/--fail-on/... gate
+  std::vector<GateFailure> gate_failures;  ///< one per violated --expect/--fail-on/... gate (per file for --verify)
   /// In a --shard run, its place in the whole input list, which `merge` restores the single run's order by.
   std::optional<ListPosition> list_position;
 };
@@ -58,6 +59,7 @@ struct ModelReport {
 struct ScanReport {
   std::vector<ModelReport> models;
   std::optional<ShardPart> shard;  ///< a --shard run's part, for its --jsonl summary
+  std::vector<Gate> gates;         ///< the gates the run checked, in flag order (JUnit's test cases that passed)
 };
 
 }  // namespace precdetect
