@@ -16,10 +16,11 @@ APT_PACKAGES=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev l
   libssl-dev libzstd-dev esbuild node-vega)
 # esbuild and node-vega: the HTML report's script, bundled at build time.
 TEST_APT_PACKAGES=(python3-venv libgtest-dev libgmock-dev time clang libclang-rt-14-dev clang-format
-  clang-tidy chromium git slurmctld slurmd slurm-client munge)
+  clang-tidy chromium git slurmctld slurmd slurm-client munge strace)
 # time: peak RSS in scripts/benchmark.py; clang: libFuzzer and the sanitized build; clang-format, clang-tidy and git:
 # the format and lint checks (ctest `format`, `tidy`); chromium: the report's end-to-end test (headless); Slurm and
-# munge: the one-node cluster tests/e2e/test_slurm.py starts with its own config (their system services go unused).
+# munge: the one-node cluster tests/e2e/test_slurm.py starts with its own config (their system services go unused);
+# strace: tests/e2e/test_escapes.py shows that no file outside a model is opened.
 [ -n "$tests" ] && APT_PACKAGES+=("${TEST_APT_PACKAGES[@]}")
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
