@@ -63,6 +63,7 @@ std::vector<CustomCode> custom_code_named(std::string_view config, std::string_v
       classes.push_back(class_name);
   }
   std::vector<CustomCode> named;
+  named.reserve(by_file.size());
   for (auto& [file, classes] : by_file)
     named.push_back({.file = file, .classes = std::move(classes), .named_by = fmt::format("{} auto_map", file_name)});
   return named;

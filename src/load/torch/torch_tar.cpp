@@ -56,11 +56,12 @@ struct MemberNames {
   /// True when the header at `text` (its data `data`) names the next member instead of being one.
   bool names_next(const char* text, std::span<const std::byte> data) {
     std::string value(reinterpret_cast<const char*>(data.data()), data.size());
+    std::string name = value.substr(0, value.find('\0'));  // a GNU long name ends at its NUL
     switch (text[156]) {
       case 'L':
-        return next_name = value.c_str(), true;
+        return next_name = name, true;
       case 'K':
-        return next_link = value.c_str(), true;
+        return next_link = name, true;
       case 'x':
         return read_pax(value, next_name, next_link), true;
       default:
