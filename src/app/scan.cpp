@@ -122,7 +122,8 @@ void warn_if_base_unknown(ModelReport& report, const std::optional<ModelReport>&
 /// no tensors, a pickle refused as unsafe (judged already), a GPU that failed. Any other is a structure the reading
 /// stopped at, which a crafted file may have made it stop at.
 bool read_to_its_end(std::string_view code) {
-  for (ErrorCode whole : {ErrorCode::kNotACheckpoint, ErrorCode::kNoTensors, ErrorCode::kUnsafePickle, ErrorCode::kDevice})
+  for (ErrorCode whole :
+       {ErrorCode::kNotACheckpoint, ErrorCode::kNoTensors, ErrorCode::kUnsafePickle, ErrorCode::kDevice})
     if (code == to_string(whole)) return true;
   return false;
 }
