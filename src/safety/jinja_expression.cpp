@@ -74,8 +74,7 @@ class ExpressionParser {
       inner.end = s_.last_end();
       return inner;
     }
-    if (s_.is_op("[")) return list();
-    return dict();
+    return display(s_.is_op("{"));
   }
 
   /// A node spanning from `begin` to the end of the last token read.
@@ -219,49 +218,34 @@ class ExpressionParser {
     return finish(std::move(value));
   }
 
-  Expr list() {
-    size_t begin = s_.expect_op("[").offset;
+  /// `[a, b]` or `{k: v}`, a trailing comma allowed, as parse_list and parse_dict.
+  Expr display(bool dict) {
+    size_t begin = s_.expect_op(dict ? "{" : "[").offset;
+    std::string_view close = dict ? "}" : "]";
     std::vector<Expr> items;
-    while (!s_.is_op("]")) {
+    while (!s_.is_op(close)) {
       if (!items.empty()) s_.expect_op(",");
-      if (s_.is_op("]")) break;
+      if (s_.is_op(close)) break;
       items.push_back(expression(true));
-    }
-    s_.expect_op("]");
-    return node(ExprKind::kList, begin, begin, std::move(items));
-  }
-
-  Expr dict() {
-    size_t begin = s_.expect_op("{").offset;
-    std::vector<Expr> items;
-    while (!s_.is_op("}")) {
-      if (!items.empty()) s_.expect_op(",");
-      if (s_.is_op("}")) break;
-      items.push_back(expression(true));
+      if (!dict) continue;
       s_.expect_op(":");
       items.push_back(expression(true));
     }
-    s_.expect_op("}");
-    return node(ExprKind::kDict, begin, begin, std::move(items));
+    s_.expect_op(close);
+    return node(dict ? ExprKind::kDict : ExprKind::kList, begin, begin, std::move(items));
   }
 
-  Expr postfix(Expr value) {
+  Expr postfix(Expr value) { return trailers(std::move(value), false); }
+  Expr filter_expr(Expr value) { return trailers(std::move(value), true); }
+
+  /// parse_postfix (subscripts and calls) or, `with_filters`, parse_filter_expr (filters, tests and calls).
+  Expr trailers(Expr value, bool with_filters) {
     for (;;) {
-      if (s_.is_op(".") || s_.is_op("[")) {
+      if (!with_filters && (s_.is_op(".") || s_.is_op("["))) {
         value = subscript(std::move(value));
-      } else if (s_.is_op("(")) {
-        value = call(std::move(value));
-      } else {
-        return value;
-      }
-    }
-  }
-
-  Expr filter_expr(Expr value) {
-    for (;;) {
-      if (s_.is_op("|")) {
+      } else if (with_filters && s_.is_op("|")) {
         value = filters(std::move(value), false);
-      } else if (s_.is_name("is")) {
+      } else if (with_filters && s_.is_name("is")) {
         value = test(std::move(value));
       } else if (s_.is_op("(")) {
         value = call(std::move(value));
