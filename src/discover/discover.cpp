@@ -93,6 +93,9 @@ std::vector<fs::path> texts_beside(const fs::path& folder, bool is_folder) {
   std::error_code ec;
   for (std::string_view name : kNames)
     if (fs::is_regular_file(folder / name, ec) || fs::is_symlink(folder / name, ec)) found.push_back(folder / name);
+  // transformers' save_pretrained writes named chat templates there, and from_pretrained reads them
+  for (const auto& entry : fs::directory_iterator(folder / "additional_chat_templates", ec))
+    if (entry.path().extension() == ".jinja") found.push_back(entry.path());
   if (is_folder)
     for (const auto& entry : fs::directory_iterator(folder))
       if (entry.path().extension() == ".py") found.push_back(entry.path());

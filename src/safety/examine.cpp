@@ -6,7 +6,9 @@
 #include "precdetect/core/error.h"
 #include "precdetect/load/file_format.h"
 #include "precdetect/load/pickle/pickle_stream.h"
+#include "precdetect/safety/chat_template.h"
 #include "precdetect/safety/custom_code.h"
+#include "precdetect/safety/template_files.h"
 
 namespace precdetect {
 namespace {
@@ -57,8 +59,8 @@ class Examiner final : public PickleVisitor {
     safety_.add_tampering({.kind = kind, .detail = std::move(detail), .file = where});
   }
 
-  void chat_template(std::string_view /*text*/, const std::string& /*where*/) override {
-    // ISSUE-58 (helper, branch templates): judged by safety/chat_template
+  void chat_template(std::string_view text, const std::string& where) override {
+    examine_chat_template(text, where, safety_);
   }
 
   void keras_config(std::string_view /*json*/, const std::string& /*where*/) override {
@@ -125,6 +127,7 @@ Safety examine_model(const ModelSource& source, const Checkpoint* loaded) {
   }
   for (const auto& file : source.pickles_beside) examine_file(file, safety, false);
   examine_custom_code(source.texts_beside, safety);
+  examine_templates_beside(source, safety);
   return safety;
 }
 

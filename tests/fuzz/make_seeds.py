@@ -258,6 +258,25 @@ def quanto_seed():
                 "b.weight._data": torch.zeros(4, 8, dtype=torch.int8), "b.weight._scale": torch.ones(4, 1)}))
 
 
+def chat_template_seeds():
+    """Real chat templates (tests/chat_templates: llama.cpp's tool-use and reasoning ones, ChatML), the payloads
+    tests/e2e/test_templates.py renders, and the grammar's corners (raw, whitespace control, escapes, slices)."""
+    corpus = SEEDS.parent.parent / "chat_templates"
+    for name in ("llama.cpp/NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja", "llama.cpp/Qwen-Qwen3-0.6B.jinja",
+                 "llama.cpp/meetkai-functionary-medium-v3.2.jinja", "chujiezheng/chatml.jinja"):
+        write("chat_template", Path(name).stem, (corpus / name).read_bytes())
+    write("chat_template", "payloads", (
+        "{% set b = cycler.__init__.__globals__.__builtins__ %}{{ b.open(marker).read() }}"
+        "{% set ns = namespace(i='__in' ~ 'it__') %}{{ cycler[ns.i]|attr('__glo' ~ 'bals__') }}"
+        "{% macro m(k) %}{{ x[k] }}{% endmacro %}{{ m('_' * 2 ~ 'class__') }}{{ '{0.__class__}'.format(x) }}"
+        "{% set l = [] %}{% do l.append(bos_token) %}{{ x[l[0]]|map(attribute='a.__dict__') }}").encode())
+    write("chat_template", "corners", (
+        "{%- raw -%}{{ x }}{%+ endraw %}{# c #}{{- '\\x5f\\N{LOW LINE}\\u00e9' 'b' -}}{{ x[1:-1:2] }}"
+        "{% for a, b in d|dictsort if a recursive %}{{ loop(b) }}{% else %}{% break %}{% endfor %}"
+        "{% call(y) m(1, *a, k=2, **kw) %}{{ caller(y) }}{% endcall %}{{ 0x_ff + 1_0.5e-3 // 2 ** -x }}"
+        "{{ {'a': (1,), 'b': [none, True]} is mapping }}{% set x | upper %}t{% endset %}").encode())
+
+
 def main():
     small = {"w": torch.arange(6, dtype=torch.float32).reshape(2, 3), "b": torch.ones(3, dtype=torch.bfloat16)}
     write("safetensors_header", "two-tensors", save(small, metadata={"format": "pt"}))
@@ -304,6 +323,7 @@ def main():
     dcp_seeds()
     zstd_seeds()
     onnx_seeds()
+    chat_template_seeds()
     print(f"seeds in {SEEDS}")
 
 

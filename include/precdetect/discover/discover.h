@@ -27,8 +27,9 @@ struct ModelSource {
   /// bare pickles and NumPy files.
   std::vector<std::filesystem::path> pickles_beside;
   /// Text files beside the weights that a loader reads and may act on, judged for safety: config.json and
-  /// tokenizer_config.json (`auto_map`, `custom_pipelines`, `chat_template`), chat_template.jinja and
-  /// chat_template.json, and Python files (*.py), which `trust_remote_code` imports.
+  /// tokenizer_config.json (`auto_map`, `custom_pipelines`, `chat_template`), chat_template.jinja,
+  /// chat_template.json and additional_chat_templates/*.jinja, and Python files (*.py), which `trust_remote_code`
+  /// imports.
   std::vector<std::filesystem::path> texts_beside;
   /// Where every file of the model must resolve (core/confinement.h): the folder given, a single file's own folder,
   /// or a Hugging Face cache snapshot's `models--org--name` repository.

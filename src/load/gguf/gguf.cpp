@@ -72,6 +72,22 @@ class GgufReader {
         file_(file),
         cursor_(source.view(0, source.size()), source.path(), ErrorCode::kInvalidGguf, "GGUF") {}
 
+  /// Names each `tokenizer.chat_template` and `tokenizer.chat_template.<name>` string to `visitor`, skipping every
+  /// other value (a vocabulary is read past, not decoded).
+  void name_templates(const std::string& where, PickleVisitor& visitor) {
+    read_preamble();
+    count(kMaxTensors, "tensors");
+    uint64_t keys = count(kMaxKeys, "key/values");
+    for (uint64_t i = 0; i < keys; ++i) {
+      std::string key = read_string();
+      uint32_t type = value_type();
+      if (type == kStringType && (key == "tokenizer.chat_template" || key.starts_with("tokenizer.chat_template.")))
+        visitor.chat_template(read_string(), fmt::format("{}!{}", where, key));
+      else
+        skip_value(type, 0);
+    }
+  }
+
   void read(Checkpoint& checkpoint) {
     read_preamble();
     uint64_t tensors = count(kMaxTensors, "tensors");
@@ -196,6 +212,19 @@ class GgufReader {
     return {{"array_of", kValueTypes[type].name}, {"length", length}};
   }
 
+  void skip_value(uint32_t type, int depth) {
+    if (type == kStringType) return cursor_.skip(cursor_.le<uint64_t>());
+    if (type != kArrayType) return cursor_.skip(kValueTypes[type].size);
+    if (depth + 1 > kMaxArrayDepth) cursor_.fail("arrays nest too deeply");
+    uint32_t element = value_type();
+    cursor_.mark();
+    uint64_t length = cursor_.le<uint64_t>();
+    if (length > cursor_.remaining() / std::max<uint64_t>(kValueTypes[element].size, 8))
+      cursor_.fail(fmt::format("an array of {} {} values runs past the end", length, kValueTypes[element].name));
+    if (kValueTypes[element].size > 0) return cursor_.skip(length * kValueTypes[element].size);
+    for (uint64_t i = 0; i < length; ++i) skip_value(element, depth + 1);
+  }
+
   TensorRecord read_tensor_info() {
     TensorRecord record{.name = read_string(), .file = file_};
     cursor_.mark();
@@ -274,8 +303,13 @@ std::string read_gguf(Checkpoint& checkpoint, size_t file) {
   return "gguf";
 }
 
+void name_gguf_templates(const ByteSource& source, const std::string& where, PickleVisitor& visitor) {
+  GgufReader(source, 0).name_templates(where, visitor);
+}
+
 std::unique_ptr<FormatFile> open_gguf(const ByteSource& source) {
-  return looks_like_gguf(source) ? plain_format_file(source, FileFormat::kGguf, read_gguf, holds_no_pickles) : nullptr;
+  return looks_like_gguf(source) ? plain_format_file(source, FileFormat::kGguf, read_gguf, name_gguf_templates)
+                                 : nullptr;
 }
 
 }  // namespace precdetect

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "precdetect/load/checkpoint.h"
+#include "precdetect/load/file_format.h"
 
 namespace precdetect {
 
@@ -21,7 +22,13 @@ bool looks_like_gguf(const ByteSource& source);
 /// dimensions), kDuplicateTensor.
 std::string read_gguf(Checkpoint& checkpoint, size_t file);
 
-/// The file opened as GGUF when it starts with the GGUF magic, else nullptr; it holds no pickles.
+/// NamePickles of GGUF, which holds no pickles: names to `visitor` each chat template the file carries
+/// (`tokenizer.chat_template`, `tokenizer.chat_template.<name>`: llama.cpp and llama-cpp-python render them with
+/// Jinja2), as `<where>!<key>`. Reads the key/values only. Throws Error(kInvalidGguf) where read_gguf would for
+/// them.
+void name_gguf_templates(const ByteSource& source, const std::string& where, PickleVisitor& visitor);
+
+/// The file opened as GGUF when it starts with the GGUF magic, else nullptr; its pickles are its chat templates.
 std::unique_ptr<FormatFile> open_gguf(const ByteSource& source);
 
 }  // namespace precdetect
