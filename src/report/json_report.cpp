@@ -378,6 +378,7 @@ ordered_json batch_summary_json(const ScanReport& report) {
                          {"failed", counts.failed},
                          {"gate_failures", counts.gate_failed},
                          {"labels", labels_json(counts.labels)}}}};
+  if (!counts.safety.empty()) line["summary"]["safety"] = counts.safety;  // --safety-only: models per verdict
   if (report.shard)
     line["summary"]["shard"] = {{"index", report.shard->shard.index},
                                 {"count", report.shard->shard.count},

@@ -106,6 +106,10 @@ std::string batch_line(const ScanReport& report) {
     line += fmt::format("{}{} {}", separator, label, count);
     separator = ", ";
   }
+  for (const auto& [verdict, count] : counts.safety) {
+    line += fmt::format("{}{} {}", separator, verdict, count);
+    separator = ", ";
+  }
   if (counts.failed) line += fmt::format("; {} failed", counts.failed);
   if (counts.gate_failed) line += fmt::format("; {} failed a gate", counts.gate_failed);
   return line + "\n";

@@ -261,6 +261,55 @@ class Archives(unittest.TestCase):
         self.assertEqual(safety(document)["verdict"], "safe")
 
 
+class Evil:
+    """Pickled, never unpickled: its reduce names posix.system, which loading it would call."""
+
+    def __reduce__(self):
+        return os.system, ("true",)
+
+
+class SafetyOnly(unittest.TestCase):
+    def setUp(self):
+        self.tmp = Path(tempfile.mkdtemp())
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def test_judges_without_reading_a_tensor_value(self):
+        good, evil = self.tmp / "good", self.tmp / "evil"
+        good.mkdir(), evil.mkdir()
+        save_file({"w": torch.full((8,), 0.5)}, good / "model.safetensors")
+        torch.save({"w": torch.ones(4), "hook": Evil()}, evil / "pytorch_model.bin")
+        code, document, _ = scan("--safety-only", good, evil)
+        self.assertEqual(code, 0)  # no gate asked for
+        for model in document["models"]:
+            self.assertFalse(model["values_read"])
+            self.assertIsNone(model["summary"])
+            self.assertIsNone(model["verdict"])
+            self.assertEqual(model["tensors"], [])
+        self.assertEqual([m["safety"]["verdict"] for m in document["models"]], ["safe", "unsafe"])
+        table = run("--safety-only", good, evil).stdout
+        self.assertIn("safety only: safe", table)
+        self.assertIn("safety only: UNSAFE pickle: posix.system", table)
+        self.assertIn("2 models: safe 1, unsafe 1", table)
+        self.assertEqual(run("--safety-only", "--fail-if-unsafe", good, evil).returncode, 1)
+        self.assertEqual(run("--safety-only", "--fail-if-unsafe", good).returncode, 0)
+        refused = run("--safety-only", "--expect", "fp16", good)
+        self.assertEqual(refused.returncode, 3)  # a usage error (docs/using.md: exit codes)
+        self.assertIn("--safety-only", refused.stderr)
+
+    def test_a_model_damaged_past_its_header_is_still_judged_by_its_structure(self):
+        model = self.tmp / "m"
+        model.mkdir()
+        save_file({"w": torch.ones(4)}, model / "model.safetensors")
+        data = (model / "model.safetensors").read_bytes()
+        (model / "model.safetensors").write_bytes(data[:-2])  # the header now promises more than the file holds
+        code, document, _ = scan("--safety-only", model)
+        self.assertEqual(code, 2)
+        self.assertEqual(document["models"][0]["error"]["code"], "offset_past_end")
+        self.assertEqual(document["models"][0]["safety"]["verdict"], "unverified")
+
+
 MODELING = '''
 import pathlib
 from transformers import PretrainedConfig, PreTrainedModel

@@ -10,9 +10,10 @@
 namespace precdetect {
 
 struct BatchCounts {
-  std::map<Label, size_t> labels;  ///< scanned models per verdict label
-  size_t failed = 0;               ///< models that could not be scanned
-  size_t gate_failed = 0;          ///< models that violated a gate (a failed one only --fail-if-unsafe)
+  std::map<Label, size_t> labels;        ///< scanned models per verdict label (none under --safety-only)
+  std::map<std::string, size_t> safety;  ///< under --safety-only: models per safety verdict ("safe", ...)
+  size_t failed = 0;                     ///< models that could not be scanned
+  size_t gate_failed = 0;                ///< models that violated a gate (a failed one only --fail-if-unsafe)
 
   /// Counts one model: failed, or scanned with `label` and whether it violated a gate.
   void add(bool model_failed, Label label, bool violated_a_gate);
