@@ -164,6 +164,7 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
   try {
     source = discover(component ? component->file : input, hf_hub_cache());
     report.path = source->path.string();
+    report.root = source->root;
     for (const auto& file : source->files) report.files.push_back(file.string());
     checkpoint = open_checkpoint(*source, options.read_mode.value_or(analyzer.preferred_read_mode()));
     if (component) keep_component(checkpoint->tensors, component->component, source->path.string());

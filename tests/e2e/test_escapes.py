@@ -5,6 +5,7 @@ reading only the canary file the test made; then that precdetect calls the model
 link, member or code, and never opens, nor reports a number of, anything outside the model. No test reads a real
 file outside its temp folder."""
 
+import hashlib
 import io
 import json
 import os
@@ -71,6 +72,13 @@ class Escapes(unittest.TestCase):
         table = run("-v", self.model)
         self.assertIn("UNSAFE: path_escape", table.stdout)
         self.assertNothingOfTheCanary(table.stdout + table.stderr)
+        # --verify hashes nothing through the link either: the canary's SHA-256 would tell of the file.
+        manifest = self.tmp / "SHA256SUMS"
+        manifest.write_text(f"{'0' * 64}  model/model.safetensors\n")
+        verified = run("--json", "--verify", "--verify-manifest", manifest, self.model)
+        self.assertEqual(verified.returncode, 1)
+        self.assertIn("path_escape", verified.stdout)
+        self.assertNotIn(hashlib.sha256(self.canary.read_bytes()).hexdigest(), verified.stdout + verified.stderr)
 
     def test_a_link_beside_the_weights_or_a_linked_folder_makes_the_model_unsafe(self):
         os.symlink("../outside/canary.safetensors", self.model / "tokenizer.json")

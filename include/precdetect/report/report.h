@@ -11,6 +11,7 @@
 #include "precdetect/analyze/summary.h"
 #include "precdetect/classify/evidence/adapters.h"
 #include "precdetect/classify/verdict.h"
+#include "precdetect/core/confinement.h"
 #include "precdetect/core/error.h"
 #include "precdetect/core/warning.h"
 #include "precdetect/discover/input_list.h"
@@ -38,6 +39,9 @@ struct ModelReport {
   /// False under --safety-only: the files' structure was read and judged, no tensor's values (no summary, verdict
   /// or tensors).
   bool values_read = true;
+  /// Where its files must resolve (core/confinement.h); what --verify hashes is opened beneath it too. Empty for a
+  /// model that did not resolve to files, and for a model in memory.
+  ModelRoot root;
   /// What the file says of the model in its own header (Checkpoint::metadata: GGUF's key/values); null if none.
   nlohmann::ordered_json metadata;
   ModelSummary summary;  ///< the parameters: seed 000's summary, the verdict's input
