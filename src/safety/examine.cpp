@@ -7,6 +7,7 @@
 #include "precdetect/load/file_format.h"
 #include "precdetect/load/pickle/pickle_stream.h"
 #include "precdetect/safety/custom_code.h"
+#include "precdetect/safety/keras_config.h"
 
 namespace precdetect {
 namespace {
@@ -61,8 +62,8 @@ class Examiner final : public PickleVisitor {
     // ISSUE-58 (helper, branch templates): judged by safety/chat_template
   }
 
-  void keras_config(std::string_view /*json*/, const std::string& /*where*/) override {
-    // ISSUE-58 (helper, branch keras): judged by safety/keras_config
+  void keras_config(std::string_view json, const std::string& where) override {
+    judge_keras_config(json, where, safety_);
   }
 
  private:

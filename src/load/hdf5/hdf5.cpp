@@ -1,10 +1,8 @@
 #include "precdetect/load/hdf5/hdf5.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <cstring>
-#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "precdetect/core/bytes.h"
@@ -116,41 +114,23 @@ std::string read_hdf5(Checkpoint& checkpoint, size_t file) {
 
 namespace {
 
-/// A Keras model config's Lambda layers. Empty when the file holds no `model_config` attribute or no Lambda
-/// layer; never throws.
-std::vector<std::string> keras_lambda_layers(const ByteSource& source) {
+/// A whole Keras model's config, the root's `model_config` attribute, named to `visitor` (safety/keras_config
+/// judges it); nothing for weights alone. A file HDF5 cannot open is unverified: its config cannot be judged.
+void name_keras_config(const ByteSource& source, const std::string& where, PickleVisitor& visitor) {
+  std::string config;
   try {
-    std::string config =
-        run_helper(helper_path(kHelper), {"model-config", source.path().string()}, ErrorCode::kInvalidHdf5,
-                   source.path(), "precdetect-hdf5, reading the model config,", kWalkLimit);
-    std::vector<std::string> lambdas;
-    std::function<void(const nlohmann::json&)> find = [&](const nlohmann::json& node) {
-      if (node.is_object() && node.value("class_name", "") == "Lambda")
-        lambdas.push_back(node.contains("config") && node["config"].is_object() ? node["config"].value("name", "?")
-                                                                                : "?");
-      if (node.is_structured())
-        for (const auto& child : node) find(child);
-    };
-    find(nlohmann::json::parse(config, nullptr, false));
-    return lambdas;
-  } catch (const std::exception&) {
-    return {};
+    config = run_helper(helper_path(kHelper), {"model-config", source.path().string()}, ErrorCode::kInvalidHdf5,
+                        source.path(), "precdetect-hdf5, reading the model config,", kWalkLimit);
+  } catch (const Error& e) {
+    return visitor.unverified(where, e.what());
   }
-}
-
-void name_keras_lambdas(const ByteSource& source, const std::string& where, PickleVisitor& visitor) {
-  std::vector<std::string> lambdas = keras_lambda_layers(source);
-  if (!lambdas.empty())
-    visitor.unverified(where, fmt::format("a Keras model config with Lambda layers ({}): Python code that "
-                                          "keras.models.load_model may run, not judged here",
-                                          fmt::join(lambdas, ", ")));
+  if (!config.empty()) visitor.keras_config(config, where + "!model_config");
 }
 
 }  // namespace
 
 std::unique_ptr<FormatFile> open_hdf5(const ByteSource& source) {
-  return looks_like_hdf5(source) ? plain_format_file(source, FileFormat::kHdf5, read_hdf5, name_keras_lambdas)
-                                 : nullptr;
+  return looks_like_hdf5(source) ? plain_format_file(source, FileFormat::kHdf5, read_hdf5, name_keras_config) : nullptr;
 }
 
 }  // namespace precdetect

@@ -21,9 +21,9 @@ bool looks_like_hdf5(const ByteSource& source);
 /// storage or a virtual dataset, which precdetect never opens).
 std::string read_hdf5(Checkpoint& checkpoint, size_t file);
 
-/// The file opened as HDF5 when it starts with HDF5's signature, else nullptr. It holds no pickles, but a whole
-/// Keras model's config may hold Lambda layers: marshalled Python code that keras.models.load_model runs (Keras 3
-/// only with safe_mode=False), which precdetect does not judge and names unverified.
+/// The file opened as HDF5 when it starts with HDF5's signature, else nullptr. It holds no pickles; a whole Keras
+/// model's config (the root's `model_config` attribute, which keras.models.load_model rebuilds the model from) is
+/// named to the visitor as a Keras config, "<file>!model_config", and a file HDF5 cannot open is unverified.
 std::unique_ptr<FormatFile> open_hdf5(const ByteSource& source);
 
 }  // namespace precdetect
