@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <span>
 #include <vector>
 
 namespace precdetect {
@@ -56,10 +57,11 @@ constexpr std::string_view kSpecialClasses[] = {"__keras_tensor__", "__tensor__"
 /// lists, which call every builtin that is no plain data type dangerous.
 constexpr std::string_view kProcessBuiltins[] = {"exit", "quit", "help"};
 
-bool keras_package(std::string_view module) {
-  std::string_view package = module.substr(0, module.find('.'));
-  return std::find(std::begin(kKerasPackages), std::end(kKerasPackages), package) != std::end(kKerasPackages);
+bool contains(std::span<const std::string_view> list, std::string_view item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
 }
+
+bool keras_package(std::string_view module) { return contains(kKerasPackages, module.substr(0, module.find('.'))); }
 
 /// A `builtins` name in a Keras config: Keras' name for its own built-in functions (`keras.ops.abs` is written
 /// `builtins` `abs`). Every Keras looks the name up among its activations, losses, ... first; only Keras before 3.9
@@ -68,7 +70,7 @@ bool keras_package(std::string_view module) {
 GlobalJudgement judge_keras_builtin(std::string_view module, std::string_view name) {
   GlobalJudgement judgement = judge_listed_global(module, name);
   if (judgement.kind == GlobalClass::kDangerous) return judgement;
-  if (std::find(std::begin(kProcessBuiltins), std::end(kProcessBuiltins), name) != std::end(kProcessBuiltins))
+  if (contains(kProcessBuiltins, name))
     return {GlobalClass::kDangerous, DangerFamily::kProcess,
             fmt::format("builtins.{} (ends or takes over the process)", name)};
   return {GlobalClass::kAllowed, DangerFamily::kNone, ""};
@@ -195,8 +197,7 @@ class ConfigJudge {
 
   /// The class or function an object names in `module`, judged (Keras' `_retrieve_class_or_fn`).
   void import(const std::string& module, const std::string& class_name, const Json& node) {
-    if (std::find(std::begin(kSpecialClasses), std::end(kSpecialClasses), class_name) != std::end(kSpecialClasses))
-      return;
+    if (contains(kSpecialClasses, class_name)) return;
     std::string name = class_name == "function"       ? string_at(node, "config")
                        : class_name == "__typespec__" ? string_at(node, "spec_name")
                                                       : class_name;
@@ -253,7 +254,7 @@ GlobalJudgement judge_keras_name(std::string_view module, std::string_view name)
   for (const NonModeling& entry : kNonModeling)
     if (function == entry.name)
       return {GlobalClass::kDangerous, entry.family,
-              fmt::format("{} (Keras' own NON_MODELING_APIS, refused since Keras 3.11)", entry.name)};
+              fmt::format("{} (on Keras' own NON_MODELING_APIS, which Keras 3.11 and later refuse)", entry.name)};
   return {GlobalClass::kAllowed, DangerFamily::kNone, ""};
 }
 
