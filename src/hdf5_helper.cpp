@@ -1,8 +1,9 @@
 // precdetect-hdf5: the one program that runs libhdf5, so that a crash on a damaged file ends it and not a scan
 // (load/helper_process.h). Invoked by precdetect itself, one file and one request at a time:
-//   precdetect-hdf5 describe FILE          the datasets, as JSON (load/hdf5_library.h)
-//   precdetect-hdf5 read FILE DATASET      the dataset's stored bytes, raw
-//   precdetect-hdf5 model-config FILE      the root's Keras model config
+//   precdetect-hdf5 describe FILE [OFFSET SIZE]             the datasets, as JSON (load/hdf5_library.h)
+//   precdetect-hdf5 read FILE DATASET BYTES [OFFSET SIZE]   the dataset's stored bytes, raw
+//   precdetect-hdf5 model-config FILE [OFFSET SIZE]         the root's Keras model config
+// OFFSET SIZE: the HDF5 file is those bytes of FILE (a .keras archive's stored member), else all of it.
 // Exit 0 with the answer on stdout; 2 with "<code>\t<message>" on stderr for a named error.
 #include <fmt/format.h>
 
@@ -23,22 +24,30 @@ void write_out(std::span<const std::byte> bytes) {
 int run(int argc, char** argv) {
   using namespace precdetect;
   std::string request = argc > 2 ? argv[1] : "";
-  std::unique_ptr<ByteSource> file = map_file(argc > 2 ? argv[2] : "");
-  auto image = file->view(0, file->size());
-  if (request == "describe" && argc == 3) {
+  int fixed = request == "read" ? 5 : 3;  // the arguments before the optional OFFSET SIZE
+  bool ranged = argc == fixed + 2;
+  if ((request != "describe" && request != "model-config" && request != "read") || (argc != fixed && !ranged)) {
+    std::fputs(
+        "usage: precdetect-hdf5 describe FILE | model-config FILE | read FILE DATASET BYTES, each with an "
+        "optional OFFSET SIZE\n",
+        stderr);
+    return 64;
+  }
+  std::unique_ptr<ByteSource> file = map_file(argv[2]);
+  uint64_t offset = ranged ? std::stoull(argv[fixed]) : 0;
+  uint64_t size = ranged ? std::stoull(argv[fixed + 1]) : file->size();
+  auto image = file->view(offset, size);  // Error(kOffsetPastEnd) for a range past the file
+  if (request == "describe") {
     std::string text = describe_hdf5(image, file->path());
     write_out(std::as_bytes(std::span(text)));
-  } else if (request == "model-config" && argc == 3) {
+  } else if (request == "model-config") {
     std::string text = keras_model_config(image, file->path());
     write_out(std::as_bytes(std::span(text)));
-  } else if (request == "read" && argc == 5) {
+  } else {
     read_hdf5_dataset(image, file->path(), argv[3], std::stoull(argv[4]), [&](std::span<const std::byte> slab) {
       write_out(slab);
-      file->release(0, file->size());  // the chunks inflated so far are not read again: their pages can go
+      file->release(offset, size);  // the chunks inflated so far are not read again: their pages can go
     });
-  } else {
-    std::fputs("usage: precdetect-hdf5 describe FILE | model-config FILE | read FILE DATASET BYTES\n", stderr);
-    return 64;
   }
   return 0;
 }

@@ -5,7 +5,8 @@
 
 Every safetensors validation rule, zip and ZIP64 damage, pickle damage (unknown opcodes, stack underflow, memo
 misuse, nesting bombs, huge lengths), legacy torch.save damage, ONNX damage (protobuf, shapes, external data outside
-its folder or its file), overflowing shapes, absurd tensor counts, shard indexes that point outside their folder,
+its folder or its file), Keras `.keras` archives (without weights, truncated, weights compressed or no HDF5),
+overflowing shapes, absurd tensor counts, shard indexes that point outside their folder,
 symlink loops, FIFOs, folders without weights, and torch.distributed.checkpoint folders whose .metadata and .distcp
 files disagree (or, saved without collectives, whose ranks' metadata do, or whose HuggingFace writer's rank files
 do). tests/e2e/test_malformed.py scans each case (named error, path, exit 2, valid JSON) and all of them in one
@@ -313,6 +314,28 @@ ONNX = {
 }
 
 
+def keras_archive(weights=b"\x89HDF\r\n\x1a\n" + bytes(56), compression=zipfile.ZIP_STORED, cut=None,
+                  members=("metadata.json", "config.json", "model.weights.h5")):
+    """A Keras 3 `.keras` archive laid out as keras.saving writes it (members stored, in this order), its
+    model.weights.h5 `weights` (`compression` applied), its first `cut` bytes when given."""
+    config = {"module": "keras", "class_name": "Sequential", "config": {"name": "sequential", "layers": []}}
+    data = {"metadata.json": json.dumps({"keras_version": "3.15.1"}).encode(),
+            "config.json": json.dumps(config).encode(), "model.weights.h5": weights}
+    saved = io.BytesIO()
+    with zipfile.ZipFile(saved, "w") as archive:
+        for name in members:
+            archive.writestr(name, data[name], compress_type=compression if name == "model.weights.h5" else None)
+    return saved.getvalue()[:cut]
+
+
+KERAS = {  # case: (file bytes, expected error code)
+    "keras-without-weights": (keras_archive(members=("metadata.json", "config.json")), "no_weights"),
+    "keras-truncated": (keras_archive(cut=150), "invalid_zip"),
+    "keras-weights-deflated": (keras_archive(compression=zipfile.ZIP_DEFLATED), "compressed_entry"),
+    "keras-weights-not-hdf5": (keras_archive(weights=b"not an HDF5 file" * 4), "invalid_hdf5"),
+}
+
+
 def write_folders(dest):
     """Cases that are folders; returns {case: expected code}."""
     expected = {}
@@ -541,7 +564,7 @@ def build(dest):
     dest.mkdir(parents=True, exist_ok=True)
     expected = {}
     for cases, suffix in ((SAFETENSORS, ".safetensors"), (ZIP_AND_PICKLE, ".pt"), (LEGACY, ".bin"), (TAR, ".tar.pt"),
-                           (ONNX, ".onnx")):
+                           (ONNX, ".onnx"), (KERAS, ".keras")):
         for name, (content, code) in cases.items():
             (dest / (name + suffix)).write_bytes(content)
             expected[name + suffix] = code

@@ -158,6 +158,7 @@ const WeightFormat kWeightFormats[] = {
     {"safetensors", kSafetensorsIndex, {".safetensors"}},
     {"pytorch", kPytorchIndex, kPytorchExtensions},
     {"flax", "flax_model.msgpack.index.json", {".msgpack"}},
+    {"keras", "", {".keras"}},  // Keras 3's own format: its model.weights.h5 is the weights any .h5 beside holds
     {"tf", "tf_model.h5.index.json", {".h5", ".hdf5"}},
     {"gguf", "", {".gguf"}},
     {"numpy", "", {".npz", ".npy"}},
@@ -298,8 +299,8 @@ void use_set(ModelSource& source, WeightSet set) {
          fmt::format("a diffusers pipeline whose components are models of their own ({}): scan the folder or name one",
                      fmt::join(components, ", ")));
   fail(ErrorCode::kNoWeights, folder,
-       "no weight files (*.safetensors, *.bin, *.pt, *.pth, *.ckpt, *.jit, *.nemo, *.msgpack, *.h5, *.gguf, *.npz, "
-       "*.npy, *.onnx, a DCP folder's .metadata and *.distcp) here");
+       "no weight files (*.safetensors, *.bin, *.pt, *.pth, *.ckpt, *.jit, *.nemo, *.msgpack, *.keras, *.h5, *.gguf, "
+       "*.npz, *.npy, *.onnx, a DCP folder's .metadata and *.distcp) here");
 }
 
 /// A folder is one model: its shard index, or its one set of weight files; its training state is that model's.

@@ -8,6 +8,7 @@
 #include "precdetect/load/pickle/pickle_stream.h"
 #include "precdetect/safety/chat_template.h"
 #include "precdetect/safety/custom_code.h"
+#include "precdetect/safety/keras_config.h"
 #include "precdetect/safety/template_files.h"
 
 namespace precdetect {
@@ -63,8 +64,8 @@ class Examiner final : public PickleVisitor {
     examine_chat_template(text, where, safety_);
   }
 
-  void keras_config(std::string_view /*json*/, const std::string& /*where*/) override {
-    // ISSUE-58 (helper, branch keras): judged by safety/keras_config
+  void keras_config(std::string_view json, const std::string& where) override {
+    judge_keras_config(json, where, safety_);
   }
 
  private:

@@ -324,7 +324,32 @@ def main():
     zstd_seeds()
     onnx_seeds()
     chat_template_seeds()
+    keras_config_seeds()
     print(f"seeds in {SEEDS}")
+
+
+def keras_config_seeds():
+    """Keras model configs written by keras: a .keras archive's config.json (a functional model, compiled; a
+    Sequential one with a Lambda) and the same Lambda model's .h5 model_config (issue 58)."""
+    import os
+    import tempfile
+    os.environ.setdefault("KERAS_BACKEND", "jax")
+    import h5py
+    import keras
+    inputs = keras.Input((8,))
+    hidden = keras.layers.LayerNormalization()(keras.layers.Dense(16, activation="relu")(inputs))
+    functional = keras.Model(inputs, keras.layers.Dense(4, activation=keras.activations.gelu)(hidden))
+    functional.compile(optimizer="adam", loss="mse", metrics=["mae"])
+    double = eval(compile("lambda x: x * 2", "model.py", "eval"))  # its code names model.py, not this folder
+    with_lambda = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4), keras.layers.Lambda(double)])
+    with tempfile.TemporaryDirectory() as folder:
+        for name, model in (("functional", functional), ("lambda", with_lambda)):
+            model.save(Path(folder) / f"{name}.keras")
+            with zipfile.ZipFile(Path(folder) / f"{name}.keras") as archive:
+                write("keras_config", f"{name}-config-json", archive.read("config.json"))
+        with_lambda.save(Path(folder) / "lambda.h5")
+        with h5py.File(Path(folder) / "lambda.h5") as f:
+            write("keras_config", "lambda-h5-model-config", f.attrs["model_config"].encode())
 
 
 def nemo_archive(weights, model_config):

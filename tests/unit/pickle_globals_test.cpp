@@ -80,5 +80,17 @@ TEST(PickleGlobals, AMethodReferenceIsJudgedAsTheMethodItNames) {
             GlobalClass::kAllowed);
 }
 
+TEST(PickleGlobals, ListedJudgementLeavesOutOnlyTheBuiltinsCatchAll) {
+  EXPECT_EQ(judge_global("builtins", "relu").kind, GlobalClass::kDangerous);  // not a plain data type
+  EXPECT_EQ(judge_listed_global("builtins", "relu").kind, GlobalClass::kUnknown);
+  for (auto [module, name] : {std::pair{"builtins", "eval"},
+                              {"builtins", "getattr"},
+                              {"os", "system"},
+                              {"builtins", "__import__"},
+                              {"numpy", "prod.os.system"}})
+    EXPECT_EQ(judge_listed_global(module, name).kind, GlobalClass::kDangerous) << module << "." << name;
+  EXPECT_EQ(judge_listed_global("torch._utils", "_rebuild_tensor_v2").kind, GlobalClass::kAllowed);
+}
+
 }  // namespace
 }  // namespace precdetect

@@ -137,5 +137,24 @@ TEST(ZipFormat, ADamagedDirectoryFailsTheReaderAndIsUnverified) {
   EXPECT_NE(named.places[0].find("unverified m.pt: m.pt: invalid zip archive"), std::string::npos) << named.places[0];
 }
 
+TEST(ZipFormat, AKerasArchiveNamesItsConfigAndNeedsItsWeights) {
+  Checkpoint checkpoint;
+  checkpoint.files.push_back(memory_source(one_entry_zip("config.json", R"({"class_name": "Sequential"})"), "m.keras"));
+  std::unique_ptr<FormatFile> format = open_format(*checkpoint.files[0]);
+  ASSERT_NE(format, nullptr);
+  EXPECT_EQ(format->format(), FileFormat::kKeras);
+  Named named;
+  format->name_pickles("m.keras", named);
+  EXPECT_EQ(named.places, std::vector<std::string>{"keras m.keras!config.json"});
+  try {
+    format->read(checkpoint, 0);
+    FAIL() << "read without model.weights.h5";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNoWeights) << e.what();
+  }
+  // The same bytes under another name are a torch zip's to refuse, as keras.models.load_model goes by the name.
+  EXPECT_EQ(detect_format(*memory_source(one_entry_zip("config.json", "{}"), "m.zip")), FileFormat::kTorchZip);
+}
+
 }  // namespace
 }  // namespace precdetect

@@ -23,8 +23,9 @@ struct Checkpoint;
 
 enum class FileFormat {
   kGguf,
-  kFlax,  ///< flax_model.msgpack
-  kHdf5,  ///< Keras / TF weights
+  kFlax,   ///< flax_model.msgpack
+  kHdf5,   ///< Keras / TF weights
+  kKeras,  ///< Keras 3's .keras archive: a zip of config.json and model.weights.h5
   kSafetensors,
   kNpz,          ///< a zip named .npz: NumPy arrays
   kTorchZip,     ///< torch.save >= 1.6, TorchScript
@@ -38,8 +39,8 @@ enum class FileFormat {
   kUnknown,
 };
 
-/// "gguf", "flax", "hdf5", "safetensors", "npz", "torch_zip", "torch_legacy", "nemo", "torch_tar", "npy", "dcp",
-/// "onnx", "pickle", "unknown".
+/// "gguf", "flax", "hdf5", "keras", "safetensors", "npz", "torch_zip", "torch_legacy", "nemo", "torch_tar", "npy",
+/// "dcp", "onnx", "pickle", "unknown".
 std::string_view file_format_name(FileFormat format);
 
 class FormatFile;

@@ -1,10 +1,8 @@
 #include "precdetect/load/hdf5/hdf5.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <cstring>
-#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "precdetect/core/bytes.h"
@@ -25,18 +23,32 @@ constexpr std::string_view kHelper = "precdetect-hdf5";
 constexpr std::chrono::seconds kWalkLimit{60};
 std::chrono::seconds read_limit(uint64_t nbytes) { return std::chrono::seconds(60 + nbytes / (10 << 20)); }
 
+/// precdetect-hdf5's arguments: `request` on the file at `path`, then `more`, then the HDF5 file's range in it
+/// when that is not the whole file (a .keras archive's member).
+std::vector<std::string> helper_args(std::string request, const std::filesystem::path& path, Hdf5Range range,
+                                     uint64_t file_size, std::vector<std::string> more = {}) {
+  std::vector<std::string> args = {std::move(request), path.string()};
+  args.insert(args.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  if (range.offset != 0 || range.size != file_size)
+    args.insert(args.end(), {std::to_string(range.offset), std::to_string(range.size)});
+  return args;
+}
+
 /// The records of the datasets precdetect-hdf5 described, placed in the mapping or in decoded regions.
 class Hdf5Reader {
  public:
-  Hdf5Reader(Checkpoint& checkpoint, size_t file)
+  Hdf5Reader(Checkpoint& checkpoint, size_t file, Hdf5Range range)
       : checkpoint_(checkpoint),
         file_(file),
+        range_(range),
         decoded_(std::make_unique<DecodedSource>(std::move(checkpoint.files[file]))),
-        image_(decoded_->view(0, decoded_->size())) {}
+        file_size_(decoded_->size()),
+        image_(decoded_->view(range.offset, range.size)) {}
 
   void read() {
-    std::string described = run_helper(helper_path(kHelper), {"describe", path().string()}, ErrorCode::kInvalidHdf5,
-                                       path(), "precdetect-hdf5, reading the file's structure,", kWalkLimit);
+    std::string described =
+        run_helper(helper_path(kHelper), helper_args("describe", path(), range_, file_size_), ErrorCode::kInvalidHdf5,
+                   path(), "precdetect-hdf5, reading the file's structure,", kWalkLimit);
     nlohmann::json walk = nlohmann::json::parse(described);
     addresses_are_offsets_ = walk["userblock"] == 0;
     for (const nlohmann::json& dataset : walk["datasets"]) add(dataset);
@@ -52,8 +64,10 @@ class Hdf5Reader {
     if (!dataset.contains("dtype"))
       return not_read_.push_back(fmt::format("{} (HDF5 type class {})", name, dataset["type_class"].get<int>()));
     TensorRecord record{.name = name, .dtype = *parse_dtype(dataset["dtype"].get<std::string>()), .file = file_};
-    // Keras 2's model.save() writes the optimizer's slots and step counter under this group, beside the weights.
-    if (name.starts_with("optimizer_weights/")) record.role = TensorRole::kOptimizer, record.role_from_file = true;
+    // Keras 2's model.save() writes the optimizer's slots and step counter under this group, beside the weights;
+    // Keras 3's saving_lib under "optimizer/vars/" (a .keras archive's model.weights.h5).
+    if (name.starts_with("optimizer_weights/") || name.starts_with("optimizer/vars/"))
+      record.role = TensorRole::kOptimizer, record.role_from_file = true;
     uint64_t numel = 1;
     for (uint64_t extent : dataset["shape"]) {
       auto product = checked_mul(numel, extent);
@@ -77,8 +91,12 @@ class Hdf5Reader {
     auto stored = dataset["stored"].get<uint64_t>();
     if (dataset["address"].is_number_unsigned() && addresses_are_offsets_ && stored == nbytes) {
       auto address = dataset["address"].get<uint64_t>();
-      decoded_->view(address, nbytes);  // inside the file, or Error(kOffsetPastEnd) naming it
-      return address;
+      auto end = checked_add(address, nbytes);
+      if (!end || *end > range_.size)  // past the HDF5 file: past the file, or into the archive beyond the member
+        fail(ErrorCode::kOffsetPastEnd, path(),
+             fmt::format("dataset `{}`: {} bytes at {} lie past the HDF5 file's {} bytes", name, nbytes, address,
+                         range_.size));
+      return range_.offset + address;
     }
     if (nbytes == 0) return 0;
     // Only what the file stores is read: a dataset never written (its fill value only), or one declaring more than
@@ -87,17 +105,19 @@ class Hdf5Reader {
       fail(ErrorCode::kInvalidHdf5, path(),
            fmt::format("dataset `{}` declares {} bytes but stores {}: {}", name, nbytes, stored,
                        stored == 0 ? "it was never written" : "more than the file's chunks can hold"));
-    return decoded_->add_region(nbytes, [path = path(), name](std::span<std::byte> dest) {
-      run_helper(helper_path(kHelper), {"read", path.string(), name, std::to_string(dest.size())},
-                 ErrorCode::kInvalidHdf5, path, fmt::format("precdetect-hdf5, reading dataset `{}`,", name),
-                 read_limit(dest.size()), dest);
+    std::vector<std::string> args = helper_args("read", path(), range_, file_size_, {name, std::to_string(nbytes)});
+    return decoded_->add_region(nbytes, [path = path(), name, args](std::span<std::byte> dest) {
+      run_helper(helper_path(kHelper), args, ErrorCode::kInvalidHdf5, path,
+                 fmt::format("precdetect-hdf5, reading dataset `{}`,", name), read_limit(dest.size()), dest);
     });
   }
 
   Checkpoint& checkpoint_;
   size_t file_;
+  Hdf5Range range_;
   std::unique_ptr<DecodedSource> decoded_;
-  std::span<const std::byte> image_;  ///< the file's bytes
+  uint64_t file_size_;                ///< the whole file's
+  std::span<const std::byte> image_;  ///< the HDF5 file's bytes
   bool addresses_are_offsets_ = true;
   std::vector<std::string> not_read_;
 };
@@ -110,47 +130,33 @@ bool looks_like_hdf5(const ByteSource& source) {
 }
 
 std::string read_hdf5(Checkpoint& checkpoint, size_t file) {
-  Hdf5Reader(checkpoint, file).read();
+  read_hdf5_range(checkpoint, file, {.offset = 0, .size = checkpoint.files[file]->size()});
   return "hdf5";
+}
+
+void read_hdf5_range(Checkpoint& checkpoint, size_t file, Hdf5Range range) {
+  Hdf5Reader(checkpoint, file, range).read();
 }
 
 namespace {
 
-/// A Keras model config's Lambda layers. Empty when the file holds no `model_config` attribute or no Lambda
-/// layer; never throws.
-std::vector<std::string> keras_lambda_layers(const ByteSource& source) {
+/// A whole Keras model's config, the root's `model_config` attribute, named to `visitor` (safety/keras_config
+/// judges it); nothing for weights alone. A file HDF5 cannot open is unverified: its config cannot be judged.
+void name_keras_config(const ByteSource& source, const std::string& where, PickleVisitor& visitor) {
+  std::string config;
   try {
-    std::string config =
-        run_helper(helper_path(kHelper), {"model-config", source.path().string()}, ErrorCode::kInvalidHdf5,
-                   source.path(), "precdetect-hdf5, reading the model config,", kWalkLimit);
-    std::vector<std::string> lambdas;
-    std::function<void(const nlohmann::json&)> find = [&](const nlohmann::json& node) {
-      if (node.is_object() && node.value("class_name", "") == "Lambda")
-        lambdas.push_back(node.contains("config") && node["config"].is_object() ? node["config"].value("name", "?")
-                                                                                : "?");
-      if (node.is_structured())
-        for (const auto& child : node) find(child);
-    };
-    find(nlohmann::json::parse(config, nullptr, false));
-    return lambdas;
-  } catch (const std::exception&) {
-    return {};
+    config = run_helper(helper_path(kHelper), {"model-config", source.path().string()}, ErrorCode::kInvalidHdf5,
+                        source.path(), "precdetect-hdf5, reading the model config,", kWalkLimit);
+  } catch (const Error& e) {
+    return visitor.unverified(where, e.what());
   }
-}
-
-void name_keras_lambdas(const ByteSource& source, const std::string& where, PickleVisitor& visitor) {
-  std::vector<std::string> lambdas = keras_lambda_layers(source);
-  if (!lambdas.empty())
-    visitor.unverified(where, fmt::format("a Keras model config with Lambda layers ({}): Python code that "
-                                          "keras.models.load_model may run, not judged here",
-                                          fmt::join(lambdas, ", ")));
+  if (!config.empty()) visitor.keras_config(config, where + "!model_config");
 }
 
 }  // namespace
 
 std::unique_ptr<FormatFile> open_hdf5(const ByteSource& source) {
-  return looks_like_hdf5(source) ? plain_format_file(source, FileFormat::kHdf5, read_hdf5, name_keras_lambdas)
-                                 : nullptr;
+  return looks_like_hdf5(source) ? plain_format_file(source, FileFormat::kHdf5, read_hdf5, name_keras_config) : nullptr;
 }
 
 }  // namespace precdetect

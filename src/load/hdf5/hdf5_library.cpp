@@ -233,6 +233,7 @@ std::string model_config(hid_t file) {
   }
   std::string config(H5Tget_size(type.get()), '\0');
   if (H5Aread(attribute.get(), type.get(), config.data()) < 0) return "";
+  config.resize(std::min(config.size(), config.find('\0')));  // a fixed-size string is padded with NULs
   return config;
 }
 

@@ -433,19 +433,25 @@ std::string_view danger_family_name(DangerFamily family) {
   return "";
 }
 
-GlobalJudgement judge_global(std::string_view raw_module, std::string_view name) {
+GlobalJudgement judge_listed_global(std::string_view raw_module, std::string_view name) {
   std::string_view module = canonical_module(raw_module);
   // TorchScript's own pickles (read by torch.jit.load's unpickler, never Python's): its compiled classes and list
   // builders. The archive is unverified as a whole (its code/ is not judged).
   if (module == "__torch__" || module.starts_with("__torch__.") || module == "torch.jit._pickle")
     return {GlobalClass::kUnknown, kNone, ""};
   if (auto judged = judge_path(module, name)) return *judged;
-  if (module == "builtins" && !contains(kPlainBuiltins, name))
-    return dangerous(kCodeExecution, fmt::format("builtins.{} (not a plain data type)", name));
   std::string qualified = fmt::format("{}.{}", module, name);
   if (torch_type_name(module, name) || contains(kAllowed, qualified) || contains(kDcpMetadata, qualified))
     return {GlobalClass::kAllowed, kNone, ""};
   return {GlobalClass::kUnknown, kNone, ""};
+}
+
+GlobalJudgement judge_global(std::string_view raw_module, std::string_view name) {
+  GlobalJudgement judged = judge_listed_global(raw_module, name);
+  if (judged.kind == GlobalClass::kDangerous || canonical_module(raw_module) != "builtins" ||
+      contains(kPlainBuiltins, name))
+    return judged;
+  return dangerous(kCodeExecution, fmt::format("builtins.{} (not a plain data type)", name));
 }
 
 GlobalJudgement judge_method_reference(std::string_view module, std::string_view name, std::string_view attribute) {

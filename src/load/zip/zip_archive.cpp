@@ -17,7 +17,6 @@ namespace precdetect {
 namespace {
 
 constexpr uint64_t kMaxInflated = 1ull << 30;
-constexpr uint64_t kWholeMember = std::numeric_limits<uint64_t>::max();  // member_bytes' limit for all of it
 // Zip members that hold a checkpoint of their own; examined like a file.
 constexpr std::string_view kNestedExtensions[] = {".pt", ".pth", ".bin", ".ckpt", ".npz", ".zip", ".nemo"};
 // Zip members torch or pickle.load reads as pickles: data.pkl, constants.pkl, TorchScript's *.debug_pkl.
@@ -78,7 +77,7 @@ class MemberPickles {
     std::span<const std::byte> bytes;
     try {
       // An array's header tells whether a pickle follows: numbers are not inflated to find that out.
-      bytes = member_bytes(entry, inflated, array ? kMaxNpyHead : kWholeMember);
+      bytes = member_bytes(entry, inflated, array ? kMaxNpyHead : kZipWholeMember);
     } catch (const Error& e) {
       if (pickle_name || array || nested) visitor_.unverified(inside, e.what());
       return;
@@ -99,31 +98,15 @@ class MemberPickles {
     std::string inflated;
     std::span<const std::byte> bytes;
     try {
-      bytes = member_bytes(entry, inflated, kWholeMember);
+      bytes = member_bytes(entry, inflated, kZipWholeMember);
     } catch (const Error& e) {
       return visitor_.unverified(where, e.what());
     }
     visitor_.pickles(bytes.subspan(header->data_offset), where, base + header->data_offset, 1);
   }
 
-  /// A member's bytes, or its first `limit` when it holds more: stored ones straight from the archive, deflated
-  /// ones inflated into `inflated` (whole ones up to kMaxInflated).
   std::span<const std::byte> member_bytes(const ZipEntry& entry, std::string& inflated, uint64_t limit) {
-    // An entry flagged encrypted is read as it is stored: a reader that ignores the flag loads those bytes (and
-    // bytes truly encrypted are no pickle the machine can follow: unverified).
-    std::span<const std::byte> raw = archive_.view(entry.data_offset, entry.size);
-    if (entry.method == 0) return raw.first(std::min<uint64_t>(raw.size(), limit));
-    if (entry.method != 8)
-      fail(ErrorCode::kCompressedEntry, archive_.path(), fmt::format("compression method {}", entry.method));
-    if (limit < entry.uncompressed) {
-      inflated = inflate_head(raw, limit, archive_.path(), entry.name);
-    } else if (entry.uncompressed > kMaxInflated) {
-      fail(ErrorCode::kCompressedEntry, archive_.path(),
-           fmt::format("inflates to {} bytes, more than a safety check reads", entry.uncompressed));
-    } else {
-      inflated = inflate_entry(raw, entry.uncompressed, archive_.path(), entry.name);
-    }
-    return std::as_bytes(std::span(inflated));
+    return zip_member_bytes(archive_, entry, inflated, limit);
   }
 
   const ByteSource& archive_;
@@ -133,8 +116,8 @@ class MemberPickles {
 
 class ZipFormatFile final : public FormatFile {
  public:
-  ZipFormatFile(const ByteSource& source, FileFormat format, ReadZip read)
-      : source_(source), format_(format), read_(read) {}
+  ZipFormatFile(const ByteSource& source, FileFormat format, ReadZip read, NameMembers name_members)
+      : source_(source), format_(format), read_(read), name_members_(name_members) {}
   FileFormat format() const override { return format_; }
   std::string read(Checkpoint& checkpoint, size_t file) const override { return read_(checkpoint, file, entries()); }
   void name_pickles(const std::string& where, PickleVisitor& visitor) const override {
@@ -145,6 +128,7 @@ class ZipFormatFile final : public FormatFile {
       return visitor.unverified(where, e.what());
     }
     MemberPickles(source_, where, visitor).name_all(*entries);
+    if (name_members_) name_members_(source_, *entries, where, visitor);
   }
 
  private:
@@ -164,14 +148,35 @@ class ZipFormatFile final : public FormatFile {
   const ByteSource& source_;
   FileFormat format_;
   ReadZip read_;
+  NameMembers name_members_;
   mutable std::optional<std::vector<ZipEntry>> entries_;
   mutable std::exception_ptr error_;
 };
 
 }  // namespace
 
-std::unique_ptr<FormatFile> zip_format_file(const ByteSource& source, FileFormat format, ReadZip read) {
-  return std::make_unique<ZipFormatFile>(source, format, read);
+std::span<const std::byte> zip_member_bytes(const ByteSource& archive, const ZipEntry& entry, std::string& inflated,
+                                            uint64_t limit) {
+  // An entry flagged encrypted is read as it is stored: a reader that ignores the flag loads those bytes (and
+  // bytes truly encrypted are no pickle the machine can follow: unverified).
+  std::span<const std::byte> raw = archive.view(entry.data_offset, entry.size);
+  if (entry.method == 0) return raw.first(std::min<uint64_t>(raw.size(), limit));
+  if (entry.method != 8)
+    fail(ErrorCode::kCompressedEntry, archive.path(), fmt::format("compression method {}", entry.method));
+  if (limit < entry.uncompressed) {
+    inflated = inflate_head(raw, limit, archive.path(), entry.name);
+  } else if (entry.uncompressed > kMaxInflated) {
+    fail(ErrorCode::kCompressedEntry, archive.path(),
+         fmt::format("inflates to {} bytes, more than a safety check reads", entry.uncompressed));
+  } else {
+    inflated = inflate_entry(raw, entry.uncompressed, archive.path(), entry.name);
+  }
+  return std::as_bytes(std::span(inflated));
+}
+
+std::unique_ptr<FormatFile> zip_format_file(const ByteSource& source, FileFormat format, ReadZip read,
+                                            NameMembers name_members) {
+  return std::make_unique<ZipFormatFile>(source, format, read, name_members);
 }
 
 }  // namespace precdetect

@@ -21,9 +21,20 @@ bool looks_like_hdf5(const ByteSource& source);
 /// storage or a virtual dataset, which precdetect never opens).
 std::string read_hdf5(Checkpoint& checkpoint, size_t file);
 
-/// The file opened as HDF5 when it starts with HDF5's signature, else nullptr. It holds no pickles, but a whole
-/// Keras model's config may hold Lambda layers: marshalled Python code that keras.models.load_model runs (Keras 3
-/// only with safe_mode=False), which precdetect does not judge and names unverified.
+/// Where an HDF5 file lies in the file precdetect opened: the whole file, or a stored archive member.
+struct Hdf5Range {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+/// read_hdf5 of the HDF5 file that lies at `range` of file `file` (a .keras archive's stored model.weights.h5,
+/// which the helper opens as the image of those bytes): the records' offsets are the file's, and a dataset that
+/// lies past the range is Error(kOffsetPastEnd).
+void read_hdf5_range(Checkpoint& checkpoint, size_t file, Hdf5Range range);
+
+/// The file opened as HDF5 when it starts with HDF5's signature, else nullptr. It holds no pickles; a whole Keras
+/// model's config (the root's `model_config` attribute, which keras.models.load_model rebuilds the model from) is
+/// named to the visitor as a Keras config, "<file>!model_config", and a file HDF5 cannot open is unverified.
 std::unique_ptr<FormatFile> open_hdf5(const ByteSource& source);
 
 }  // namespace precdetect

@@ -47,6 +47,12 @@ struct GlobalJudgement {
 /// dangerous wherever it appears.
 GlobalJudgement judge_global(std::string_view module, std::string_view name);
 
+/// judge_global without its rule that every builtin that is no plain data type is dangerous (a pickle calls what it
+/// imports with any arguments it likes): for a loader that resolves a `builtins` name in a namespace of its own
+/// first (a Keras config's built-in functions, safety/keras_config). The listed builtins (eval, open, getattr, ...)
+/// and dunder and dotted names stay dangerous.
+GlobalJudgement judge_listed_global(std::string_view module, std::string_view name);
+
 /// Judges a method reference, `getattr(G, 'attribute')` with G the global `module.owner` (or an instance of it),
 /// as the method it names (`name` is `owner.attribute`): dangerous when G is, else as `attribute` of a module
 /// `module.owner` (`torch.serialization` `load` is dangerous; a model class's `forward` is unknown).
