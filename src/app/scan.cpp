@@ -17,7 +17,9 @@
 #include "precdetect/app/progress.h"
 #include "precdetect/classify/judge.h"
 #include "precdetect/core/error.h"
+#include "precdetect/core/http.h"
 #include "precdetect/core/output_file.h"
+#include "precdetect/core/url.h"
 #include "precdetect/discover/discover.h"
 #include "precdetect/discover/hf_cache.h"
 #include "precdetect/discover/input_list.h"
@@ -122,7 +124,8 @@ void warn_if_base_unknown(ModelReport& report, const std::optional<ModelReport>&
 /// no tensors, a pickle refused as unsafe (judged already), a GPU that failed. Any other is a structure the reading
 /// stopped at, which a crafted file may have made it stop at.
 bool read_to_its_end(std::string_view code) {
-  for (ErrorCode whole : {ErrorCode::kNotACheckpoint, ErrorCode::kNoTensors, ErrorCode::kUnsafePickle, ErrorCode::kDevice})
+  for (ErrorCode whole :
+       {ErrorCode::kNotACheckpoint, ErrorCode::kNoTensors, ErrorCode::kUnsafePickle, ErrorCode::kDevice})
     if (code == to_string(whole)) return true;
   return false;
 }
@@ -151,12 +154,19 @@ ModelReport examined(ModelReport& report, const std::optional<ModelSource>& sour
   return std::move(report);
 }
 
+/// A remote model's report says how many bytes its reading moved.
+ModelReport metered(ModelReport report, const TransferMeter& meter) {
+  if (is_url(report.input)) report.bytes_transferred = meter.bytes();
+  return report;
+}
+
 }  // namespace
 
 ModelReport scan_model(const std::string& input, const ScanOptions& options, const Judgement& judgement,
                        Analyzer& analyzer, StatsCache* cache, BaseFollowing base_following) {
   ModelReport report;
   report.input = report.path = input;
+  TransferMeter meter;  // before the sources: a remote file counts into it until it is closed
   std::optional<ModelSource> source;
   std::optional<Checkpoint> checkpoint;
   std::optional<ComponentInput> component = component_input(input);
@@ -169,7 +179,7 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     report.format = checkpoint->format;
     if (options.safety_only) {
       report.values_read = false;
-      return examined(report, source, checkpoint);
+      return metered(examined(report, source, checkpoint), meter);
     }
     if (!checkpoint->metadata.empty()) report.metadata = nlohmann::ordered_json::parse(checkpoint->metadata);
     ModelAnalysis analysis = analyze_model(*checkpoint, options.filter, judgement.rules.buffers, analyzer, cache);
@@ -194,7 +204,7 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     // Not ours (libtorch, the standard library): still one model's failure, never the batch's.
     fail_model(report, {std::string(to_string(ErrorCode::kInternal)), fmt::format("{}: {}", input, e.what())});
   }
-  return examined(report, source, checkpoint);
+  return metered(examined(report, source, checkpoint), meter);
 }
 
 namespace {
@@ -215,7 +225,8 @@ struct RunPlan {
 /// models/checkpoints may hold one); a folder of several models was split into them by models_in.
 std::vector<std::string> components_of(const std::string& model) {
   try {
-    if (component_input(model)) return {model};
+    // A remote model is not opened to see: that would read it twice (its components are not split, docs/using.md).
+    if (component_input(model) || is_url(model)) return {model};
     ModelSource source = discover(model, hf_hub_cache());
     // The layouts are saved as safetensors and as torch's .ckpt: other formats are not opened twice to see.
     static const std::set<std::string> kPipelineExtensions = {".safetensors", ".ckpt", ".pt", ".pth", ".bin"};

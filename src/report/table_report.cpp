@@ -228,6 +228,9 @@ std::string render_table(const ScanReport& report, bool per_tensor) {
       append_precision(out, model);
     }
     if (per_tensor) append_safety(out, model);
+    if (model.bytes_transferred)
+      out += fmt::format("  read over the network: {} bytes ({:.1f} MiB)\n", *model.bytes_transferred,
+                         static_cast<double>(*model.bytes_transferred) / (1 << 20));
   }
   if (report.models.size() > 1) out += batch_line(report);
   return out;

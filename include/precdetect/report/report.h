@@ -38,6 +38,9 @@ struct ModelReport {
   /// False under --safety-only: the files' structure was read and judged, no tensor's values (no summary, verdict
   /// or tensors).
   bool values_read = true;
+  /// For a model read over the network (hf://, s3://, http(s)://): the body bytes its requests received, retries
+  /// and refused answers included; nullopt for a local model.
+  std::optional<uint64_t> bytes_transferred;
   /// What the file says of the model in its own header (Checkpoint::metadata: GGUF's key/values); null if none.
   nlohmann::ordered_json metadata;
   ModelSummary summary;  ///< the parameters: seed 000's summary, the verdict's input
