@@ -156,6 +156,12 @@ class HttpTest(RemoteTestCase):
         self.assertLess(sum(moved.values()), 1 << 20)
         self.assertEqual(model["bytes_transferred"], sum(moved.values()))
 
+    def test_diff_of_a_remote_model_and_its_local_copy(self):
+        local = self.files / "sharded" / "model.safetensors.index.json"
+        result = run("diff", "--json", f"{self.base}/files/sharded/model.safetensors.index.json", local)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(json.loads(result.stdout)["pairs"][0]["outcome"], "identical")
+
     def test_a_table_says_how_many_bytes_were_read(self):
         result = run(f"{self.base}/files/single/model.safetensors")
         self.assertEqual(result.returncode, 0, result.stderr)
