@@ -105,8 +105,10 @@ ScaleRecords scale_records(const Checkpoint& checkpoint) {
   return scales;
 }
 
-/// The bytes of values read ahead of the kernel: the window a scan holds beyond the tensor in hand.
-constexpr uint64_t kReadAheadBudget = uint64_t{256} << 20;
+/// The bytes of values read ahead of the kernel: the window each model scanned at once holds beyond the tensor in
+/// hand (--jobs models at once: 4 x 64 MiB at most by default). Two 7B-sized matrices: enough to keep a transfer
+/// going while the kernel runs (docs/benchmarks.md, "Remote models").
+constexpr uint64_t kReadAheadBudget = uint64_t{64} << 20;
 
 /// True for a tensor whose values come through read() (a pread or remote source: no mapping to read in place)
 /// and need nothing beside them (no scales, no block codes): they can be read ahead, on a thread of their own.

@@ -21,6 +21,7 @@ std::string without_trailing_slash(std::string text) {
 std::string hf_token_file() {
   std::string path = env("HF_TOKEN_PATH");
   if (path.empty() && !env("HF_HOME").empty()) path = env("HF_HOME") + "/token";
+  if (path.empty() && !env("XDG_CACHE_HOME").empty()) path = env("XDG_CACHE_HOME") + "/huggingface/token";
   if (path.empty() && !env("HOME").empty()) path = env("HOME") + "/.cache/huggingface/token";
   std::ifstream file(path);
   std::string token;

@@ -39,7 +39,8 @@ std::optional<std::string> http_url_of(std::string_view input);
 long download_timeout_seconds();
 
 /// The credentials the environment holds for `url`'s host: the Hub token (HF_TOKEN, else the file huggingface_hub
-/// writes: HF_TOKEN_PATH, else $HF_HOME/token, else ~/.cache/huggingface/token) for HF_ENDPOINT's host; the AWS
+/// writes: HF_TOKEN_PATH, else $HF_HOME/token, else
+/// $XDG_CACHE_HOME/huggingface/token, else ~/.cache/huggingface/token) for HF_ENDPOINT's host; the AWS
 /// keys for s3_endpoint()'s host. nullopt for any other host.
 std::optional<HttpCredentials> credentials_for(const Url& url);
 
