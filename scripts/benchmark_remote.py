@@ -3,6 +3,7 @@
 tests/e2e/remote_server.py (which counts the body bytes it sends per file), then
 
   safety-only   precdetect --safety-only INDEX_URL: bytes moved (the server's count) and wall time
+  headers-only  precdetect --headers-only INDEX_URL: the same, with the census and footprint
   full          precdetect INDEX_URL: wall time, GB/s of the model's bytes, peak RSS (/usr/bin/time)
   curl          curl downloading the same four shards to /dev/null, one after another (what a user would do first)
   local         precdetect on the same files from the local disk (page cache warm), for reference
@@ -85,6 +86,9 @@ def main():
             safety_s, safety_rss, _ = timed([BINARY, "--json", "--safety-only", index])
             safety_bytes = moved()
             urllib.request.urlopen(base + "/__reset")
+            headers_s, headers_rss, _ = timed([BINARY, "--json", "--headers-only", index])
+            headers_bytes = moved()
+            urllib.request.urlopen(base + "/__reset")
             full_s, full_rss, out = timed([BINARY, "--json", index])
             full_bytes = moved()
             transferred = json.loads(out)["models"][0]["bytes_transferred"]
@@ -99,6 +103,7 @@ def main():
     print("| run | wall s | GB/s | bytes moved | peak RSS MiB |")
     print("|---|---|---|---|---|")
     print(f"| precdetect --safety-only (remote) | {safety_s:.2f} | | {safety_bytes:,} | {safety_rss:.0f} |")
+    print(f"| precdetect --headers-only (remote) | {headers_s:.2f} | | {headers_bytes:,} | {headers_rss:.0f} |")
     print(f"| precdetect full scan (remote) | {full_s:.2f} | {gb / full_s:.2f} | {full_bytes:,} (report: "
           f"{transferred:,}) | {full_rss:.0f} |")
     print(f"| curl, the 4 shards to /dev/null | {curl_s:.2f} | {gb / curl_s:.2f} | {total:,} | |")

@@ -154,6 +154,16 @@ ModelReport examined(ModelReport& report, const std::optional<ModelSource>& sour
   return std::move(report);
 }
 
+/// --headers-only: what the checkpoint's records say, without their values: each tensor's dtype, shape and size,
+/// the census and footprint (census_model), and what the file's own header says (GGUF's key/values).
+void read_headers(ModelReport& report, const Checkpoint& checkpoint, const ScanOptions& options,
+                  const Judgement& judgement) {
+  if (!checkpoint.metadata.empty()) report.metadata = nlohmann::ordered_json::parse(checkpoint.metadata);
+  report.warnings = checkpoint.warnings;
+  take_analysis(report, census_model(checkpoint, options.filter, judgement.rules.buffers));
+  report.headers_read = true;
+}
+
 /// A remote model's report says how many bytes its reading moved.
 ModelReport metered(ModelReport report, const TransferMeter& meter) {
   if (is_url(report.input)) report.bytes_transferred = meter.bytes();
@@ -177,8 +187,9 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     checkpoint = open_checkpoint(*source, options.read_mode.value_or(analyzer.preferred_read_mode()));
     if (component) keep_component(checkpoint->tensors, component->component, source->path.string());
     report.format = checkpoint->format;
-    if (options.safety_only) {
+    if (options.safety_only || options.headers_only) {
       report.values_read = false;
+      if (options.headers_only) read_headers(report, *checkpoint, options, judgement);
       return metered(examined(report, source, checkpoint), meter);
     }
     if (!checkpoint->metadata.empty()) report.metadata = nlohmann::ordered_json::parse(checkpoint->metadata);

@@ -351,7 +351,7 @@ ordered_json model_json(const ModelReport& model) {
                        {"values_read", model.values_read},
                        {"metadata", model.metadata},
                        {"adapter", adapter_json(model)},
-                       {"summary", model.values_read ? summary_json(model.summary) : nullptr},
+                       {"summary", model.values_read || model.headers_read ? summary_json(model.summary) : nullptr},
                        {"buffers", model.values_read ? value_summary_json(model.buffers) : nullptr},
                        {"verdict", model.values_read ? verdict_json(model.verdict) : nullptr},
                        {"storage_cast", storage_cast_json(model.summary)},

@@ -53,9 +53,9 @@ std::string safety_cell(const ModelReport& model) {
 std::string verdict_cell(const ModelReport& model) {
   std::string gate = model.gate_failures.empty() ? "" : " GATE FAILED";
   if (model.error) return "error: " + model.error->code + safety_cell(model) + gate;
-  if (!model.values_read) {  // --safety-only: no values, no verdict
+  if (!model.values_read) {  // --safety-only, --headers-only: no values, no verdict
     std::string cell = safety_cell(model);
-    return fmt::format("safety only:{}{}", cell.empty() ? " safe" : cell, gate);
+    return fmt::format("{} only:{}{}", model.headers_read ? "headers" : "safety", cell.empty() ? " safe" : cell, gate);
   }
   return fmt::format("{}{}{}{}{}{}", label_text(model.verdict), adapter_text(model), basis_text(model.verdict),
                      risk_text(model.verdict), safety_cell(model), gate);

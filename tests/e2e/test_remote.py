@@ -1,8 +1,8 @@
 """Remote inputs (issue 60): http(s):// files and indexes, hf:// repositories and s3:// objects and folders, read by
 byte ranges, against servers this test starts on 127.0.0.1 and stops by process id: remote_server.py (files with
 faults, the Hub's documented endpoints and a CDN port, checked here by huggingface_hub itself) and moto's S3
-server. Results must equal the local scan of the same files; the headers-only reads (--safety-only) must move no
-tensor bytes; every fault is a named error (exit 2) while the other models of the batch are still scanned."""
+server. Results must equal the local scan of the same files; --safety-only and --headers-only must move no tensor
+bytes; every fault is a named error (exit 2) while the other models of the batch are still scanned."""
 
 import json
 import os
@@ -155,6 +155,30 @@ class HttpTest(RemoteTestCase):
             self.assertLess(sent, shard.stat().st_size, shard.name)
         self.assertLess(sum(moved.values()), 1 << 20)
         self.assertEqual(model["bytes_transferred"], sum(moved.values()))
+
+    def test_headers_only_gives_the_census_and_moves_no_tensor_bytes(self):
+        url = f"{self.base}/files/sharded/model.safetensors.index.json"
+        local = self.files / "sharded" / "model.safetensors.index.json"
+        code, remote, stderr = scan("--headers-only", url)
+        self.assertEqual(code, 0, stderr)
+        moved = self.stats()["bytes"]
+        for shard in sorted((self.files / "sharded").glob("*.safetensors")):
+            self.assertLessEqual(moved[f"/files/sharded/{shard.name}"], max(65536, header_end(shard)), shard.name)
+        code, headers, _ = scan("--headers-only", local)
+        self.assertEqual(without_places(remote, [f"{self.base}/files/sharded"]),
+                         without_places(headers, [str(local.parent)]))
+        model = remote["models"][0]
+        _, full, _ = scan(local)
+        for key in ("tensors", "parameters", "bytes", "dtypes", "census", "footprint"):
+            self.assertEqual(model["summary"][key], full["models"][0]["summary"][key], key)
+        self.assertIsNone(model["summary"]["abs_max"])
+        self.assertIsNone(model["verdict"])
+        self.assertFalse(model["values_read"])
+        self.assertEqual({t["analyzed"] for t in model["tensors"]}, {False})
+        self.assertIn("headers only: safe", run("--headers-only", url).stdout)
+        # No values, so no gate on them; and one tier at a time (exit 3: the run could not be made).
+        self.assertEqual(run("--headers-only", "--expect", "bf16", url).returncode, 3)
+        self.assertEqual(run("--headers-only", "--safety-only", url).returncode, 3)
 
     def test_diff_of_a_remote_model_and_its_local_copy(self):
         local = self.files / "sharded" / "model.safetensors.index.json"

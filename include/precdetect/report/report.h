@@ -38,6 +38,9 @@ struct ModelReport {
   /// False under --safety-only: the files' structure was read and judged, no tensor's values (no summary, verdict
   /// or tensors).
   bool values_read = true;
+  /// True under --headers-only: `summary` and `tensors` hold what the headers say (counts, dtypes, shapes, sizes),
+  /// their value statistics absent.
+  bool headers_read = false;
   /// For a model read over the network (hf://, s3://, http(s)://): the body bytes its requests received, retries
   /// and refused answers included; nullopt for a local model.
   std::optional<uint64_t> bytes_transferred;
