@@ -11,7 +11,6 @@
 #include "precdetect/core/byte_cursor.h"
 #include "precdetect/core/error.h"
 #include "precdetect/core/http.h"
-#include "precdetect/core/parallel.h"
 #include "precdetect/core/worker_pool.h"
 
 namespace precdetect {
@@ -20,7 +19,14 @@ namespace {
 constexpr uint64_t kBlock = uint64_t{64} << 10;  // a view fetches whole blocks: a header in one request or two
 // A tensor is fetched in parts of at least 8 MiB, several at once: requests in flight hide a network's latency.
 constexpr uint64_t kMinReadPart = uint64_t{8} << 20;
-constexpr uint64_t kMinReadParallelism = 8;
+constexpr size_t kRequestsInFlight = 8;
+
+/// The threads ranges are fetched on: the process's worker pool is the kernel's, and a transfer queued behind its
+/// loops would stop the read-ahead from overlapping them; each thread keeps its connections (core/http.h).
+WorkerPool& transfer_pool() {
+  static WorkerPool pool(kRequestsInFlight - 1);  // and the caller
+  return pool;
+}
 
 class RemoteFile final : public ByteSource {
  public:
@@ -124,9 +130,12 @@ class RemoteFile final : public ByteSource {
   }
 
   void read_uncached(uint64_t offset, std::span<std::byte> dest) const {
-    uint64_t parallelism = std::max<uint64_t>(WorkerPool::shared().concurrency(), kMinReadParallelism);
-    for_parts_in_parallel(dest.size(), kMinReadPart, parallelism,
-                          [&](uint64_t begin, uint64_t end) { get(offset + begin, dest.subspan(begin, end - begin)); });
+    uint64_t parts = std::clamp<uint64_t>(dest.size() / kMinReadPart, 1, kRequestsInFlight);
+    uint64_t part = (dest.size() + parts - 1) / parts;
+    transfer_pool().run(parts, [&](size_t i) {
+      uint64_t begin = i * part, end = std::min<uint64_t>(begin + part, dest.size());
+      get(offset + begin, dest.subspan(begin, end - begin));
+    });
   }
 
   /// One ranged request for exactly dest.size() bytes at `offset`, held to the file's size and ETag.
