@@ -195,7 +195,9 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     if (!checkpoint->metadata.empty()) report.metadata = nlohmann::ordered_json::parse(checkpoint->metadata);
     ModelAnalysis analysis = analyze_model(*checkpoint, options.filter, judgement.rules.buffers, analyzer, cache);
     report.warnings = checkpoint->warnings;
-    report.adapter = identify_adapter(source->path, tensor_names(analysis));
+    // A remote model's folder is its first file's (hf://org/name@commit names no folder that holds files).
+    const std::filesystem::path& where = is_url(input) ? source->files.front() : source->path;
+    report.adapter = identify_adapter(where, tensor_names(analysis));
     take_analysis(report, std::move(analysis));
     std::optional<ModelReport> base;
     if (report.adapter && base_following == BaseFollowing::kYes)

@@ -41,6 +41,9 @@ struct RemoteFormat {
   std::string_view index;
   std::initializer_list<std::string_view> extensions;
 };
+/// The text files beside the weights a loader reads and may act on (discover.cpp's texts_beside), in name order.
+constexpr std::array<std::string_view, 4> kTextNames = {"chat_template.jinja", "chat_template.json", "config.json",
+                                                        "tokenizer_config.json"};
 constexpr std::array<std::string_view, 5> kTrainerState = {"training_args.bin", "optimizer.pt", "scheduler.pt",
                                                            "scaler.pt", "distrib_optim.pt"};
 
@@ -110,12 +113,10 @@ void add_folder(ModelSource& source, const Listing& listing) {
 
 /// config.json and the text files a loader acts on (ModelSource::texts_beside), where the listing holds them.
 void add_texts(ModelSource& source, const Listing& listing, const std::string& folder) {
-  static constexpr std::array<std::string_view, 4> kNames = {"config.json", "tokenizer_config.json",
-                                                             "chat_template.jinja", "chat_template.json"};
   for (const std::string& name : listing.names) {
     bool beside = name.starts_with(folder) && name.find('/', folder.size()) == std::string::npos;
     std::string_view file = std::string_view(name).substr(folder.size());
-    if (beside && (std::find(kNames.begin(), kNames.end(), file) != kNames.end() || file.ends_with(".py")))
+    if (beside && (std::find(kTextNames.begin(), kTextNames.end(), file) != kTextNames.end() || file.ends_with(".py")))
       source.texts_beside.emplace_back(url_of(listing, name));
   }
   if (listing.names.contains(folder + "config.json")) source.config = url_of(listing, folder + "config.json");
@@ -166,18 +167,21 @@ std::vector<std::string> xml_values(const std::string& xml, const std::string& t
   return values;
 }
 
-/// config.json beside a file or index that came without a listing (an http(s) URL, an S3 object), when there is
-/// one: as discover() looks beside a local file.
-void add_config_beside(ModelSource& source, const Listing& beside) {
-  std::string url = url_of(beside, "config.json");
-  try {
-    fetch_text(url, "config.json");
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::kNotFound) throw;
-    return;  // none: the model is read without it
+/// config.json and the other text files beside a file or index that came without a listing (an http(s) URL, an S3
+/// object), asked for by name: as discover() looks beside a local file. One that is absent or refused (S3 answers
+/// 403 for a key that does not exist to a reader who may not list) is read as absent.
+void add_texts_beside(ModelSource& source, const Listing& beside) {
+  for (std::string_view name : kTextNames) {
+    std::string url = url_of(beside, std::string(name));
+    try {
+      fetch_text(url, "a text file beside the weights");
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::kNotFound || e.code() == ErrorCode::kRemoteAuth) continue;
+      throw;
+    }
+    if (name == "config.json") source.config = url;
+    source.texts_beside.emplace_back(url);
   }
-  source.config = url;
-  source.texts_beside.emplace_back(url);
 }
 
 /// `s3://bucket/prefix/`: ListObjectsV2, page by page, the folder's own files (a delimiter keeps sub-folders out).
@@ -212,7 +216,7 @@ ModelSource discover_s3(const std::string& input) {
       add_index(source, beside, url_file_name(key));
     else
       source.files.emplace_back(*http_url_of(input));
-    add_config_beside(source, beside);
+    add_texts_beside(source, beside);
     return source;
   }
   Listing listing = list_s3_folder(bucket, key);
@@ -232,7 +236,7 @@ ModelSource discover_http(const std::string& input) {
     add_index(source, beside, url_file_name(input));
   else
     source.files.emplace_back(input);
-  add_config_beside(source, beside);
+  add_texts_beside(source, beside);
   return source;
 }
 

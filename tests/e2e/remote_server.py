@@ -6,7 +6,7 @@
   X-Linked-Size); repositories under ORG `private` answer 401 without `Authorization: Bearer hf_test_token`;
 - the CDN port: blobs by SHA-256, Range honoured; a request carrying Authorization is counted (`auth_on_cdn`) and refused;
 - plain files (`/files/PATH`, Range honoured) and the same with a fault (`/fault/KIND/PATH`, KIND below);
-- `/__stats`: body bytes sent per served file and the count of tokens that reached the CDN; `/__reset` clears them.
+- `/__stats`: body bytes sent per served file (per path for other answers) and the count of tokens that reached the CDN; `/__reset` clears them.
 
 Prints `{"port": P, "cdn_port": C}` on its first line of stdout, then serves until killed.
 """
@@ -61,6 +61,9 @@ def parse_range(header, size):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes: with Nagle's algorithm the body would wait for the client's delayed
+    # ACK (40 ms) on every kept-alive connection.
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):
         pass
@@ -212,8 +215,8 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":  # a HEAD answer has the GET's headers, never its body
             self.wfile.write(body)
-            if key:
-                self.count(key, len(body))
+            if not self.path.startswith("/__"):  # every body a client receives, error answers too
+                self.count(key or urlsplit(self.path).path, len(body))
 
 
 def main():

@@ -20,6 +20,10 @@ constexpr uint64_t kBlock = uint64_t{64} << 10;  // a view fetches whole blocks:
 // A tensor is fetched in parts of at least 8 MiB, several at once: requests in flight hide a network's latency.
 constexpr uint64_t kMinReadPart = uint64_t{8} << 20;
 constexpr size_t kRequestsInFlight = 8;
+// A small tensor (a norm, a bias, a LoRA's factors) is read through a window of the bytes from it on, one request
+// for the tensors that follow it: hundreds of requests of a few KiB each would cost a round trip apiece.
+constexpr uint64_t kSmallRead = uint64_t{256} << 10;
+constexpr uint64_t kSmallReadWindow = uint64_t{2} << 20;
 
 /// The threads ranges are fetched on: the process's worker pool is the kernel's, and a transfer queued behind its
 /// loops would stop the read-ahead from overlapping them; each thread keeps its connections (core/http.h).
@@ -84,6 +88,7 @@ class RemoteFile final : public ByteSource {
   void read(uint64_t offset, std::span<std::byte> dest) const override {
     std::span<const std::byte> bytes = checked(offset, dest.size());
     if (held(offset, dest.size())) return (void)std::memcpy(dest.data(), bytes.data(), dest.size());
+    if (dest.size() <= kSmallRead) return read_small(offset, dest);
     read_uncached(offset, dest);  // a tensor's bytes go straight to the caller, never into the cache
   }
 
@@ -138,6 +143,19 @@ class RemoteFile final : public ByteSource {
     });
   }
 
+  /// A small read, from the window of kSmallReadWindow bytes it starts (or the one it falls inside).
+  void read_small(uint64_t offset, std::span<std::byte> dest) const {
+    std::lock_guard lock(window_mutex_);
+    if (offset < window_begin_ || offset + dest.size() > window_begin_ + window_.size()) {
+      window_.clear();  // until the fetch succeeds, the window holds nothing
+      std::vector<std::byte> bytes(std::min(kSmallReadWindow, size_ - offset));
+      get(offset, bytes);
+      window_ = std::move(bytes);
+      window_begin_ = offset;
+    }
+    std::memcpy(dest.data(), window_.data() + (offset - window_begin_), dest.size());
+  }
+
   /// One ranged request for exactly dest.size() bytes at `offset`, held to the file's size and ETag.
   void get(uint64_t offset, std::span<std::byte> dest) const {
     if (dest.empty()) return;
@@ -159,6 +177,9 @@ class RemoteFile final : public ByteSource {
   std::byte* data_ = nullptr;
   mutable std::vector<bool> have_;  ///< per kBlock: fetched and not released
   mutable std::mutex mutex_;
+  mutable std::vector<std::byte> window_;  ///< read_small's bytes, from window_begin_
+  mutable uint64_t window_begin_ = 0;
+  mutable std::mutex window_mutex_;
 };
 
 }  // namespace
