@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "precdetect/analyze/quanto_stats.h"
 #include "precdetect/analyze/scaled_stats.h"
 #include "precdetect/analyze/zero_point_stats.h"
+#include "precdetect/core/read_ahead.h"
 #include "precdetect/load/host_values.h"
 
 namespace precdetect {
@@ -103,6 +105,40 @@ ScaleRecords scale_records(const Checkpoint& checkpoint) {
   return scales;
 }
 
+/// The bytes of values read ahead of the kernel: the window each model scanned at once holds beyond the tensor in
+/// hand (--jobs models at once: 4 x 64 MiB at most by default). Two 7B-sized matrices: enough to keep a transfer
+/// going while the kernel runs (docs/benchmarks.md, "Remote models").
+constexpr uint64_t kReadAheadBudget = uint64_t{64} << 20;
+
+/// True for a tensor whose values come through read() (a pread or remote source: no mapping to read in place)
+/// and need nothing beside them (no scales, no block codes): they can be read ahead, on a thread of their own.
+bool reads_ahead(const Checkpoint& checkpoint, const TensorRecord& record) {
+  return !record.scaled_by && !checkpoint.files[record.file]->zero_copy() &&
+         dtype_kind(record.dtype) != DTypeKind::kQuantized;
+}
+
+/// The statistics of `records` on the CPU, in order. Where values come through read(), the next tensors are read
+/// while the kernel runs on this one (within kReadAheadBudget): the network's or the disk's time overlaps the
+/// kernel's, as the CUDA path's staging does.
+std::vector<TensorStats> cpu_analyze(const Checkpoint& checkpoint, const std::vector<const TensorRecord*>& records,
+                                     const ScaleRecords& scales) {
+  std::vector<TensorStats> stats;
+  auto ahead_of = [&](size_t i) { return reads_ahead(checkpoint, *records[i]); };
+  bool any = std::any_of(records.begin(), records.end(), [&](auto* r) { return reads_ahead(checkpoint, *r); });
+  std::optional<ReadAhead<std::optional<HostValues>>> values;
+  if (any)
+    values.emplace(
+        records.size(), kReadAheadBudget, [&](size_t i) { return ahead_of(i) ? records[i]->nbytes : 0; },
+        [&](size_t i) { return ahead_of(i) ? std::optional(read_values(checkpoint, *records[i])) : std::nullopt; });
+  for (const TensorRecord* record : records) {
+    std::optional<HostValues> read = values ? values->next() : std::nullopt;
+    stats.push_back(read ? cpu_tensor_stats(read->data(), record->dtype, record->numel)
+                         : cpu_stats(checkpoint, *record, scales));
+    release(checkpoint, *record);
+  }
+  return stats;
+}
+
 }  // namespace
 
 Analyzer::Analyzer(const ComputeDevice& device) {
@@ -118,18 +154,14 @@ std::vector<TensorStats> Analyzer::analyze(const Checkpoint& checkpoint, std::sp
   ScaleRecords scales = scale_records(checkpoint);
   std::vector<const TensorRecord*> gpu_records;
   std::copy_if(records.begin(), records.end(), std::back_inserter(gpu_records), on_gpu);
+  std::vector<const TensorRecord*> cpu_records;
+  std::copy_if(records.begin(), records.end(), std::back_inserter(cpu_records), [&](auto* r) { return !on_gpu(r); });
   std::vector<TensorStats> gpu_stats =
       gpu_records.empty() ? std::vector<TensorStats>() : cuda_->analyze(checkpoint, gpu_records);
+  std::vector<TensorStats> cpu = cpu_analyze(checkpoint, cpu_records, scales);
   std::vector<TensorStats> stats;
-  size_t next_gpu = 0;
-  for (const TensorRecord* record : records) {
-    if (on_gpu(record)) {
-      stats.push_back(gpu_stats[next_gpu++]);
-      continue;
-    }
-    stats.push_back(cpu_stats(checkpoint, *record, scales));
-    release(checkpoint, *record);
-  }
+  size_t next_gpu = 0, next_cpu = 0;
+  for (const TensorRecord* record : records) stats.push_back(on_gpu(record) ? gpu_stats[next_gpu++] : cpu[next_cpu++]);
   return stats;
 }
 

@@ -217,17 +217,17 @@ void add_warnings(ModelAnalysis& analysis, const TensorFilter& filter) {
     warnings.push_back({.code = WarningCode::kNonFinite, .count = totals.nans, .other = totals.infs});
 }
 
-/// The analysis of `selected` (`stats` holding the floating ones' statistics, in order): roles given, model-parallel
-/// parts joined, parameters and buffers summed, warnings added.
-ModelAnalysis assemble(const std::vector<const TensorRecord*>& selected, const std::vector<TensorStats>& stats,
+/// The analysis of `selected` (`stats` holding the floating ones' statistics, in order; null when no values were
+/// read): roles given, model-parallel parts joined, parameters and buffers summed, warnings added (with values).
+ModelAnalysis assemble(const std::vector<const TensorRecord*>& selected, const std::vector<TensorStats>* stats,
                        bool model_parallel, const TensorFilter& filter, const BufferNames& buffers) {
   ModelAnalysis analysis;
   size_t next_float = 0;
   std::map<std::string, size_t> chunked;  // a tensor stored in chunks: where its first chunk is reported
   for (const TensorRecord* record : selected) {
     AnalyzedTensor tensor = analyzed(*record, buffers);
-    if (analyzed_values(*record)) {
-      tensor.stats = stats[next_float++];
+    if (stats && analyzed_values(*record)) {
+      tensor.stats = (*stats)[next_float++];
       if (record->scaled_by) tensor.numel = tensor.stats->numel;  // MLX's packed words hold several values each
     }
     if (record->sparse_of) densify(tensor, *record->sparse_of);
@@ -245,27 +245,40 @@ ModelAnalysis assemble(const std::vector<const TensorRecord*>& selected, const s
   }
   if (model_parallel) analysis.tensors = join_parts(std::move(analysis.tensors));
   count_roles(analysis);
-  add_warnings(analysis, filter);
+  if (stats) add_warnings(analysis, filter);
   return analysis;
+}
+
+/// The records `filter` selects, and among them those whose values are analyzed. Throws Error(kNoTensors) for a
+/// checkpoint of no tensors.
+std::vector<const TensorRecord*> selected_records(const Checkpoint& checkpoint, const TensorFilter& filter,
+                                                  std::vector<const TensorRecord*>* floats) {
+  if (checkpoint.tensors.empty())
+    fail(ErrorCode::kNoTensors, model_path(checkpoint),
+         checkpoint.warnings.empty()
+             ? "no tensors found: nothing to scan"
+             : "no tensors found: nothing to scan (" + checkpoint.warnings.front().message() + ")");
+  std::vector<const TensorRecord*> selected;
+  for (const TensorRecord& record : checkpoint.tensors) {
+    if (!filter.selects(record.name)) continue;
+    selected.push_back(&record);
+    if (floats && analyzed_values(record)) floats->push_back(&record);
+  }
+  return selected;
 }
 
 }  // namespace
 
 ModelAnalysis analyze_model(const Checkpoint& checkpoint, const TensorFilter& filter, const BufferNames& buffers,
                             Analyzer& analyzer, StatsCache* cache) {
-  if (checkpoint.tensors.empty())
-    fail(ErrorCode::kNoTensors, model_path(checkpoint),
-         checkpoint.warnings.empty()
-             ? "no tensors found: nothing to scan"
-             : "no tensors found: nothing to scan (" + checkpoint.warnings.front().message() + ")");
-  std::vector<const TensorRecord*> selected, floats;
-  for (const TensorRecord& record : checkpoint.tensors) {
-    if (!filter.selects(record.name)) continue;
-    selected.push_back(&record);
-    if (analyzed_values(record)) floats.push_back(&record);
-  }
-  return assemble(selected, float_stats(checkpoint, floats, analyzer, cache), checkpoint.model_parallel, filter,
-                  buffers);
+  std::vector<const TensorRecord*> floats;
+  std::vector<const TensorRecord*> selected = selected_records(checkpoint, filter, &floats);
+  std::vector<TensorStats> stats = float_stats(checkpoint, floats, analyzer, cache);
+  return assemble(selected, &stats, checkpoint.model_parallel, filter, buffers);
+}
+
+ModelAnalysis census_model(const Checkpoint& checkpoint, const TensorFilter& filter, const BufferNames& buffers) {
+  return assemble(selected_records(checkpoint, filter, nullptr), nullptr, checkpoint.model_parallel, filter, buffers);
 }
 
 ModelAnalysis analyze_live_model(const LiveModel& model, const std::string& name, const TensorFilter& filter,
@@ -286,7 +299,7 @@ ModelAnalysis analyze_live_model(const LiveModel& model, const std::string& name
   } catch (const Error& e) {
     fail(e.code(), name, e.what());
   }
-  return assemble(selected, stats, /*model_parallel=*/false, filter, buffers);
+  return assemble(selected, &stats, /*model_parallel=*/false, filter, buffers);
 }
 
 }  // namespace precdetect

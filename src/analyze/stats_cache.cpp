@@ -130,6 +130,8 @@ StatsCache::~StatsCache() { sqlite3_close(db_); }
 
 std::string StatsCache::file_identity(const Checkpoint& checkpoint, size_t index) {
   const ByteSource& file = *checkpoint.files[index];
+  if (std::string version = file.version(); !version.empty())  // a remote file: its URL and ETag name its bytes
+    return fmt::format("{}|{}|{}|{}", file.path().string(), file.size(), version, PRECDETECT_VERSION);
   std::error_code ec;
   fs::path canonical = fs::weakly_canonical(file.path(), ec);
   struct stat info {};

@@ -199,6 +199,10 @@ void add_scan_options(CLI::App& app, ScanOptions& options, ScanText& text) {
   app.add_flag("--safety-only", options.safety_only,
                "judge only whether each model is safe to load: its files' structure, pickles, configs and templates "
                "are read, no tensor values (no statistics, no verdict); a 100 GB folder in the time its headers take");
+  app.add_flag("--headers-only", options.headers_only,
+               "what --safety-only reads, and from the headers each tensor's dtype, shape and size, the census and the "
+               "footprint; no tensor values (no statistics, no verdict): a remote model in kilobytes")
+      ->excludes("--safety-only");
   static const std::map<std::string, OutputFormat> kFormats{
       {"table", OutputFormat::kTable},   {"json", OutputFormat::kJson},         {"jsonl", OutputFormat::kJsonl},
       {"csv", OutputFormat::kCsv},       {"markdown", OutputFormat::kMarkdown}, {"sarif", OutputFormat::kSarif},
@@ -326,10 +330,12 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     if (options.output == kStandardOutput && options.format == OutputFormat::kJsonl)
       throw CLI::ValidationError("-o -", "--jsonl prints its lines on standard output: name a file");
     const Gates& gates = options.gates;
-    if (options.safety_only && (gates.expect || !gates.fail_on.empty() || gates.fail_if_fp16_risk || gates.max_abs ||
-                                gates.max_norm || gates.fail_if_nonfinite || text.verify))
+    if ((options.safety_only || options.headers_only) &&
+        (gates.expect || !gates.fail_on.empty() || gates.fail_if_fp16_risk || gates.max_abs || gates.max_norm ||
+         gates.fail_if_nonfinite || text.verify))
       throw CLI::ValidationError(
-          "--safety-only", "reads no tensor values: of the gates only --fail-if-unsafe and --strict-safety apply");
+          options.safety_only ? "--safety-only" : "--headers-only",
+          "reads no tensor values: of the gates only --fail-if-unsafe and --strict-safety apply");
     if (!text.shard.empty()) options.shard = *parse_shard(text.shard);
     take_github_environment(options);
     if (text.no_cache) options.cache.reset();

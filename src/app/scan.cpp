@@ -17,7 +17,9 @@
 #include "precdetect/app/progress.h"
 #include "precdetect/classify/judge.h"
 #include "precdetect/core/error.h"
+#include "precdetect/core/http.h"
 #include "precdetect/core/output_file.h"
+#include "precdetect/core/url.h"
 #include "precdetect/discover/discover.h"
 #include "precdetect/discover/hf_cache.h"
 #include "precdetect/discover/input_list.h"
@@ -152,12 +154,29 @@ ModelReport examined(ModelReport& report, const std::optional<ModelSource>& sour
   return std::move(report);
 }
 
+/// --headers-only: what the checkpoint's records say, without their values: each tensor's dtype, shape and size,
+/// the census and footprint (census_model), and what the file's own header says (GGUF's key/values).
+void read_headers(ModelReport& report, const Checkpoint& checkpoint, const ScanOptions& options,
+                  const Judgement& judgement) {
+  if (!checkpoint.metadata.empty()) report.metadata = nlohmann::ordered_json::parse(checkpoint.metadata);
+  report.warnings = checkpoint.warnings;
+  take_analysis(report, census_model(checkpoint, options.filter, judgement.rules.buffers));
+  report.headers_read = true;
+}
+
+/// A remote model's report says how many bytes its reading moved.
+ModelReport metered(ModelReport report, const TransferMeter& meter) {
+  if (is_url(report.input)) report.bytes_transferred = meter.bytes();
+  return report;
+}
+
 }  // namespace
 
 ModelReport scan_model(const std::string& input, const ScanOptions& options, const Judgement& judgement,
                        Analyzer& analyzer, StatsCache* cache, BaseFollowing base_following) {
   ModelReport report;
   report.input = report.path = input;
+  TransferMeter meter;  // before the sources: a remote file counts into it until it is closed
   std::optional<ModelSource> source;
   std::optional<Checkpoint> checkpoint;
   std::optional<ComponentInput> component = component_input(input);
@@ -169,14 +188,17 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     checkpoint = open_checkpoint(*source, options.read_mode.value_or(analyzer.preferred_read_mode()));
     if (component) keep_component(checkpoint->tensors, component->component, source->path.string());
     report.format = checkpoint->format;
-    if (options.safety_only) {
+    if (options.safety_only || options.headers_only) {
       report.values_read = false;
-      return examined(report, source, checkpoint);
+      if (options.headers_only) read_headers(report, *checkpoint, options, judgement);
+      return metered(examined(report, source, checkpoint), meter);
     }
     if (!checkpoint->metadata.empty()) report.metadata = nlohmann::ordered_json::parse(checkpoint->metadata);
     ModelAnalysis analysis = analyze_model(*checkpoint, options.filter, judgement.rules.buffers, analyzer, cache);
     report.warnings = checkpoint->warnings;
-    report.adapter = identify_adapter(source->path, tensor_names(analysis));
+    // A remote model's folder is its first file's (hf://org/name@commit names no folder that holds files).
+    const std::filesystem::path& where = is_url(input) ? source->files.front() : source->path;
+    report.adapter = identify_adapter(where, tensor_names(analysis));
     take_analysis(report, std::move(analysis));
     std::optional<ModelReport> base;
     if (report.adapter && base_following == BaseFollowing::kYes)
@@ -196,7 +218,7 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     // Not ours (libtorch, the standard library): still one model's failure, never the batch's.
     fail_model(report, {std::string(to_string(ErrorCode::kInternal)), fmt::format("{}: {}", input, e.what())});
   }
-  return examined(report, source, checkpoint);
+  return metered(examined(report, source, checkpoint), meter);
 }
 
 namespace {
@@ -217,7 +239,8 @@ struct RunPlan {
 /// models/checkpoints may hold one); a folder of several models was split into them by models_in.
 std::vector<std::string> components_of(const std::string& model) {
   try {
-    if (component_input(model)) return {model};
+    // A remote model is not opened to see: that would read it twice (its components are not split, docs/using.md).
+    if (component_input(model) || is_url(model)) return {model};
     ModelSource source = discover(model, hf_hub_cache());
     // The layouts are saved as safetensors and as torch's .ckpt: other formats are not opened twice to see.
     static const std::set<std::string> kPipelineExtensions = {".safetensors", ".ckpt", ".pt", ".pth", ".bin"};

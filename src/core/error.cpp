@@ -8,7 +8,7 @@ namespace precdetect {
 
 std::string_view to_string(ErrorCode code) {
   // Indexed by the enum's order; keep the two lists in step (docs/errors.md documents each name).
-  static constexpr std::array<std::string_view, 44> kNames = {
+  static constexpr std::array<std::string_view, 48> kNames = {
       "not_found",           "io_error",
       "unknown_format",      "no_weights",
       "no_tensors",          "several_models",
@@ -29,6 +29,8 @@ std::string_view to_string(ErrorCode code) {
       "invalid_dcp",         "invalid_onnx",
       "path_escape",         "unsafe_pickle",
       "not_a_checkpoint",    "hf_cache_miss",
+      "remote_error",        "range_not_honoured",
+      "remote_changed",      "auth_error",
       "invalid_rules",       "invalid_registry",
       "device_error",        "internal_error",
   };

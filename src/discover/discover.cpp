@@ -8,7 +8,9 @@
 #include <map>
 
 #include "precdetect/core/error.h"
+#include "precdetect/core/url.h"
 #include "precdetect/discover/hf_cache.h"
+#include "precdetect/discover/remote.h"
 #include "precdetect/discover/shard_index.h"
 #include "precdetect/discover/shard_pattern.h"
 
@@ -383,6 +385,7 @@ bool holds_model_parts(const fs::path& folder) {
 }
 
 std::vector<std::string> models_in(const std::string& input, const fs::path& hf_cache, bool all_formats) {
+  if (is_url(input)) return {input};  // a remote input is one model: listing it is discovery's, with the network
   try {
     fs::path path = resolve_path(input, hf_cache);
     if (!fs::is_directory(path)) return {input};
@@ -405,6 +408,7 @@ std::vector<std::string> models_in(const std::string& input, const fs::path& hf_
 }
 
 ModelSource discover(const std::string& input, const fs::path& hf_cache) {
+  if (is_url(input)) return discover_remote(input);
   ModelSource source{.input = input, .path = resolve_path(input, hf_cache)};
   fs::path folder = source.path;
   std::error_code ec;

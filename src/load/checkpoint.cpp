@@ -9,6 +9,7 @@
 #include "precdetect/core/confinement.h"
 #include "precdetect/core/error.h"
 #include "precdetect/core/text_file.h"
+#include "precdetect/core/url.h"
 #include "precdetect/load/dcp/dcp_safetensors.h"
 #include "precdetect/load/file_format.h"
 #include "precdetect/load/quantization.h"
@@ -134,13 +135,24 @@ nlohmann::json config_object(const ModelSource& source) {
   return config;
 }
 
+/// `file` of `source`, opened. An indexed shard a remote server answers 404 for is the index's kMissingShard, as
+/// discovery names a local one (a remote index that came without a listing is checked here, file by file).
+std::unique_ptr<ByteSource> open_file_of(const ModelSource& source, const std::filesystem::path& file, ReadMode mode) {
+  try {
+    return map_file(file, mode);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kNotFound || source.weight_map.empty() || !is_url(file.native())) throw;
+    fail(ErrorCode::kMissingShard, file, fmt::format("a shard the index names is missing ({})", e.what()));
+  }
+}
+
 }  // namespace
 
 Checkpoint open_checkpoint(const ModelSource& source, ReadMode mode) {
   Confined confined(source.root);  // every file a format opens while reading the model
   Checkpoint checkpoint{.model_parallel = source.model_parallel};
   for (const auto& file : source.files) {
-    checkpoint.files.push_back(map_file(file, mode));
+    checkpoint.files.push_back(open_file_of(source, file, mode));
     std::string format = read_file(checkpoint, checkpoint.files.size() - 1);
     if (!checkpoint.format.empty() && checkpoint.format != format)
       checkpoint.warnings.push_back({.code = WarningCode::kMixedFormats, .names = {checkpoint.format, format}});

@@ -344,22 +344,24 @@ ordered_json model_json(const ModelReport& model) {
   for (const TensorReport& tensor : model.tensors) tensors.push_back(tensor_json(tensor));
   ordered_json error = nullptr;
   if (model.error) error = {{"code", model.error->code}, {"message", model.error->message}};
-  return {{"input", model.input},
-          {"path", model.path},
-          {"format", model.format.empty() ? ordered_json(nullptr) : ordered_json(model.format)},
-          {"files", model.files},
-          {"values_read", model.values_read},
-          {"metadata", model.metadata},
-          {"adapter", adapter_json(model)},
-          {"summary", model.values_read ? summary_json(model.summary) : nullptr},
-          {"buffers", model.values_read ? value_summary_json(model.buffers) : nullptr},
-          {"verdict", model.values_read ? verdict_json(model.verdict) : nullptr},
-          {"storage_cast", storage_cast_json(model.summary)},
-          {"tensors", tensors},
-          {"warnings", warnings_json(model.warnings)},
-          {"safety", safety_json(model.safety)},
-          {"error", error},
-          {"gate_failures", gate_reasons(model.gate_failures)}};
+  ordered_json json = {{"input", model.input},
+                       {"path", model.path},
+                       {"format", model.format.empty() ? ordered_json(nullptr) : ordered_json(model.format)},
+                       {"files", model.files},
+                       {"values_read", model.values_read},
+                       {"metadata", model.metadata},
+                       {"adapter", adapter_json(model)},
+                       {"summary", model.values_read || model.headers_read ? summary_json(model.summary) : nullptr},
+                       {"buffers", model.values_read ? value_summary_json(model.buffers) : nullptr},
+                       {"verdict", model.values_read ? verdict_json(model.verdict) : nullptr},
+                       {"storage_cast", storage_cast_json(model.summary)},
+                       {"tensors", tensors},
+                       {"warnings", warnings_json(model.warnings)},
+                       {"safety", safety_json(model.safety)},
+                       {"error", error},
+                       {"gate_failures", gate_reasons(model.gate_failures)}};
+  if (model.bytes_transferred) json["bytes_transferred"] = *model.bytes_transferred;  // remote models only
+  return json;
 }
 
 ordered_json model_line_json(const ModelReport& model) {

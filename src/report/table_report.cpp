@@ -53,9 +53,9 @@ std::string safety_cell(const ModelReport& model) {
 std::string verdict_cell(const ModelReport& model) {
   std::string gate = model.gate_failures.empty() ? "" : " GATE FAILED";
   if (model.error) return "error: " + model.error->code + safety_cell(model) + gate;
-  if (!model.values_read) {  // --safety-only: no values, no verdict
+  if (!model.values_read) {  // --safety-only, --headers-only: no values, no verdict
     std::string cell = safety_cell(model);
-    return fmt::format("safety only:{}{}", cell.empty() ? " safe" : cell, gate);
+    return fmt::format("{} only:{}{}", model.headers_read ? "headers" : "safety", cell.empty() ? " safe" : cell, gate);
   }
   return fmt::format("{}{}{}{}{}{}", label_text(model.verdict), adapter_text(model), basis_text(model.verdict),
                      risk_text(model.verdict), safety_cell(model), gate);
@@ -232,6 +232,9 @@ std::string render_table(const ScanReport& report, bool per_tensor) {
       append_precision(out, model);
     }
     if (per_tensor) append_safety(out, model);
+    if (model.bytes_transferred)
+      out += fmt::format("  read over the network: {} bytes ({:.1f} MiB)\n", *model.bytes_transferred,
+                         static_cast<double>(*model.bytes_transferred) / (1 << 20));
   }
   if (report.models.size() > 1) out += batch_line(report);
   return out;

@@ -76,6 +76,36 @@ class Scan(unittest.TestCase):
         self.assertEqual(result.label, "fp16|fp32")
 
 
+class Remote(unittest.TestCase):
+    """A URL is an input of precdetect.scan as of the program (issue 60): the same model, read by byte ranges."""
+
+    def test_a_remote_model_is_the_cli_documents_model(self):
+        import json
+        import signal
+        import subprocess
+        import sys
+
+        from test_remote import write_single
+
+        root = Path(tempfile.mkdtemp(dir=STAGE))
+        write_single(root / "files" / "single")
+        server = subprocess.Popen([sys.executable, str(Path(__file__).parent / "remote_server.py"), str(root)],
+                                  stdout=subprocess.PIPE, text=True)
+        offline = os.environ.pop("HF_HUB_OFFLINE", None)  # this module's default; a URL needs the network
+        try:
+            url = f"http://127.0.0.1:{json.loads(server.stdout.readline())['port']}/files/single/model.safetensors"
+            (result,) = precdetect.scan(url)
+            cli = run("--json", url, check_json=True)
+            self.assertEqual(cli.returncode, 0, cli.stderr)
+            self.assertIsNone(result.error)
+            self.assertEqual(result.to_dict(), cli.document["models"][0])
+        finally:
+            if offline is not None:
+                os.environ["HF_HUB_OFFLINE"] = offline
+            os.kill(server.pid, signal.SIGTERM)
+            server.wait()
+
+
 class Errors(unittest.TestCase):
     def assert_error(self, code, *inputs, **options):
         with self.assertRaises(precdetect.Error) as raised:

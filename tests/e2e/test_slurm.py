@@ -17,6 +17,7 @@ import unittest
 from pathlib import Path
 
 from helpers import BINARY, REPO
+from s3_server import MotoS3, folder_objects, moto_available
 
 EXAMPLES = REPO / "examples"
 SCRIPT = REPO / "docs" / "cluster" / "precdetect-array.sbatch"
@@ -44,6 +45,13 @@ def documented_commands():
     array = next(line for line in lines if line.startswith("job=$(sbatch"))
     merge = next(line for line in lines if line.startswith("sbatch --dependency=afterany:$job"))
     return array, merge
+
+
+def object_store_commands():
+    """The object-store variant's array and merge commands (after its `export AWS_...` line)."""
+    lines = [line[1:].strip() for line in SCRIPT.read_text().splitlines() if line.startswith("#   ")]
+    start = next(i for i, line in enumerate(lines) if line.startswith("export AWS_ENDPOINT_URL"))
+    return lines[start + 1], lines[start + 2]
 
 
 def jobcomp_records(path):
@@ -128,16 +136,19 @@ class Slurm(unittest.TestCase):
             inputs.append(str(folder))
         return inputs
 
-    def submit_documented(self, array=None):
-        """Runs the documented commands in a fresh folder (models.txt, results/, docs/ beside them), with another
-        --array when given; waits until every job has ended; returns (folder, array job id, merge job id)."""
+    def submit_documented(self, array=None, commands=None, env=None):
+        """Runs the documented commands (or `commands`) in a fresh folder (models.txt, results/, docs/ beside
+        them), with another --array when given and `env` added to the jobs' environment; waits until every job has
+        ended; returns (folder, the array's task records, the merge job's records)."""
         folder = Path(tempfile.mkdtemp(dir=self.tmp))
         (folder / "docs").symlink_to(REPO / "docs")
         (folder / "models.txt").write_text("\n".join(self.inputs) + "\n")
-        submit, merge = documented_commands()
+        submit, merge = commands or documented_commands()
         if array:
             submit = submit.replace("--array=0-7", f"--array={array}")
-        ids = self.slurm("bash", "-c", f"set -e; {submit}; {merge} >/dev/null; echo $job", cwd=folder).stdout.split()
+        script = f"set -e; {submit}; {merge} >/dev/null; echo $job"
+        ids = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env={**self.env, **(env or {})},
+                             cwd=folder, check=True, timeout=120).stdout.split()
         deadline = time.monotonic() + 300
         while self.slurm("squeue", "-h", "-o", "%i").stdout.strip():
             self.assertLess(time.monotonic(), deadline, "the jobs did not end within 5 minutes")
@@ -170,6 +181,30 @@ class Slurm(unittest.TestCase):
 
     def test_a_throttled_array(self):
         self.assert_whole_batch("0-7%2", 8)
+
+    @unittest.skipUnless(moto_available(), "moto[server] is not installed (requirements-tests.txt)")
+    def test_the_object_store_variant(self):
+        """Each task reads its models and the list from S3 (moto's server, SigV4 checked): the documented
+        object-store commands, unchanged but for the endpoint; 12 inputs, 4 of them real model folders."""
+        inputs = [f"s3://team-models/zoo/model-{i:02d}/" for i in range(12)]
+        objects = {}
+        for i in range(0, 12, 3):
+            objects.update(folder_objects(f"zoo/model-{i:02d}", EXAMPLES / ("bf16-like" if i % 6 else "fp16-like")))
+        zoo_list = self.tmp / "zoo.txt"
+        zoo_list.write_text("\n".join(inputs) + "\n")
+        s3 = MotoS3("team-models", {**objects, "zoo.txt": zoo_list})
+        try:
+            folder, tasks, merges = self.submit_documented(commands=object_store_commands(), env=s3.env)
+        finally:
+            s3.stop()
+        self.assertEqual({(t["JobState"], t["ExitCode"]) for t in tasks}, {("COMPLETED", "0:0")})
+        self.assertEqual(len(tasks), 4)
+        self.assertEqual(merges[-1]["ExitCode"], "2:0", merges[-1])  # the batch holds absent models
+        models = json.loads((folder / "zoo.json").read_text())["models"]
+        self.assertEqual([m["input"] for m in models], inputs)
+        self.assertEqual([m["error"] is None for m in models], [i % 3 == 0 for i in range(12)],
+                         [m["error"] for m in models])
+        self.assertTrue(all(m["bytes_transferred"] > 0 for m in models if m["error"] is None))
 
     def test_ids_that_are_no_range_are_refused_and_the_merge_refuses_the_set(self):
         folder, tasks, merges = self.submit_documented("1,2,7")

@@ -34,6 +34,10 @@ struct ModelAnalysis {
 ModelAnalysis analyze_model(const Checkpoint& checkpoint, const TensorFilter& filter, const BufferNames& buffers,
                             Analyzer& analyzer, StatsCache* cache);
 
+/// The same selection, roles, joined parts and counts from the records alone (--headers-only): no tensor's
+/// values read, so no statistics and no warnings about values. Throws Error(kNoTensors) as analyze_model does.
+ModelAnalysis census_model(const Checkpoint& checkpoint, const TensorFilter& filter, const BufferNames& buffers);
+
 /// The same for a model in memory (`name` names it in errors): each tensor's statistics computed where it lives,
 /// with the same definitions (our kernel over a CPU tensor's own memory, libtorch on a CUDA tensor's device).
 /// Throws Error(kNoTensors) when the model holds no readable tensor, Error(kDevice) when its GPU fails.

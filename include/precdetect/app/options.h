@@ -79,6 +79,9 @@ struct ScanOptions {
   /// --safety-only: each model's files opened and their structure read (headers, archive directories, pickles,
   /// configs, templates), safety judged; no tensor's values read, no statistics, no verdict
   bool safety_only = false;
+  /// --headers-only: the read --safety-only makes, and from the headers the census and footprint (each tensor's
+  /// dtype, shape and size, the model's totals per dtype); no tensor's values read, no statistics, no verdict
+  bool headers_only = false;
   std::optional<std::filesystem::path> cache;  ///< the SQLite results cache (--cache, $PRECDETECT_CACHE)
   /// kJsonl: one JSON line per model as it finishes, then a summary line
   OutputFormat format = OutputFormat::kTable;

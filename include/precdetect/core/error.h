@@ -50,6 +50,10 @@ enum class ErrorCode {
   kUnsafePickle,
   kNotACheckpoint,
   kHfCacheMiss,
+  kRemote,            ///< a remote file could not be read: HTTP status, transport failure, timeout after retries
+  kRangeNotHonoured,  ///< a server answered a range request with other bytes than asked (200, Content-Range, length)
+  kRemoteChanged,     ///< a remote file's ETag changed while it was being read
+  kRemoteAuth,        ///< 401 or 403: credentials missing or refused
   kInvalidRules,
   kInvalidRegistry,
   kDevice,

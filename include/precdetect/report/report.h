@@ -42,6 +42,12 @@ struct ModelReport {
   /// Where its files must resolve (core/confinement.h); what --verify hashes is opened beneath it too. Empty for a
   /// model that did not resolve to files, and for a model in memory.
   ModelRoot root;
+  /// True under --headers-only: `summary` and `tensors` hold what the headers say (counts, dtypes, shapes, sizes),
+  /// their value statistics absent.
+  bool headers_read = false;
+  /// For a model read over the network (hf://, s3://, http(s)://): the body bytes its requests received, retries
+  /// and refused answers included; nullopt for a local model.
+  std::optional<uint64_t> bytes_transferred;
   /// What the file says of the model in its own header (Checkpoint::metadata: GGUF's key/values); null if none.
   nlohmann::ordered_json metadata;
   ModelSummary summary;  ///< the parameters: seed 000's summary, the verdict's input

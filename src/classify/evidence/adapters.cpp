@@ -7,6 +7,8 @@
 #include <regex>
 #include <vector>
 
+#include "precdetect/core/error.h"
+#include "precdetect/core/remote_env.h"
 #include "precdetect/core/text_file.h"
 
 namespace precdetect {
@@ -31,11 +33,23 @@ const std::vector<NamePattern>& lora_names() {
   return patterns;
 }
 
+/// True when `config_path` is there to read: a regular file, or a remote one (a URL beside a remote model's weights)
+/// whose server does not answer 404 or 401/403.
+bool adapter_config_there(const std::filesystem::path& config_path) {
+  std::error_code ec;
+  if (!http_url_of(config_path.native())) return std::filesystem::is_regular_file(config_path, ec);
+  try {
+    read_text_file(config_path, "adapter_config.json");
+    return true;
+  } catch (const Error& e) {
+    return e.code() != ErrorCode::kNotFound && e.code() != ErrorCode::kRemoteAuth;  // else: there, unreadable
+  }
+}
+
 /// A PEFT adapter_config.json in `folder`: its base model when it names one.
 std::optional<Adapter> peft_adapter(const std::filesystem::path& folder) {
   std::filesystem::path config_path = folder / "adapter_config.json";
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(config_path, ec)) return std::nullopt;
+  if (!adapter_config_there(config_path)) return std::nullopt;
   Adapter adapter{.format = AdapterFormat::kPeft, .found_by = "adapter_config.json"};
   try {
     nlohmann::json config = nlohmann::json::parse(read_text_file(config_path, "adapter_config.json"));

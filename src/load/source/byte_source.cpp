@@ -13,7 +13,9 @@
 #include "precdetect/core/error.h"
 #include "precdetect/core/open_file.h"
 #include "precdetect/core/parallel.h"
+#include "precdetect/core/url.h"
 #include "precdetect/load/source/mapping_guard.h"
+#include "precdetect/load/source/remote_source.h"
 
 namespace precdetect {
 namespace {
@@ -166,6 +168,7 @@ void ByteSource::read(uint64_t offset, std::span<std::byte> dest) const {
 }
 
 std::unique_ptr<ByteSource> map_file(const std::filesystem::path& path, ReadMode mode) {
+  if (is_url(path.native())) return open_remote(path.native());
   return std::make_unique<MappedFile>(path, mode);
 }
 

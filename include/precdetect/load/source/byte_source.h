@@ -41,10 +41,14 @@ class ByteSource {
   /// How many bytes from offset 0 are path()'s own, before what a source adds after them (decoded regions, joined
   /// files): the bytes a results cache may hash in one view().
   virtual uint64_t own_size() const { return size(); }
+  /// The version of a file read over the network (its ETag), which a results cache keys by instead of a local
+  /// file's status; empty for a local file.
+  virtual std::string version() const { return {}; }
 };
 
 /// Maps `path` read-only; with ReadMode::kPread also keeps it open for read(). Throws Error(kNotFound / kIo)
-/// naming the path. The mapping lives as long as the object.
+/// naming the path. The mapping lives as long as the object. A URL (core/url.h: an http(s) file, as remote
+/// discovery names a remote model's files) opens a remote_source instead, whatever `mode`.
 std::unique_ptr<ByteSource> map_file(const std::filesystem::path& path, ReadMode mode = ReadMode::kMmap);
 
 /// The bytes [offset, offset+size) of `archive` (a member stored uncompressed in it) as a source of their own,

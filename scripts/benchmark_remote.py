@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Times remote scans on loopback (issue 60): a 4-shard safetensors model of --size-gb served by
+tests/e2e/remote_server.py (which counts the body bytes it sends per file), then
+
+  safety-only   precdetect --safety-only INDEX_URL: bytes moved (the server's count) and wall time
+  headers-only  precdetect --headers-only INDEX_URL: the same, with the census and footprint
+  full          precdetect INDEX_URL: wall time, GB/s of the model's bytes, peak RSS (/usr/bin/time)
+  curl          curl downloading the same four shards to /dev/null, one after another (what a user would do first)
+  local         precdetect on the same files from the local disk (page cache warm), for reference
+
+and prints a Markdown table. Timing lives here, never in tests.
+
+  .venv/bin/python scripts/benchmark_remote.py --size-gb 1 [--dtype bf16]
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+
+REPO = Path(__file__).resolve().parents[1]
+BINARY = os.environ.get("PRECDETECT_BIN", str(REPO / "build" / "precdetect"))
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+
+
+def write_model(folder, size_gb, dtype):
+    """Four shards of 4096-wide square-ish matrices, about size_gb in all."""
+    files = folder / "files" / "model"
+    files.mkdir(parents=True)
+    element = torch.tensor([], dtype=dtype).element_size()
+    per_shard = int(size_gb * 1e9 / 4)
+    rows = 4096
+    weight_map = {}
+    for k in range(4):
+        name = f"model-{k + 1:05d}-of-00004.safetensors"
+        tensors, left, i = {}, per_shard, 0
+        while left >= rows * 1024 * element:
+            cols = min(4096, left // (rows * element))
+            tensors[f"layers.{k}.w{i}"] = (torch.randn(rows, cols) * 0.02).to(dtype)
+            left -= rows * cols * element
+            i += 1
+        save_file(tensors, files / name)
+        weight_map.update({tensor: name for tensor in tensors})
+    (files / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    return files
+
+
+def timed(command):
+    """(seconds, peak RSS in MiB, stdout) of `command` under /usr/bin/time -v."""
+    started = time.perf_counter()
+    result = subprocess.run(["/usr/bin/time", "-v", *command], capture_output=True, text=True, check=True)
+    seconds = time.perf_counter() - started
+    rss = next(int(line.split()[-1]) for line in result.stderr.splitlines() if "Maximum resident" in line)
+    return seconds, rss / 1024, result.stdout
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size-gb", type=float, default=1.0)
+    parser.add_argument("--dtype", choices=DTYPES, default="bf16")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="precdetect-bench-remote-") as tmp:
+        files = write_model(Path(tmp), args.size_gb, DTYPES[args.dtype])
+        shards = sorted(files.glob("*.safetensors"))
+        total = sum(f.stat().st_size for f in shards)
+        server = subprocess.Popen([sys.executable, str(REPO / "tests" / "e2e" / "remote_server.py"), tmp],
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            base = f"http://127.0.0.1:{json.loads(server.stdout.readline())['port']}"
+            index = f"{base}/files/model/model.safetensors.index.json"
+
+            def moved():
+                with urllib.request.urlopen(base + "/__stats") as answer:
+                    return sum(json.loads(answer.read())["bytes"].values())
+
+            urllib.request.urlopen(base + "/__reset")
+            safety_s, safety_rss, _ = timed([BINARY, "--json", "--safety-only", index])
+            safety_bytes = moved()
+            urllib.request.urlopen(base + "/__reset")
+            headers_s, headers_rss, _ = timed([BINARY, "--json", "--headers-only", index])
+            headers_bytes = moved()
+            urllib.request.urlopen(base + "/__reset")
+            full_s, full_rss, out = timed([BINARY, "--json", index])
+            full_bytes = moved()
+            transferred = json.loads(out)["models"][0]["bytes_transferred"]
+            curl_s, _, _ = timed(["curl", "-sf", *sum([["-o", "/dev/null", f"{base}/files/model/{f.name}"]
+                                                       for f in shards], [])])
+            local_s, local_rss, _ = timed([BINARY, "--json", str(files / "model.safetensors.index.json")])
+        finally:
+            os.kill(server.pid, signal.SIGTERM)
+            server.wait()
+    gb = total / 1e9
+    print(f"4-shard {args.dtype} model, {gb:.2f} GB; {os.cpu_count()} cores; server: tests/e2e/remote_server.py\n")
+    print("| run | wall s | GB/s | bytes moved | peak RSS MiB |")
+    print("|---|---|---|---|---|")
+    print(f"| precdetect --safety-only (remote) | {safety_s:.2f} | | {safety_bytes:,} | {safety_rss:.0f} |")
+    print(f"| precdetect --headers-only (remote) | {headers_s:.2f} | | {headers_bytes:,} | {headers_rss:.0f} |")
+    print(f"| precdetect full scan (remote) | {full_s:.2f} | {gb / full_s:.2f} | {full_bytes:,} (report: "
+          f"{transferred:,}) | {full_rss:.0f} |")
+    print(f"| curl, the 4 shards to /dev/null | {curl_s:.2f} | {gb / curl_s:.2f} | {total:,} | |")
+    print(f"| precdetect full scan (local files) | {local_s:.2f} | {gb / local_s:.2f} | | {local_rss:.0f} |")
+    print(f"\nfull remote scan / curl throughput: {curl_s / full_s:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+#include "precdetect/core/url.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+
+namespace precdetect {
+
+std::string Url::text() const {
+  return fmt::format("{}://{}{}{}{}", scheme, authority, path, query.empty() ? "" : "?", query);
+}
+
+bool is_url(std::string_view text) {
+  for (std::string_view scheme : {"http://", "https://", "hf://", "s3://"})
+    if (text.starts_with(scheme)) return true;
+  return false;
+}
+
+std::optional<Url> parse_http_url(std::string_view text) {
+  Url url;
+  size_t colon = text.find("://");
+  if (colon == std::string_view::npos) return std::nullopt;
+  url.scheme = std::string(text.substr(0, colon));
+  if (url.scheme != "http" && url.scheme != "https") return std::nullopt;
+  std::string_view rest = text.substr(colon + 3);
+  size_t slash = rest.find_first_of("/?#");
+  url.authority = std::string(rest.substr(0, slash));
+  // Userinfo in a URL would be a credential sent to whoever the host is: refused rather than parsed.
+  if (url.authority.empty() || url.authority.find('@') != std::string::npos) return std::nullopt;
+  rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+  rest = rest.substr(0, rest.find('#'));
+  size_t question = rest.find('?');
+  url.path = std::string(rest.substr(0, question));
+  if (question != std::string_view::npos) url.query = std::string(rest.substr(question + 1));
+  if (url.path.empty()) url.path = "/";
+  return url;
+}
+
+std::string resolve_location(const Url& base, std::string_view location) {
+  if (parse_http_url(location)) return std::string(location);
+  if (location.starts_with("//")) return fmt::format("{}:{}", base.scheme, location);
+  if (location.starts_with("/")) return fmt::format("{}://{}{}", base.scheme, base.authority, location);
+  return fmt::format("{}://{}{}{}", base.scheme, base.authority, base.path.substr(0, base.path.rfind('/') + 1),
+                     location);
+}
+
+std::string url_file_name(std::string_view url) {
+  url = url.substr(0, url.find('?'));
+  return std::string(url.substr(url.rfind('/') + 1));
+}
+
+std::string url_folder(std::string_view url) {
+  url = url.substr(0, url.find('?'));
+  return std::string(url.substr(0, url.rfind('/') + 1));
+}
+
+std::string percent_encode(std::string_view text, bool keep_slash) {
+  std::string out;
+  for (char c : text) {
+    auto byte = static_cast<unsigned char>(c);
+    if (std::isalnum(byte) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/'))
+      out += c;
+    else
+      out += fmt::format("%{:02X}", byte);
+  }
+  return out;
+}
+
+}  // namespace precdetect

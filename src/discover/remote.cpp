@@ -1,0 +1,252 @@
+#include "precdetect/discover/remote.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "precdetect/core/error.h"
+#include "precdetect/core/http.h"
+#include "precdetect/discover/shard_index.h"
+#include "precdetect/discover/shard_pattern.h"
+
+namespace precdetect {
+namespace {
+
+/// A remote folder's listing: the base URL its files are named from, and their names (relative, '/'-separated).
+struct Listing {
+  std::string base;  ///< ends with '/'
+  std::set<std::string> names;
+  bool complete = false;  ///< the listing holds every file (a Hub repository, an S3 folder): an absent one is missing
+};
+
+std::string url_of(const Listing& listing, const std::string& name) {
+  return listing.base + percent_encode(name, /*keep_slash=*/true);
+}
+
+std::string fetch_text(const std::string& url, const char* what) {
+  try {
+    return http_get({.url = url, .credentials = credentials_for(*parse_http_url(url))}).body;
+  } catch (const Error& e) {
+    throw Error(e.code(), fmt::format("{} ({})", e.what(), what));
+  }
+}
+
+/// The weight formats a remote folder is read in, in the order a local folder prefers them (discover.cpp): its
+/// index, or its files by extension. Only the top level of the folder is looked at.
+struct RemoteFormat {
+  std::string_view index;
+  std::initializer_list<std::string_view> extensions;
+};
+/// The text files beside the weights a loader reads and may act on (discover.cpp's texts_beside), in name order.
+constexpr std::array<std::string_view, 4> kTextNames = {"chat_template.jinja", "chat_template.json", "config.json",
+                                                        "tokenizer_config.json"};
+constexpr std::array<std::string_view, 5> kTrainerState = {"training_args.bin", "optimizer.pt", "scheduler.pt",
+                                                           "scaler.pt", "distrib_optim.pt"};
+
+const RemoteFormat kRemoteFormats[] = {
+    {"model.safetensors.index.json", {".safetensors"}},
+    {"pytorch_model.bin.index.json", {".bin", ".pt", ".pth", ".ckpt", ".nemo"}},
+    {"flax_model.msgpack.index.json", {".msgpack"}},
+    {"", {".gguf"}},
+    {"", {".npz", ".npy"}},
+    {"", {".onnx"}},
+};
+
+bool has_extension(const std::string& name, std::initializer_list<std::string_view> extensions) {
+  return std::any_of(extensions.begin(), extensions.end(), [&](std::string_view ext) { return name.ends_with(ext); });
+}
+
+bool is_weight_candidate(const std::string& name) {
+  return name.find('/') == std::string::npos && name.find('\0') == std::string::npos &&
+         std::find(kTrainerState.begin(), kTrainerState.end(), name) == kTrainerState.end();
+}
+
+/// A sharded model: the index's shards, each beside it; missing when the listing is complete and lacks one.
+void add_index(ModelSource& source, const Listing& listing, const std::string& index_name) {
+  std::string index_url = url_of(listing, index_name);
+  ShardIndex index = parse_shard_index(fetch_text(index_url, "shard index"), index_url);
+  std::string folder = index_name.substr(0, index_name.rfind('/') + 1);
+  std::vector<std::string> missing;
+  for (const std::string& shard : index.shards) {
+    if (shard.find_first_of("?#") != std::string::npos || shard.find("://") != std::string::npos)
+      fail(ErrorCode::kPathEscape, index_url, fmt::format("weight_map names `{}`, which is no file beside it", shard));
+    if (listing.complete && !listing.names.contains(folder + shard)) missing.push_back(shard);
+    source.files.emplace_back(url_of(listing, folder + shard));
+  }
+  if (!missing.empty())
+    fail(ErrorCode::kMissingShard, index_url,
+         fmt::format("{} of {} shards named in the index are missing, first `{}`", missing.size(), index.shards.size(),
+                     missing.front()));
+  source.weight_map = std::move(index.weight_map);
+}
+
+/// The one model among a folder's files of one format: a single file, or files of one shard group.
+void add_files(ModelSource& source, const Listing& listing, const std::vector<std::string>& files) {
+  std::set<std::string> groups;
+  for (const std::string& name : files) {
+    std::optional<ShardName> shard = shard_name(name);
+    groups.insert(shard ? shard->group : name);
+    source.model_parallel = shard && shard->kind == ShardKind::kModelParallel;
+  }
+  if (groups.size() > 1)
+    fail(ErrorCode::kSeveralModels, listing.base,
+         fmt::format("{} independent checkpoints ({}): name one", groups.size(), fmt::join(groups, ", ")));
+  for (const std::string& name : files) source.files.emplace_back(url_of(listing, name));
+}
+
+/// A folder's model, as discover() picks one from a local folder: the preferred format's index, else its files.
+void add_folder(ModelSource& source, const Listing& listing) {
+  for (const RemoteFormat& format : kRemoteFormats) {
+    if (!format.index.empty() && listing.names.contains(std::string(format.index)))
+      return add_index(source, listing, std::string(format.index));
+    std::vector<std::string> files;
+    for (const std::string& name : listing.names)
+      if (is_weight_candidate(name) && has_extension(name, format.extensions)) files.push_back(name);
+    if (!files.empty()) return add_files(source, listing, files);
+  }
+  fail(ErrorCode::kNoWeights, listing.base, "no weight files in this remote folder");
+}
+
+/// config.json and the text files a loader acts on (ModelSource::texts_beside), where the listing holds them.
+void add_texts(ModelSource& source, const Listing& listing, const std::string& folder) {
+  for (const std::string& name : listing.names) {
+    bool beside = name.starts_with(folder) && name.find('/', folder.size()) == std::string::npos;
+    std::string_view file = std::string_view(name).substr(folder.size());
+    if (beside && (std::find(kTextNames.begin(), kTextNames.end(), file) != kTextNames.end() || file.ends_with(".py")))
+      source.texts_beside.emplace_back(url_of(listing, name));
+  }
+  if (listing.names.contains(folder + "config.json")) source.config = url_of(listing, folder + "config.json");
+}
+
+/// `hf://org/name[@revision]`: the Hub's revision API lists the repository's files at the commit it names.
+ModelSource discover_hub(const std::string& input) {
+  std::string spec = input.substr(std::string_view("hf://").size());
+  size_t at = spec.find('@');
+  std::string repo = spec.substr(0, at), revision = at == std::string::npos ? "main" : spec.substr(at + 1);
+  if (std::count(repo.begin(), repo.end(), '/') != 1 || repo.front() == '/' || repo.back() == '/')
+    fail(ErrorCode::kNotFound, input, "a Hub model is named hf://org/name[@revision]");
+  std::string api = fmt::format("{}/api/models/{}/revision/{}", hf_endpoint(), repo, percent_encode(revision, false));
+  nlohmann::json info;
+  try {
+    info = nlohmann::json::parse(fetch_text(api, "the Hub's model info"));
+  } catch (const nlohmann::json::exception& e) {
+    fail(ErrorCode::kRemote, api, fmt::format("the Hub's answer is not the model info it documents: {}", e.what()));
+  }
+  if (!info.is_object() || !info.contains("sha") || !info["sha"].is_string() || !info.contains("siblings"))
+    fail(ErrorCode::kRemote, api, "the Hub's answer has no `sha` and `siblings`");
+  std::string commit = info["sha"].get<std::string>();
+  Listing listing{.base = fmt::format("{}/{}/resolve/{}/", hf_endpoint(), repo, commit), .complete = true};
+  for (const auto& sibling : info["siblings"])
+    if (sibling.is_object() && sibling.contains("rfilename") && sibling["rfilename"].is_string())
+      listing.names.insert(sibling["rfilename"].get<std::string>());
+  ModelSource source{.input = input, .path = fmt::format("hf://{}@{}", repo, commit)};
+  add_folder(source, listing);
+  add_texts(source, listing, "");
+  return source;
+}
+
+/// The text of each `<tag>` element in `xml`, in order: enough of ListObjectsV2's answer (keys, the token).
+std::vector<std::string> xml_values(const std::string& xml, const std::string& tag) {
+  std::vector<std::string> values;
+  std::string open = "<" + tag + ">", close = "</" + tag + ">";
+  for (size_t at = xml.find(open); at != std::string::npos; at = xml.find(open, at)) {
+    size_t begin = at + open.size(), end = xml.find(close, begin);
+    if (end == std::string::npos) break;
+    std::string value = xml.substr(begin, end - begin);
+    for (auto [entity, text] :
+         {std::pair{"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}})
+      for (size_t e = value.find(entity); e != std::string::npos; e = value.find(entity, e + 1))
+        value.replace(e, std::string_view(entity).size(), text);
+    values.push_back(std::move(value));
+    at = end;
+  }
+  return values;
+}
+
+/// config.json and the other text files beside a file or index that came without a listing (an http(s) URL, an S3
+/// object), asked for by name: as discover() looks beside a local file. One that is absent or refused (S3 answers
+/// 403 for a key that does not exist to a reader who may not list) is read as absent.
+void add_texts_beside(ModelSource& source, const Listing& beside) {
+  for (std::string_view name : kTextNames) {
+    std::string url = url_of(beside, std::string(name));
+    try {
+      fetch_text(url, "a text file beside the weights");
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::kNotFound || e.code() == ErrorCode::kRemoteAuth) continue;
+      throw;
+    }
+    if (name == "config.json") source.config = url;
+    source.texts_beside.emplace_back(url);
+  }
+}
+
+/// `s3://bucket/prefix/`: ListObjectsV2, page by page, the folder's own files (a delimiter keeps sub-folders out).
+Listing list_s3_folder(const std::string& bucket, const std::string& prefix) {
+  Listing listing{.base = fmt::format("{}/{}/", s3_endpoint(), bucket), .complete = true};
+  std::string token;
+  // '/' stays as it is in the query: libcurl 7.88's SigV4 encodes the query again for the signature, so a `%2F`
+  // would be signed as `%252F` (a prefix or token with other reserved characters meets the same limit).
+  do {
+    std::string url =
+        fmt::format("{}/{}?delimiter=/&list-type=2&prefix={}", s3_endpoint(), bucket, percent_encode(prefix, true));
+    if (!token.empty())
+      url = fmt::format("{}/{}?continuation-token={}&delimiter=/&list-type=2&prefix={}", s3_endpoint(), bucket,
+                        percent_encode(token, true), percent_encode(prefix, true));
+    std::string xml = fetch_text(url, "S3 ListObjectsV2");
+    for (std::string& key : xml_values(xml, "Key")) listing.names.insert(std::move(key));
+    std::vector<std::string> next = xml_values(xml, "NextContinuationToken");
+    token = next.empty() ? "" : next.front();
+  } while (!token.empty());
+  return listing;
+}
+
+ModelSource discover_s3(const std::string& input) {
+  std::string spec = input.substr(std::string_view("s3://").size());
+  size_t slash = spec.find('/');
+  std::string bucket = spec.substr(0, slash), key = slash == std::string::npos ? "" : spec.substr(slash + 1);
+  if (bucket.empty()) fail(ErrorCode::kNotFound, input, "an S3 object is named s3://bucket/key or s3://bucket/prefix/");
+  ModelSource source{.input = input, .path = input};
+  if (!key.empty() && !key.ends_with('/')) {  // one object: a weight file or an index
+    Listing beside{.base = url_folder(*http_url_of(input))};
+    if (key.ends_with(".index.json"))
+      add_index(source, beside, url_file_name(key));
+    else
+      source.files.emplace_back(*http_url_of(input));
+    add_texts_beside(source, beside);
+    return source;
+  }
+  Listing listing = list_s3_folder(bucket, key);
+  Listing folder{.base = listing.base + percent_encode(key, true), .complete = true};
+  for (const std::string& name : listing.names)
+    if (name.starts_with(key)) folder.names.insert(name.substr(key.size()));
+  add_folder(source, folder);
+  add_texts(source, folder, "");
+  return source;
+}
+
+/// An http(s) URL: an index (its shards beside it) or one file.
+ModelSource discover_http(const std::string& input) {
+  ModelSource source{.input = input, .path = input};
+  Listing beside{.base = url_folder(input)};
+  if (url_file_name(input).ends_with(".index.json"))
+    add_index(source, beside, url_file_name(input));
+  else
+    source.files.emplace_back(input);
+  add_texts_beside(source, beside);
+  return source;
+}
+
+}  // namespace
+
+ModelSource discover_remote(const std::string& input) {
+  if (hf_offline()) fail(ErrorCode::kRemote, input, "HF_HUB_OFFLINE is set: no network is used");
+  if (input.starts_with("hf://")) return discover_hub(input);
+  if (input.starts_with("s3://")) return discover_s3(input);
+  return discover_http(input);
+}
+
+}  // namespace precdetect

@@ -1,0 +1,189 @@
+#include "precdetect/load/source/remote_source.h"
+
+#include <fmt/format.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "precdetect/core/byte_cursor.h"
+#include "precdetect/core/error.h"
+#include "precdetect/core/http.h"
+#include "precdetect/core/worker_pool.h"
+
+namespace precdetect {
+namespace {
+
+constexpr uint64_t kBlock = uint64_t{64} << 10;  // a view fetches whole blocks: a header in one request or two
+// A tensor is fetched in parts of at least 8 MiB, several at once: requests in flight hide a network's latency.
+constexpr uint64_t kMinReadPart = uint64_t{8} << 20;
+constexpr size_t kRequestsInFlight = 8;
+// A small tensor (a norm, a bias, a LoRA's factors) is read through a window of the bytes from it on, one request
+// for the tensors that follow it: hundreds of requests of a few KiB each would cost a round trip apiece.
+constexpr uint64_t kSmallRead = uint64_t{256} << 10;
+constexpr uint64_t kSmallReadWindow = uint64_t{2} << 20;
+
+/// The threads ranges are fetched on: the process's worker pool is the kernel's, and a transfer queued behind its
+/// loops would stop the read-ahead from overlapping them; each thread keeps its connections (core/http.h).
+WorkerPool& transfer_pool() {
+  static WorkerPool pool(kRequestsInFlight - 1);  // and the caller
+  return pool;
+}
+
+class RemoteFile final : public ByteSource {
+ public:
+  explicit RemoteFile(const std::string& url) : path_(url) {
+    std::optional<Url> parsed = parse_http_url(url);
+    if (!parsed) fail(ErrorCode::kRemote, path_, "not an http(s) URL");
+    credentials_ = credentials_for(*parsed);
+    HttpResponse probe =
+        http_get({.url = url, .credentials = credentials_, .range = HttpRange{0, kBlock - 1}, .meter = meter_});
+    // Every later range goes where the first was answered (the Hub's CDN), without credentials when that is
+    // another host, and must come from the same version of the file.
+    data_url_ = probe.url;
+    etag_ = probe.etag;
+    size_ = probe.total;
+    reserve();
+    if (size_ > 0) {
+      std::memcpy(data_, probe.body.data(), probe.body.size());
+      mark(0, probe.body.size(), true);
+    }
+  }
+  ~RemoteFile() override {
+    if (data_) ::munmap(data_, size_);
+  }
+  RemoteFile(const RemoteFile&) = delete;
+  RemoteFile& operator=(const RemoteFile&) = delete;
+
+  const std::filesystem::path& path() const override { return path_; }
+  uint64_t size() const override { return size_; }
+  bool zero_copy() const override { return false; }
+  std::string version() const override { return etag_; }
+
+  std::span<const std::byte> view(uint64_t offset, uint64_t length) const override {
+    std::span<const std::byte> bytes = checked(offset, length);
+    if (length > kMaxRemoteView)
+      fail(
+          ErrorCode::kRemote, path_,
+          fmt::format("the format reads {} MiB of this file at once (at offset {}), more than the {} MiB a remote file "
+                      "may hold in memory: download it and scan the local copy",
+                      length >> 20, offset, kMaxRemoteView >> 20));
+    std::lock_guard lock(mutex_);
+    uint64_t first = offset / kBlock, end = (offset + length + kBlock - 1) / kBlock;
+    for (uint64_t block = first; block < end;) {  // each run of missing blocks in one request
+      if (have_[block]) {
+        ++block;
+        continue;
+      }
+      uint64_t run = block;
+      while (run < end && !have_[run]) ++run;
+      fetch(block * kBlock, std::min(run * kBlock, size_));
+      block = run;
+    }
+    return bytes;
+  }
+
+  void read(uint64_t offset, std::span<std::byte> dest) const override {
+    std::span<const std::byte> bytes = checked(offset, dest.size());
+    if (held(offset, dest.size())) return (void)std::memcpy(dest.data(), bytes.data(), dest.size());
+    if (dest.size() <= kSmallRead) return read_small(offset, dest);
+    read_uncached(offset, dest);  // a tensor's bytes go straight to the caller, never into the cache
+  }
+
+  void release(uint64_t offset, uint64_t length) const override {
+    std::lock_guard lock(mutex_);
+    uint64_t first = (offset + kBlock - 1) / kBlock, end = std::min(offset + length, size_) / kBlock;
+    if (first >= end) return;
+    ::madvise(data_ + first * kBlock, (end - first) * kBlock, MADV_DONTNEED);  // anonymous: the pages are freed
+    std::fill(have_.begin() + static_cast<ptrdiff_t>(first), have_.begin() + static_cast<ptrdiff_t>(end), false);
+  }
+
+ private:
+  /// Address space for the whole file, no memory: pages exist only where bytes were fetched.
+  void reserve() {
+    if (size_ == 0) return;
+    void* mapped = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (mapped == MAP_FAILED) fail(ErrorCode::kIo, path_, fmt::format("cannot reserve {} bytes", size_));
+    data_ = static_cast<std::byte*>(mapped);
+    have_.assign((size_ + kBlock - 1) / kBlock, false);
+  }
+
+  std::span<const std::byte> checked(uint64_t offset, uint64_t length) const {
+    ByteCursor file({data_, static_cast<size_t>(size_)}, path_, ErrorCode::kOffsetPastEnd, "");
+    return file.at(offset, length, "bytes");
+  }
+
+  bool held(uint64_t offset, uint64_t length) const {
+    std::lock_guard lock(mutex_);
+    for (uint64_t block = offset / kBlock; block < (offset + length + kBlock - 1) / kBlock; ++block)
+      if (!have_[block]) return false;
+    return true;
+  }
+
+  /// Marks the blocks [begin, end) covers whole (or reaching the file's end) as held or not.
+  void mark(uint64_t begin, uint64_t end, bool value) const {
+    for (uint64_t block = begin / kBlock; block * kBlock < end; ++block)
+      if ((block + 1) * kBlock <= end || end == size_) have_[block] = value;
+  }
+
+  /// Bytes [begin, end) into the cache, in parallel parts when many.
+  void fetch(uint64_t begin, uint64_t end) const {
+    read_uncached(begin, {data_ + begin, static_cast<size_t>(end - begin)});
+    mark(begin, end, true);
+  }
+
+  void read_uncached(uint64_t offset, std::span<std::byte> dest) const {
+    uint64_t parts = std::clamp<uint64_t>(dest.size() / kMinReadPart, 1, kRequestsInFlight);
+    uint64_t part = (dest.size() + parts - 1) / parts;
+    transfer_pool().run(parts, [&](size_t i) {
+      uint64_t begin = i * part, end = std::min<uint64_t>(begin + part, dest.size());
+      get(offset + begin, dest.subspan(begin, end - begin));
+    });
+  }
+
+  /// A small read, from the window of kSmallReadWindow bytes it starts (or the one it falls inside).
+  void read_small(uint64_t offset, std::span<std::byte> dest) const {
+    std::lock_guard lock(window_mutex_);
+    if (offset < window_begin_ || offset + dest.size() > window_begin_ + window_.size()) {
+      window_.clear();  // until the fetch succeeds, the window holds nothing
+      std::vector<std::byte> bytes(std::min(kSmallReadWindow, size_ - offset));
+      get(offset, bytes);
+      window_ = std::move(bytes);
+      window_begin_ = offset;
+    }
+    std::memcpy(dest.data(), window_.data() + (offset - window_begin_), dest.size());
+  }
+
+  /// One ranged request for exactly dest.size() bytes at `offset`, held to the file's size and ETag.
+  void get(uint64_t offset, std::span<std::byte> dest) const {
+    if (dest.empty()) return;
+    http_get({.url = data_url_,
+              .credentials = credentials_,
+              .range = HttpRange{offset, offset + dest.size() - 1},
+              .etag = etag_,
+              .total = size_,
+              .follow_redirects = false,
+              .meter = meter_},
+             dest);
+  }
+
+  std::filesystem::path path_;
+  std::string data_url_, etag_;
+  std::optional<HttpCredentials> credentials_;
+  std::atomic<uint64_t>* meter_ = TransferMeter::current();  ///< the model's, counting reads from any thread
+  uint64_t size_ = 0;
+  std::byte* data_ = nullptr;
+  mutable std::vector<bool> have_;  ///< per kBlock: fetched and not released
+  mutable std::mutex mutex_;
+  mutable std::vector<std::byte> window_;  ///< read_small's bytes, from window_begin_
+  mutable uint64_t window_begin_ = 0;
+  mutable std::mutex window_mutex_;
+};
+
+}  // namespace
+
+std::unique_ptr<ByteSource> open_remote(const std::string& url) { return std::make_unique<RemoteFile>(url); }
+
+}  // namespace precdetect

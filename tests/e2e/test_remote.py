@@ -1,0 +1,398 @@
+"""Remote inputs (issue 60): http(s):// files and indexes, hf:// repositories and s3:// objects and folders, read by
+byte ranges, against servers this test starts on 127.0.0.1 and stops by process id: remote_server.py (files with
+faults, the Hub's documented endpoints and a CDN port, checked here by huggingface_hub itself) and moto's S3
+server. Results must equal the local scan of the same files; --safety-only and --headers-only must move no tensor
+bytes; every fault is a named error (exit 2) while the other models of the batch are still scanned."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+
+from helpers import CORPUS, run, scan
+from s3_server import MotoS3, folder_objects, moto_available
+
+HERE = Path(__file__).resolve().parent
+TOKEN = "hf_test_token"
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+# No retry waits longer than the test needs; a stalled read gives up after a second.
+FAST = {"HF_HUB_DOWNLOAD_TIMEOUT": "1"}
+
+
+def write_sharded(folder, shards=4):
+    """A 4-shard safetensors model with its index and config.json; each shard's tensors larger than the reader's
+    first 64 KiB read, so that the headers-only reads are told from full ones."""
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    weight_map = {}
+    dtypes = [torch.float32, torch.float16, torch.bfloat16, torch.float32]
+    for k in range(shards):
+        name = f"model-{k + 1:05d}-of-{shards:05d}.safetensors"
+        tensors = {f"model.layers.{k}.mlp.weight": (torch.randn(256, 256) * 0.05).to(dtypes[k % len(dtypes)]),
+                   f"model.layers.{k}.input_layernorm.weight": torch.ones(256, dtype=dtypes[k % len(dtypes)])}
+        save_file(tensors, folder / name)
+        weight_map.update({tensor: name for tensor in tensors})
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    (folder / "config.json").write_text(json.dumps({"model_type": "llama", "torch_dtype": "bfloat16"}))
+
+
+def write_single(folder):
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(1)
+    save_file({"embed.weight": torch.randn(300, 128), "norm.weight": torch.ones(128, dtype=torch.float16)},
+              folder / "model.safetensors")
+
+
+def header_end(path):
+    """Where a safetensors file's tensor data starts: 8 + its header's length."""
+    with open(path, "rb") as f:
+        return 8 + int.from_bytes(f.read(8), "little")
+
+
+def model_without_places(model, places):
+    """A model's record with each of `places` (folder paths, base URLs) written as <model> in every string: the
+    remote scan and the local one must agree on everything else."""
+    text = json.dumps(model)
+    for place in places:
+        text = text.replace(place, "<model>")
+    result = json.loads(text)
+    result.pop("bytes_transferred", None)
+    result["input"] = result["path"] = "<model>"  # hf://org/name@commit names no file
+    return result
+
+
+def without_places(document, places):
+    """The document with every model's record as model_without_places writes it."""
+    return {**document, "models": [model_without_places(model, places) for model in document["models"]]}
+
+
+def start_server(command, ready):
+    """Starts `command`; returns (process, what `ready(process)` returns once the server answers)."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    return process, ready(process)
+
+
+class RemoteTestCase(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = Path(tempfile.mkdtemp(prefix="precdetect-remote-"))
+        cls.files = cls.tmp / "files"
+        write_sharded(cls.files / "sharded")
+        write_single(cls.files / "single")
+        hub = cls.tmp / "hub"
+        shutil.copytree(cls.files / "sharded", hub / "org" / "sharded")
+        shutil.copytree(cls.files / "single", hub / "private" / "single")
+        shutil.copytree(cls.files / "sharded", hub / "org" / "broken")
+        (hub / "org" / "broken" / "model-00003-of-00004.safetensors").unlink()
+        cls.server, ports = start_server([sys.executable, str(HERE / "remote_server.py"), str(cls.tmp)],
+                                         lambda p: json.loads(p.stdout.readline()))
+        cls.base = f"http://127.0.0.1:{ports['port']}"
+        cls.hub_env = {"HF_ENDPOINT": cls.base, "HF_TOKEN": TOKEN, **FAST}
+
+    @classmethod
+    def tearDownClass(cls):
+        os.kill(cls.server.pid, signal.SIGTERM)
+        cls.server.wait()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        self.get("/__reset")
+
+    def get(self, path):
+        with urllib.request.urlopen(self.base + path) as answer:
+            return json.loads(answer.read())
+
+    def stats(self):
+        return self.get("/__stats")
+
+    def tearDown(self):
+        self.assertEqual(self.stats()["auth_on_cdn"], 0, "a token reached the CDN host")
+
+    def assert_same_as_local(self, remote, local, remote_folder, env=None):
+        """`remote` scans as `local` does, but for where their files are: `remote_folder` (a URL) and the local
+        model's folder."""
+        code, remote_doc, stderr = scan(remote, env=env)
+        self.assertEqual(code, 0, stderr)
+        code, local_doc, stderr = scan(local)
+        self.assertEqual(code, 0, stderr)
+        folder = str(local if local.is_dir() else local.parent)
+        self.assertEqual(without_places(remote_doc, [remote_folder]), without_places(local_doc, [folder]))
+        return remote_doc
+
+
+class HttpTest(RemoteTestCase):
+    def test_a_file_scans_as_the_local_file(self):
+        url = f"{self.base}/files/single/model.safetensors"
+        document = self.assert_same_as_local(url, self.files / "single" / "model.safetensors",
+                                             f"{self.base}/files/single")
+        size = (self.files / "single" / "model.safetensors").stat().st_size
+        # Every byte once, but for a tensor that began in the first 64 KiB read: it is read again whole.
+        self.assertGreaterEqual(document["models"][0]["bytes_transferred"], size)
+        self.assertLessEqual(document["models"][0]["bytes_transferred"], size + 65536)
+
+    def test_an_index_scans_as_the_local_model(self):
+        self.assert_same_as_local(f"{self.base}/files/sharded/model.safetensors.index.json",
+                                  self.files / "sharded" / "model.safetensors.index.json", f"{self.base}/files/sharded")
+
+    def test_safety_only_reads_headers_and_moves_no_tensor_bytes(self):
+        result = run("--json", "--safety-only", f"{self.base}/files/sharded/model.safetensors.index.json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        model = json.loads(result.stdout)["models"][0]
+        self.assertFalse(model["values_read"])
+        moved = self.stats()["bytes"]
+        shards = sorted((self.files / "sharded").glob("*.safetensors"))
+        self.assertEqual(len(shards), 4)
+        for shard in shards:
+            sent = moved[f"/files/sharded/{shard.name}"]
+            # The first read is 64 KiB; a tensor's bytes beyond it are never asked for.
+            self.assertLessEqual(sent, max(65536, header_end(shard)), shard.name)
+            self.assertLess(sent, shard.stat().st_size, shard.name)
+        self.assertLess(sum(moved.values()), 1 << 20)
+        self.assertEqual(model["bytes_transferred"], sum(moved.values()))
+
+    def test_headers_only_gives_the_census_and_moves_no_tensor_bytes(self):
+        url = f"{self.base}/files/sharded/model.safetensors.index.json"
+        local = self.files / "sharded" / "model.safetensors.index.json"
+        code, remote, stderr = scan("--headers-only", url)
+        self.assertEqual(code, 0, stderr)
+        moved = self.stats()["bytes"]
+        for shard in sorted((self.files / "sharded").glob("*.safetensors")):
+            self.assertLessEqual(moved[f"/files/sharded/{shard.name}"], max(65536, header_end(shard)), shard.name)
+        code, headers, _ = scan("--headers-only", local)
+        self.assertEqual(without_places(remote, [f"{self.base}/files/sharded"]),
+                         without_places(headers, [str(local.parent)]))
+        model = remote["models"][0]
+        _, full, _ = scan(local)
+        for key in ("tensors", "parameters", "bytes", "dtypes", "census", "footprint"):
+            self.assertEqual(model["summary"][key], full["models"][0]["summary"][key], key)
+        self.assertIsNone(model["summary"]["abs_max"])
+        self.assertIsNone(model["verdict"])
+        self.assertFalse(model["values_read"])
+        self.assertEqual({t["analyzed"] for t in model["tensors"]}, {False})
+        self.assertIn("headers only: safe", run("--headers-only", url).stdout)
+        # No values, so no gate on them; and one tier at a time (exit 3: the run could not be made).
+        self.assertEqual(run("--headers-only", "--expect", "bf16", url).returncode, 3)
+        self.assertEqual(run("--headers-only", "--safety-only", url).returncode, 3)
+
+    def test_diff_of_a_remote_model_and_its_local_copy(self):
+        local = self.files / "sharded" / "model.safetensors.index.json"
+        result = run("diff", "--json", f"{self.base}/files/sharded/model.safetensors.index.json", local)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(json.loads(result.stdout)["pairs"][0]["outcome"], "identical")
+
+    def test_a_table_says_how_many_bytes_were_read(self):
+        result = run(f"{self.base}/files/single/model.safetensors")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("read over the network:", result.stdout)
+
+    def test_offline_means_no_network(self):
+        code, document, _ = scan(f"{self.base}/files/single/model.safetensors", env={"HF_HUB_OFFLINE": "1"})
+        self.assertEqual(code, 2)
+        self.assertEqual(document["models"][0]["error"]["code"], "remote_error")
+        self.assertEqual(self.stats()["requests"], 1)  # the reset's own
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".jit", ".nemo", ".gguf", ".onnx", ".npz", ".npy",
+                   ".msgpack", ".h5", ".index.json")
+
+
+@unittest.skipUnless(CORPUS.is_dir(), "../shared/corpus is not beside this checkout")
+class CorpusTest(RemoteTestCase):
+    def test_every_corpus_file_scans_over_http_as_locally(self):
+        """Each weight file and index of the shared corpus (every format it holds, its malformed files too), served
+        over HTTP, gives the document its local scan gives, errors included, paths aside."""
+        (self.files / "corpus").symlink_to(CORPUS)
+        files = sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES))
+        self.assertGreater(len(files), 10)
+        _, remote, _ = scan(*(f"{self.base}/files/corpus/{f.relative_to(CORPUS).as_posix()}" for f in files))
+        _, local, _ = scan(*files)
+        local_models = {model["input"]: model for model in local["models"]}
+        for file, there in zip(files, remote["models"]):
+            here = local_models.get(str(file))
+            if here is None:  # split into its components locally (file#unet, ...), not remotely (docs/using.md)
+                continue
+            there = model_without_places(there, [f"{self.base}/files/corpus"])
+            here = model_without_places(here, [str(CORPUS)])
+            with self.subTest(file=str(file.relative_to(CORPUS))):
+                if here["error"] and here["error"]["code"] == "missing_shard":
+                    # A remote index comes without a listing: its first absent shard is named when it is opened
+                    # (a 404), where discovery counts the local ones.
+                    self.assertEqual(there["error"]["code"], "missing_shard", there["error"])
+                    continue
+                self.assertEqual(there, here)
+
+
+class FaultTest(RemoteTestCase):
+    """Each fault is a named error with exit 2, and the model beside it in the batch is still scanned."""
+
+    FAULTS = {
+        "ignore-range": "range_not_honoured",  # a 200 to a range request
+        "bad-range": "range_not_honoured",  # a Content-Range other than the range asked
+        "short": "range_not_honoured",
+        "long": "range_not_honoured",
+        "gzip": "range_not_honoured",  # compressed: the bytes are not as stored
+        "etag": "remote_changed",  # the ETag changes between two reads of one scan
+        "401": "auth_error",
+        "403": "auth_error",
+        "404": "not_found",
+        "reset": "remote_error",  # the connection reset mid-tensor, on every try
+        "stall": "remote_error",  # no byte for longer than HF_HUB_DOWNLOAD_TIMEOUT, on every try
+    }
+
+    def test_every_fault_is_named_and_the_batch_goes_on(self):
+        good = f"{self.base}/files/single/model.safetensors"
+        urls = [f"{self.base}/fault/{kind}/single/model.safetensors" for kind in self.FAULTS]
+        started = time.monotonic()
+        code, document, stderr = scan(*urls, good, env=FAST)
+        self.assertLess(time.monotonic() - started, 60)
+        self.assertEqual(code, 2, stderr)
+        models = {model["input"]: model for model in document["models"]}
+        for kind, error in self.FAULTS.items():
+            model = models[f"{self.base}/fault/{kind}/single/model.safetensors"]
+            with self.subTest(kind=kind):
+                self.assertIsNotNone(model["error"], kind)
+                self.assertEqual(model["error"]["code"], error, model["error"]["message"])
+                self.assertEqual(model["tensors"], [])  # never statistics or a verdict from partial data
+                self.assertEqual(model["verdict"]["label"], "unknown")
+        self.assertIsNone(models[good]["error"])
+        self.assertIsNotNone(models[good]["verdict"])
+
+    def test_429_waits_as_retry_after_says_and_then_reads(self):
+        started = time.monotonic()
+        code, document, stderr = scan(f"{self.base}/fault/429/single/model.safetensors", env=FAST)
+        self.assertEqual(code, 0, stderr)
+        self.assertGreaterEqual(time.monotonic() - started, 1.0)
+        self.assertIsNone(document["models"][0]["error"])
+
+    def test_a_header_over_the_cap_is_refused_as_locally(self):
+        folder = self.files / "huge"
+        folder.mkdir(exist_ok=True)
+        (folder / "model.safetensors").write_bytes((200 << 20).to_bytes(8, "little") + b"{" + b" " * 70000)
+        _, remote, _ = scan(f"{self.base}/files/huge/model.safetensors")
+        _, local, _ = scan(folder / "model.safetensors")
+        self.assertEqual(remote["models"][0]["error"]["code"], local["models"][0]["error"]["code"])
+        self.assertLess(sum(self.stats()["bytes"].values()), 1 << 20)
+
+
+class HubTest(RemoteTestCase):
+    def test_huggingface_hub_agrees_with_the_server(self):
+        """The server is faithful where huggingface_hub, the Hub's own client, reads it without complaint."""
+        from huggingface_hub import HfApi, hf_hub_download
+
+        api = HfApi(endpoint=self.base, token=TOKEN)
+        info = api.model_info("org/sharded")
+        self.assertEqual(info.sha, COMMIT)
+        self.assertIn("model.safetensors.index.json", [s.rfilename for s in info.siblings])
+        metadata = api.get_safetensors_metadata("org/sharded")
+        self.assertEqual(len(metadata.files_metadata), 4)
+        cache = self.tmp / "hf-cache"
+        path = hf_hub_download("org/sharded", "model-00002-of-00004.safetensors", endpoint=self.base, token=TOKEN,
+                               cache_dir=cache)
+        self.assertEqual(Path(path).read_bytes(), (self.files / "sharded" / "model-00002-of-00004.safetensors").read_bytes())
+        private = hf_hub_download("private/single", "model.safetensors", endpoint=self.base, token=TOKEN,
+                                  cache_dir=cache)
+        self.assertTrue(Path(private).is_file())
+        # ... and precdetect counts the parameters huggingface_hub does.
+        code, document, stderr = scan("hf://org/sharded", env=self.hub_env)
+        self.assertEqual(code, 0, stderr)
+        self.assertEqual(document["models"][0]["summary"]["parameters"], sum(metadata.parameter_count.values()))
+
+    def test_a_repository_scans_as_the_local_model_and_names_its_commit(self):
+        document = self.assert_same_as_local("hf://org/sharded@main", self.files / "sharded",
+                                             f"{self.base}/org/sharded/resolve/{COMMIT}", env=self.hub_env)
+        self.assertEqual(document["models"][0]["path"], f"hf://org/sharded@{COMMIT}")
+
+    def test_a_private_repository_needs_the_token_which_never_reaches_the_cdn(self):
+        code, document, stderr = scan("hf://private/single", env=self.hub_env)
+        self.assertEqual(code, 0, stderr)
+        self.assertEqual(self.stats()["auth_on_cdn"], 0)
+        without = {key: value for key, value in self.hub_env.items() if key != "HF_TOKEN"}
+        code, document, _ = scan("hf://private/single", "hf://org/sharded",
+                                 env={**without, "HF_TOKEN": "", "HF_HOME": str(self.tmp / "no-home")})
+        self.assertEqual(code, 2)
+        self.assertEqual(document["models"][0]["error"]["code"], "auth_error")
+        self.assertIsNone(document["models"][1]["error"])
+
+    def test_the_token_file_is_read_when_HF_TOKEN_is_unset(self):
+        home = self.tmp / "hf-home"
+        home.mkdir(exist_ok=True)
+        (home / "token").write_text(TOKEN + "\n")
+        env = {"HF_ENDPOINT": self.base, "HF_TOKEN": "", "HF_HOME": str(home)}
+        code, _, stderr = scan("hf://private/single", env=env)
+        self.assertEqual(code, 0, stderr)
+
+    def test_an_index_naming_a_missing_shard(self):
+        code, document, _ = scan("hf://org/broken", "hf://org/sharded", env=self.hub_env)
+        self.assertEqual(code, 2)
+        self.assertEqual(document["models"][0]["error"]["code"], "missing_shard")
+        self.assertIsNone(document["models"][1]["error"])
+
+    def test_safety_only_moves_no_tensor_bytes(self):
+        result = run("--json", "--safety-only", "hf://org/sharded", env=self.hub_env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        moved = self.stats()["bytes"]
+        for shard in sorted((self.files / "sharded").glob("*.safetensors")):
+            # The CDN serves blobs by hash: org/broken holds the same files.
+            sent = sum(count for key, count in moved.items() if key.startswith("cdn:") and key.endswith(shard.name))
+            self.assertLessEqual(sent, max(65536, header_end(shard)), shard.name)
+        self.assertLess(sum(moved.values()), 1 << 20)
+
+    def test_a_bare_id_stays_a_cache_lookup(self):
+        code, document, _ = scan("org/sharded", env={**self.hub_env, "HF_HOME": str(self.tmp / "empty-home")})
+        self.assertEqual(code, 2)
+        self.assertEqual(document["models"][0]["error"]["code"], "hf_cache_miss")
+        self.assertEqual(self.stats()["requests"], 1)  # the reset's own
+
+
+@unittest.skipUnless(moto_available(), "moto[server] is not installed (requirements-tests.txt)")
+class S3Test(unittest.TestCase):
+    """moto's S3 server: SigV4 checked, ListObjectsV2, ranged GetObject."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = Path(tempfile.mkdtemp(prefix="precdetect-s3-"))
+        write_sharded(cls.tmp / "sharded")
+        write_single(cls.tmp / "single")
+        objects = {**folder_objects("run-42/sharded", cls.tmp / "sharded"),
+                   **folder_objects("run-42/single", cls.tmp / "single")}
+        cls.s3 = MotoS3("team-models", objects, FAST)
+        cls.endpoint, cls.env = cls.s3.endpoint, cls.s3.env
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s3.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def same_as_local(self, remote, local, remote_folder):
+        RemoteTestCase.assert_same_as_local(self, remote, local, remote_folder, env=self.env)
+
+    def test_a_folder_scans_as_the_local_folder(self):
+        self.same_as_local("s3://team-models/run-42/sharded/", self.tmp / "sharded",
+                           f"{self.endpoint}/team-models/run-42/sharded")
+
+    def test_an_object_and_an_index(self):
+        self.same_as_local("s3://team-models/run-42/single/model.safetensors", self.tmp / "single" / "model.safetensors",
+                           f"{self.endpoint}/team-models/run-42/single")
+        self.same_as_local("s3://team-models/run-42/sharded/model.safetensors.index.json",
+                           self.tmp / "sharded" / "model.safetensors.index.json",
+                           f"{self.endpoint}/team-models/run-42/sharded")
+
+    def test_wrong_credentials_are_an_auth_error(self):
+        code, document, _ = scan("s3://team-models/run-42/single/model.safetensors",
+                                 env={**self.env, "AWS_SECRET_ACCESS_KEY": "wrong"})
+        self.assertEqual(code, 2)
+        self.assertEqual(document["models"][0]["error"]["code"], "auth_error")
+
+
+if __name__ == "__main__":
+    unittest.main()

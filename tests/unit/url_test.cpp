@@ -1,0 +1,92 @@
+// URLs of remote models (core/url.h) and the credentials the environment binds to a host (core/remote_env.h).
+#include "precdetect/core/url.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "precdetect/core/remote_env.h"
+
+namespace precdetect {
+namespace {
+
+TEST(Url, SplitsSchemeAuthorityPathAndQuery) {
+  std::optional<Url> url = parse_http_url("https://cdn.example:8443/a/b.safetensors?sig=1#frag");
+  ASSERT_TRUE(url);
+  EXPECT_EQ(url->scheme, "https");
+  EXPECT_EQ(url->authority, "cdn.example:8443");
+  EXPECT_EQ(url->path, "/a/b.safetensors");
+  EXPECT_EQ(url->query, "sig=1");
+  EXPECT_EQ(url->text(), "https://cdn.example:8443/a/b.safetensors?sig=1");
+  EXPECT_EQ(parse_http_url("http://host")->path, "/");
+}
+
+TEST(Url, RefusesWhatIsNoHttpUrl) {
+  EXPECT_FALSE(parse_http_url("hf://org/name"));
+  EXPECT_FALSE(parse_http_url("ftp://host/file"));
+  EXPECT_FALSE(parse_http_url("http:///path"));
+  EXPECT_FALSE(parse_http_url("https://user:secret@host/file"));  // a credential in a URL goes to whoever the host is
+  EXPECT_FALSE(parse_http_url("model.safetensors"));
+}
+
+TEST(Url, KnowsRemoteInputs) {
+  for (const char* remote : {"hf://org/name", "s3://bucket/key", "https://h/x", "http://h/x"})
+    EXPECT_TRUE(is_url(remote)) << remote;
+  for (const char* local : {"org/name", "./hf://x", "/tmp/model.safetensors", "s3:/bucket"})
+    EXPECT_FALSE(is_url(local)) << local;
+}
+
+TEST(Url, ResolvesRedirects) {
+  Url base = *parse_http_url("https://hub.example/org/name/resolve/main/model.safetensors");
+  EXPECT_EQ(resolve_location(base, "https://cdn.example/blob?x=1"), "https://cdn.example/blob?x=1");
+  EXPECT_EQ(resolve_location(base, "/api/other"), "https://hub.example/api/other");
+  EXPECT_EQ(resolve_location(base, "//cdn.example/blob"), "https://cdn.example/blob");
+  EXPECT_EQ(resolve_location(base, "other.bin"), "https://hub.example/org/name/resolve/main/other.bin");
+}
+
+TEST(Url, NamesFilesAndFolders) {
+  EXPECT_EQ(url_file_name("https://h/a/model.safetensors.index.json?x=/y"), "model.safetensors.index.json");
+  EXPECT_EQ(url_folder("https://h/a/model.safetensors.index.json"), "https://h/a/");
+  EXPECT_EQ(percent_encode("run 42/model+1.bin", true), "run%2042/model%2B1.bin");
+  EXPECT_EQ(percent_encode("refs/pr/1", false), "refs%2Fpr%2F1");
+}
+
+TEST(RemoteEnv, TheHubTokenGoesToTheHubsHostOnly) {
+  ::setenv("HF_ENDPOINT", "http://127.0.0.1:9000/", 1);
+  ::setenv("HF_TOKEN", "hf_secret", 1);
+  EXPECT_EQ(hf_endpoint(), "http://127.0.0.1:9000");
+  std::optional<HttpCredentials> hub = credentials_for(*parse_http_url("http://127.0.0.1:9000/api/models/a/b"));
+  ASSERT_TRUE(hub);
+  EXPECT_EQ(hub->bearer, "hf_secret");
+  EXPECT_EQ(hub->authority, "127.0.0.1:9000");
+  EXPECT_FALSE(credentials_for(*parse_http_url("http://127.0.0.1:9001/blob")));  // the CDN: another port
+  ::unsetenv("HF_ENDPOINT");
+  ::unsetenv("HF_TOKEN");
+}
+
+TEST(RemoteEnv, AwsKeysGoToTheS3EndpointOnly) {
+  ::setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:5000", 1);
+  ::setenv("AWS_ACCESS_KEY_ID", "key", 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", "secret", 1);
+  std::optional<HttpCredentials> s3 = credentials_for(*parse_http_url("http://127.0.0.1:5000/bucket/key"));
+  ASSERT_TRUE(s3);
+  EXPECT_EQ(s3->aws_key, "key");
+  EXPECT_EQ(s3->aws_region, "us-east-1");
+  EXPECT_FALSE(credentials_for(*parse_http_url("http://example.org/bucket/key")));
+  for (const char* name : {"AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}) ::unsetenv(name);
+}
+
+TEST(RemoteEnv, OfflineAndTimeout) {
+  ::setenv("HF_HUB_OFFLINE", "1", 1);
+  EXPECT_TRUE(hf_offline());
+  ::setenv("HF_HUB_OFFLINE", "0", 1);
+  EXPECT_FALSE(hf_offline());
+  ::unsetenv("HF_HUB_OFFLINE");
+  ::setenv("HF_HUB_DOWNLOAD_TIMEOUT", "3", 1);
+  EXPECT_EQ(download_timeout_seconds(), 3);
+  ::unsetenv("HF_HUB_DOWNLOAD_TIMEOUT");
+  EXPECT_EQ(download_timeout_seconds(), 10);
+}
+
+}  // namespace
+}  // namespace precdetect
