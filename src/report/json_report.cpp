@@ -5,7 +5,7 @@
 #include "precdetect/analyze/cast_safety.h"
 #include "precdetect/classify/evidence/records.h"
 #include "precdetect/classify/evidence/storage_casts.h"
-#include "precdetect/load/quanto_codes.h"
+#include "precdetect/quantize/quanto.h"
 #include "precdetect/report/batch_counts.h"
 
 namespace precdetect {

@@ -1,0 +1,38 @@
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+
+#include "precdetect/quantize/scheme.h"
+
+namespace precdetect {
+
+// The schemes, one file each in this folder. A new scheme is its file, its line here and its line in the list.
+extern const QuantScheme kZeroPointScheme;     // zero_point.cpp
+extern const QuantScheme kBitsandbytesScheme;  // bitsandbytes.cpp
+extern const QuantScheme kQuantoScheme;        // quanto.cpp
+extern const QuantScheme kMlxAffineScheme;     // mlx_affine.cpp
+extern const QuantScheme kFp8ScalesScheme;     // fp8_scales.cpp
+
+namespace {
+
+// quanto renames its codes to the weight's own name (`X.weight._data` becomes `X.weight`), so the schemes after it
+// see the weight by its name; no two schemes link the same weight.
+const std::array<const QuantScheme*, 5> kSchemes = {&kZeroPointScheme, &kBitsandbytesScheme, &kQuantoScheme,
+                                                    &kMlxAffineScheme, &kFp8ScalesScheme};
+
+}  // namespace
+
+std::span<const QuantScheme* const> quant_schemes() { return kSchemes; }
+
+void link_quantized(std::vector<TensorRecord>& tensors, const nlohmann::json& config, const std::string& file) {
+  for (const QuantScheme* scheme : kSchemes) scheme->link(tensors, config, file);
+}
+
+TensorStats quantized_stats(const LinkedValues& values) {
+  const ScaleScheme computed = values.link().scheme;
+  for (const QuantScheme* scheme : kSchemes)
+    if (std::ranges::find(scheme->computes, computed) != scheme->computes.end()) return scheme->stats(values);
+  throw std::logic_error("quantized_stats: no scheme computes this link");  // every ScaleScheme has its scheme
+}
+
+}  // namespace precdetect
