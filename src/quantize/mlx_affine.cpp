@@ -30,6 +30,8 @@ std::optional<std::pair<int64_t, int>> mlx_settings(const nlohmann::json& config
       break;
     }
   if (settings == nullptr) return std::nullopt;
+  // MLX's other modes (mxfp4, nvfp4, mxfp8) are no affine codes, whatever their group size and bits.
+  if (settings->contains("mode") && (*settings)["mode"] != "affine") return std::nullopt;
   const nlohmann::json* chosen = settings;
   if (settings->contains(module)) chosen = &(*settings)[module];
   if (!chosen->is_object()) return std::nullopt;

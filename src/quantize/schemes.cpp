@@ -12,13 +12,15 @@ extern const QuantScheme kBitsandbytesScheme;  // bitsandbytes.cpp
 extern const QuantScheme kQuantoScheme;        // quanto.cpp
 extern const QuantScheme kMlxAffineScheme;     // mlx_affine.cpp
 extern const QuantScheme kFp8ScalesScheme;     // fp8_scales.cpp
+extern const QuantScheme kUnreadScheme;        // unread.cpp: last, what no scheme before it read
 
 namespace {
 
 // quanto renames its codes to the weight's own name (`X.weight._data` becomes `X.weight`), so the schemes after it
-// see the weight by its name; no two schemes link the same weight.
-const std::array<const QuantScheme*, 5> kSchemes = {&kZeroPointScheme, &kBitsandbytesScheme, &kQuantoScheme,
-                                                    &kMlxAffineScheme, &kFp8ScalesScheme};
+// see the weight by its name; no two schemes link the same weight; the unread schemes come last, to count what none
+// of the others read.
+const std::array<const QuantScheme*, 6> kSchemes = {&kZeroPointScheme, &kBitsandbytesScheme, &kQuantoScheme,
+                                                    &kMlxAffineScheme, &kFp8ScalesScheme,    &kUnreadScheme};
 
 }  // namespace
 

@@ -75,7 +75,7 @@ struct ZeroPointCodes {
   std::string shape_tensor;         ///< compressed-tensors' weight_shape: [out, in] as int64 values
 };
 
-/// A weight stored narrow whose scales are another tensor (load/quantization.h): each value the model computes
+/// A weight stored narrow whose scales are another tensor (a scheme of quantize/): each value the model computes
 /// with comes from the stored value and the scale of its block, `block_rows` x `block_cols` of the weight's rows
 /// (its first dimension) and columns (the others, flattened; for kAffine the unpacked codes).
 struct ScaleLink {
@@ -185,6 +185,10 @@ struct TensorRecord {
   /// A quantized weight's scales (FP8 with `weight_scale_inv` blocks, compressed-tensors' `weight_scale`): its
   /// statistics are those of its dequantized values.
   std::optional<ScaleLink> scaled_by;
+  /// Quantized by a scheme precdetect does not read, named here as its config or its tensors name it
+  /// ("compressed-tensors nvfp4-pack-quantized"; quantize/unread.cpp): counted, never analyzed as the floats or
+  /// integers it is stored as, and so out of the verdict. Empty for any other tensor.
+  std::string unread_scheme;
   /// Set on each chunk of a tensor stored in several (TensorRecord::shape is the chunk's): analysis joins them
   /// into the whole tensor, whose statistics are the chunks' merged. nullopt for a tensor stored whole.
   std::optional<ChunkOf> chunk_of;

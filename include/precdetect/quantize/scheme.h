@@ -60,7 +60,8 @@ struct QuantScheme {
   /// merged in, null without one) by setting its TensorRecord::scaled_by, and marks the tensors it is read with as
   /// TensorRole::kScale. Throws Error(kSizeMismatch) naming `file` where parts that it checks here do not fit.
   void (*link)(std::vector<TensorRecord>& tensors, const nlohmann::json& config, const std::string& file);
-  /// The statistics of the values a weight it linked dequantizes to. Exactness counts are left at 0: a dequantized
+  /// The statistics of the values a weight it linked dequantizes to (nullptr where `computes` is empty: the
+  /// schemes precdetect does not read, which link nothing). Exactness counts are left at 0: a dequantized
   /// value is no stored value. Throws Error(kSizeMismatch) (or the scheme's own code) naming the file and the
   /// tensors where their shapes or contents do not fit together.
   TensorStats (*stats)(const LinkedValues& values);

@@ -1,0 +1,103 @@
+"""Quantization schemes read or counted (issue 59), each on files its own producer writes on this CPU.
+
+A weight that config.json declares quantized (or bitsandbytes' tensor names do) is never analyzed as the floats or
+integers it is stored as: where precdetect cannot read its scheme, it is counted, named with the scheme in the
+`quantized_not_read` warning and kept out of the verdict, and the tensors stored beside it have the role `scale`.
+- compressed-tensors 0.20.0: nvfp4-pack-quantized (NVFP4A16) and int-quantized (W8A8), through its own
+  apply_quantization_config, calculate_qparams (and generate_gparam for nvfp4's global scale) and ModelCompressor;
+- bitsandbytes 0.50.2 through transformers' BitsAndBytesConfig with `bnb_4bit_quant_storage=torch.bfloat16`;
+- MLX 0.32's mx.quantize in mode "mxfp4", written by mx.save_safetensors with the `quantization` block mlx-lm writes.
+One interpreter per module; each model is a two-block Llama of hidden size 128."""
+
+import json
+import unittest
+
+import torch
+
+from helpers import (ScanTestCase, compressed_checkpoint, reference_summary, scan, small_llama, tensors_by_name,
+                     warning_codes)
+
+
+def float_tensors(folder):
+    """The tensors of `folder`'s safetensors file, by name."""
+    from safetensors.torch import load_file
+
+    return load_file(folder / "model.safetensors")
+
+
+class UnreadSchemes(ScanTestCase):
+    def check_counted(self, folder, scheme, weights, scales):
+        """`weights` counted and named with `scheme`, never analyzed; `scales` role scale; the summary is the other
+        float tensors' alone."""
+        code, document, stderr = scan(folder)
+        self.assertEqual(code, 0, stderr)
+        model = document["models"][0]
+        reported = tensors_by_name(model)
+        self.assertIn("quantized_not_read", warning_codes(model))
+        message = next(w["message"] for w in model["warnings"] if w["code"] == "quantized_not_read")
+        for name in weights:
+            with self.subTest(weight=name):
+                self.assertFalse(reported[name]["analyzed"])
+                self.assertEqual(reported[name]["role"], "model")
+                self.assertIn(f"{name} ({scheme})", message)
+        for name in scales:
+            self.assertEqual(reported[name]["role"], "scale", name)
+        stored = float_tensors(folder)
+        others = {name: tensor for name, tensor in stored.items()
+                  if name not in weights and name not in scales and tensor.is_floating_point()}
+        self.assertEqual(model["summary"]["abs_max"], reference_summary(others)["abs_max"])
+        return model
+
+    def test_compressed_tensors_nvfp4_and_int_quantized(self):
+        from compressed_tensors.quantization import preset_name_to_scheme
+
+        for preset, scheme, codes, parts in (
+                ("NVFP4A16", "compressed-tensors nvfp4-pack-quantized", ".weight_packed",
+                 (".weight_scale", ".weight_global_scale")),
+                ("W8A8", "compressed-tensors int-quantized", ".weight", (".weight_scale",))):
+            with self.subTest(preset=preset):
+                folder = self.tmp / preset
+                self.assertEqual(compressed_checkpoint(folder, preset_name_to_scheme(preset, ["Linear"])),
+                                 scheme.split()[1])
+                names = float_tensors(folder).keys()
+                modules = [name[: -len(codes)] for name in names if name.endswith(codes) and "layers" in name]
+                self.assertEqual(len(modules), 14)
+                self.check_counted(folder, scheme, [m + codes for m in modules],
+                                   [m + part for m in modules for part in parts])
+
+    def test_bitsandbytes_4bit_stored_in_bfloat16(self):
+        from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+        plain, folder = self.tmp / "plain", self.tmp / "nf4-bf16-storage"
+        small_llama().save_pretrained(plain)
+        config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                                    bnb_4bit_quant_storage=torch.bfloat16, bnb_4bit_compute_dtype=torch.bfloat16)
+        AutoModelForCausalLM.from_pretrained(plain, quantization_config=config, device_map="cpu",
+                                             dtype=torch.bfloat16).save_pretrained(folder)
+        stored = float_tensors(folder)
+        weights = [name.split(".quant_state.")[0] for name in stored if ".quant_state.bitsandbytes__" in name]
+        self.assertEqual(len(weights), 14)
+        self.assertEqual(stored[weights[0]].dtype, torch.bfloat16)  # packed bytes, viewed as bfloat16
+        scales = [name for name in stored if name.endswith((".absmax", ".quant_map", ".quant_state.bitsandbytes__nf4"))]
+        self.check_counted(folder, "bitsandbytes nf4", weights, scales)
+
+    def test_mlx_mxfp4(self):
+        import mlx.core as mx
+
+        mx.random.seed(0)
+        folder = self.tmp / "mlx-mxfp4"
+        folder.mkdir()
+        arrays = {"model.norm.weight": mx.ones((256,))}
+        for index in range(2):
+            q, scales = mx.quantize(mx.random.normal((64, 256)), group_size=32, bits=4, mode="mxfp4")
+            arrays[f"model.layers.{index}.mlp.weight"], arrays[f"model.layers.{index}.mlp.scales"] = q, scales
+        mx.save_safetensors(str(folder / "model.safetensors"), arrays)
+        quantization = {"group_size": 32, "bits": 4, "mode": "mxfp4"}
+        (folder / "config.json").write_text(json.dumps({"model_type": "llama", "quantization": quantization,
+                                                        "quantization_config": quantization}))
+        self.check_counted(folder, "MLX mxfp4", [f"model.layers.{i}.mlp.weight" for i in range(2)],
+                           [f"model.layers.{i}.mlp.scales" for i in range(2)])
+
+
+if __name__ == "__main__":
+    unittest.main()
