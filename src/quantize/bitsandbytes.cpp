@@ -3,7 +3,8 @@
 // analyzed over the values bitsandbytes dequantizes them to: 4-bit codes through their quant_map times their
 // block's absmax, in float32, then cast to the quantization state's dtype (dequantize_4bit; a nested absmax first
 // dequantized as dequantize_blockwise does, plus its offset); LLM.int8 codes times their row's SCB / 127 in float32
-// (int8_vectorwise_dequant). Recognized by the tensors' names, which bitsandbytes alone writes.
+// (int8_vectorwise_dequant). Recognized by the tensors' names, which bitsandbytes alone writes; the 4-bit codes are
+// read as the bytes they are, whatever dtype `quant_storage` stored them as (quantize_4bit views its packed bytes so).
 
 #include <fmt/format.h>
 
@@ -208,7 +209,10 @@ void link_bitsandbytes(std::vector<TensorRecord>& tensors, const nlohmann::json&
   for (size_t i = 0; i < tensors.size(); ++i) names.emplace(tensors[i].name, i);
   for (TensorRecord& weight : tensors) {
     if (!weight.name.ends_with(".weight")) continue;
-    if (weight.dtype == DType::U8) link_4bit(weight, tensors, names);
+    // 4-bit codes are bytes whatever dtype views them: `bnb_4bit_quant_storage` (bfloat16 for FSDP, float32, ...)
+    // stores the same packed bytes as a tensor of that dtype, never values of it.
+    if (dtype_kind(weight.dtype) == DTypeKind::kFloat || dtype_kind(weight.dtype) == DTypeKind::kInteger)
+      link_4bit(weight, tensors, names);
     if (weight.dtype == DType::I8 && weight.shape.size() == 2) link_int8(weight, tensors, names);
   }
 }

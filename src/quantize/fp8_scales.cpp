@@ -1,6 +1,7 @@
 // fp8 weights stored with their scales beside them (ScaleScheme::kProduct), each pair linked so that the weight is
-// analyzed as the model computes with it, stored value x block scale, each product in float32 as the dequantizing
-// kernels form it (DeepSeek-V3's weight_dequant, compressed-tensors' dequantize):
+// analyzed as the model computes with it, stored value x block scale, each product in the scales' dtype as the
+// dequantizing kernels form it (compressed-tensors' dequantize: `x_q.to(scale.dtype) * scale`; with float32 scales,
+// float32, as DeepSeek-V3's weight_dequant and transformers' FineGrainedFP8):
 // - FP8 with 2-D blocks of `weight_scale_inv` (DeepSeek-V3 and many 2025-2026 releases; transformers'
 //   FineGrainedFP8, `quantization_config.quant_method` "fp8" with `weight_block_size`);
 // - compressed-tensors' float8 (`weight_scale`, per tensor, per channel or per group) and FBGEMM's fp8.
@@ -110,6 +111,7 @@ Shape shape_of(const HostValues& weight, const ScaleLink& link) {
 
 /// Rows [begin, end) (whole bands of block_rows) through one magnitude histogram per block: every value of a block
 /// shares its scale, so |stored x scale| takes at most 128 values there, each the float32 product the kernels form.
+template <DType kResult>
 TensorStats histogram_bands(const std::byte* data, const Shape& shape, const std::vector<float>& scales,
                             const ScaleLink& link, const std::vector<float>& magnitudes, int64_t begin, int64_t end) {
   TensorStats stats;
@@ -125,17 +127,21 @@ TensorStats histogram_bands(const std::byte* data, const Shape& shape, const std
       }
     }
     const float* band_scales = scales.data() + (band / link.block_rows) * shape.scale_columns;
+    std::array<float, kMagnitudeCodes> products;
     for (int64_t block = 0; block < shape.scale_columns; ++block) {
       float scale = std::fabs(band_scales[block]);
+      for (int64_t code = 0; code < kMagnitudeCodes; ++code) products[code] = magnitudes[code] * scale;
+      round_in_place<kResult>(products.data(), products.size());
       for (int64_t code = 0; code < kMagnitudeCodes; ++code)
         if (uint64_t count = counts[block * kMagnitudeCodes + code])
-          add_magnitude(stats, static_cast<double>(magnitudes[code] * scale), count);
+          add_magnitude(stats, static_cast<double>(products[code]), count);
     }
   }
   return stats;
 }
 
 /// Rows [begin, end) value by value: widened, multiplied by their scale in float32, then the F32 kernel.
+template <DType kResult>
 TensorStats multiplied_rows(const HostValues& weight, const Shape& shape, const std::vector<float>& scales,
                             const ScaleLink& link, int64_t begin, int64_t end) {
   TensorStats stats;
@@ -154,11 +160,16 @@ TensorStats multiplied_rows(const HostValues& weight, const Shape& shape, const 
         for (int64_t column = first; column < last; ++column) out[column] *= row_scales[block];
       }
     }
+    round_in_place<kResult>(values.data(), static_cast<size_t>(rows * shape.columns));
     stats.merge(cpu_tensor_stats(values.data(), DType::F32, static_cast<uint64_t>(rows * shape.columns)));
   }
   return stats;
 }
 
+/// Each product rounded to `kResult`, the scales' dtype, as compressed-tensors' dequantize forms it
+/// (`x_q.to(scale.dtype) * scale`): an fp8 value's 4 significant bits times a 16-bit scale's 8 or 11 are exact in
+/// float32, so the float32 product rounded once to bfloat16 or float16 is that product. float32 scales: float32.
+template <DType kResult>
 TensorStats product_stats(const HostValues& weight, const HostValues& scale, const ScaleLink& link) {
   const Shape shape = shape_of(weight, link);
   std::vector<float> scales(scale.numel());
@@ -167,15 +178,15 @@ TensorStats product_stats(const HostValues& weight, const HostValues& scale, con
   // Parts of whole bands of block rows, so that a block's histogram is never split between two cores.
   const int64_t bands = (shape.rows + link.block_rows - 1) / link.block_rows;
   const uint64_t band_values = static_cast<uint64_t>(std::max<int64_t>(link.block_rows * shape.columns, 1));
-  TensorStats total = reduce_in_parallel(
-      static_cast<uint64_t>(bands), std::max<uint64_t>(1, kChunkValues / band_values),
-      [&](uint64_t first, uint64_t last) {
-        int64_t begin = static_cast<int64_t>(first) * link.block_rows;
-        int64_t end = std::min(shape.rows, static_cast<int64_t>(last) * link.block_rows);
-        return histograms
-                   ? histogram_bands(weight.data(), shape, scales, link, decoded_values(weight.dtype()), begin, end)
-                   : multiplied_rows(weight, shape, scales, link, begin, end);
-      });
+  TensorStats total =
+      reduce_in_parallel(static_cast<uint64_t>(bands), std::max<uint64_t>(1, kChunkValues / band_values),
+                         [&](uint64_t first, uint64_t last) {
+                           int64_t begin = static_cast<int64_t>(first) * link.block_rows;
+                           int64_t end = std::min(shape.rows, static_cast<int64_t>(last) * link.block_rows);
+                           return histograms ? histogram_bands<kResult>(weight.data(), shape, scales, link,
+                                                                        decoded_values(weight.dtype()), begin, end)
+                                             : multiplied_rows<kResult>(weight, shape, scales, link, begin, end);
+                         });
   return total;
 }
 
@@ -202,7 +213,9 @@ void link_fp8_scales(std::vector<TensorRecord>& tensors, const nlohmann::json& c
 
 /// An fp8 weight's values times its scales.
 TensorStats fp8_scaled_stats(const LinkedValues& values) {
-  TensorStats stats = product_stats(values.weight(), values.part(values.link().tensor), values.link());
+  const HostValues weight = values.weight(), scale = values.part(values.link().tensor);
+  TensorStats stats = for_result_dtype(
+      scale.dtype(), [&]<DType kResult>() { return product_stats<kResult>(weight, scale, values.link()); });
   stats.exactness_checked = stats.bf16_exact = stats.fp16_exact = 0;
   return stats;
 }

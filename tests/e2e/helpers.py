@@ -210,15 +210,16 @@ def small_llama(hidden=128, intermediate=256):
                                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4))
 
 
-def compressed_checkpoint(folder, scheme, hidden=128, intermediate=256):
-    """A small Llama (seeded) quantized by compressed-tensors `scheme` (or a dict of config groups' schemes) with its
-    own calculate_qparams per group (a channel is one group), compressed by ModelCompressor and written by
-    save_pretrained to `folder`; returns the config's quantization format ("float-quantized", "pack-quantized", ...)."""
+def compressed_checkpoint(folder, scheme, hidden=128, intermediate=256, dtype=torch.float32):
+    """A small Llama (seeded, in `dtype`, whose scales take it) quantized by compressed-tensors `scheme` (or a dict of
+    config groups' schemes) with its own calculate_qparams per group (a channel is one group), compressed by
+    ModelCompressor and written by save_pretrained to `folder`; returns the config's quantization format
+    ("float-quantized", "pack-quantized", ...)."""
     from compressed_tensors.compressors import ModelCompressor
     from compressed_tensors.quantization import QuantizationConfig, apply_quantization_config
     from compressed_tensors.quantization.utils import calculate_qparams, generate_gparam
 
-    model = small_llama(hidden, intermediate)
+    model = small_llama(hidden, intermediate).to(dtype)
     groups = scheme if isinstance(scheme, dict) else {"group_0": scheme}
     apply_quantization_config(model, QuantizationConfig(config_groups=groups, ignore=["lm_head"]))
     for module in model.modules():

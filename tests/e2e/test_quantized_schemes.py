@@ -5,8 +5,13 @@ integers it is stored as: where precdetect cannot read its scheme, it is counted
 `quantized_not_read` warning and kept out of the verdict, and the tensors stored beside it have the role `scale`.
 - compressed-tensors 0.20.0: nvfp4-pack-quantized (NVFP4A16) and int-quantized (W8A8), through its own
   apply_quantization_config, calculate_qparams (and generate_gparam for nvfp4's global scale) and ModelCompressor;
-- bitsandbytes 0.50.2 through transformers' BitsAndBytesConfig with `bnb_4bit_quant_storage=torch.bfloat16`;
 - MLX 0.32's mx.quantize in mode "mxfp4", written by mx.save_safetensors with the `quantization` block mlx-lm writes.
+Read as their library dequantizes them, each weight's numel, abs min, abs max and norm against the library's own
+dequantized tensor in float64:
+- bitsandbytes 0.50.2's 4-bit weights with every `bnb_4bit_quant_storage` dtype (bfloat16, float16, float32: the
+  packed bytes viewed as that dtype), through transformers' BitsAndBytesConfig; dequantize_4bit is the reference.
+- compressed-tensors' float8 weights with bfloat16 and float16 scales, multiplied in the scales' dtype as its
+  dequantize does (`x_q.to(scale.dtype) * scale`); its dequantize is the reference.
 One interpreter per module; each model is a two-block Llama of hidden size 128."""
 
 import json
@@ -14,8 +19,8 @@ import unittest
 
 import torch
 
-from helpers import (ScanTestCase, compressed_checkpoint, reference_summary, scan, small_llama, tensors_by_name,
-                     warning_codes)
+from helpers import (ScanTestCase, compressed_checkpoint, reference_summary, reference_tensor_stats, scan, small_llama,
+                     tensors_by_name, warning_codes)
 
 
 def float_tensors(folder):
@@ -23,6 +28,15 @@ def float_tensors(folder):
     from safetensors.torch import load_file
 
     return load_file(folder / "model.safetensors")
+
+
+def check_dequantized(case, reported, name, reference):
+    """`name`'s statistics against `reference` (the library's dequantized tensor) in float64."""
+    expected = reference_tensor_stats(reference.double())
+    case.assertTrue(reported[name]["analyzed"], name)
+    case.assertEqual(reported[name]["numel"], reference.numel(), name)
+    for key in ("abs_min", "abs_max", "norm"):
+        case.assertAlmostEqual(reported[name][key], expected[key], delta=abs(expected[key]) * 1e-6, msg=(name, key))
 
 
 class UnreadSchemes(ScanTestCase):
@@ -65,22 +79,6 @@ class UnreadSchemes(ScanTestCase):
                 self.check_counted(folder, scheme, [m + codes for m in modules],
                                    [m + part for m in modules for part in parts])
 
-    def test_bitsandbytes_4bit_stored_in_bfloat16(self):
-        from transformers import AutoModelForCausalLM, BitsAndBytesConfig
-
-        plain, folder = self.tmp / "plain", self.tmp / "nf4-bf16-storage"
-        small_llama().save_pretrained(plain)
-        config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
-                                    bnb_4bit_quant_storage=torch.bfloat16, bnb_4bit_compute_dtype=torch.bfloat16)
-        AutoModelForCausalLM.from_pretrained(plain, quantization_config=config, device_map="cpu",
-                                             dtype=torch.bfloat16).save_pretrained(folder)
-        stored = float_tensors(folder)
-        weights = [name.split(".quant_state.")[0] for name in stored if ".quant_state.bitsandbytes__" in name]
-        self.assertEqual(len(weights), 14)
-        self.assertEqual(stored[weights[0]].dtype, torch.bfloat16)  # packed bytes, viewed as bfloat16
-        scales = [name for name in stored if name.endswith((".absmax", ".quant_map", ".quant_state.bitsandbytes__nf4"))]
-        self.check_counted(folder, "bitsandbytes nf4", weights, scales)
-
     def test_mlx_mxfp4(self):
         import mlx.core as mx
 
@@ -97,6 +95,65 @@ class UnreadSchemes(ScanTestCase):
                                                         "quantization_config": quantization}))
         self.check_counted(folder, "MLX mxfp4", [f"model.layers.{i}.mlp.weight" for i in range(2)],
                            [f"model.layers.{i}.mlp.scales" for i in range(2)])
+
+
+class BitsAndBytesQuantStorage(ScanTestCase):
+    def test_4bit_codes_stored_in_any_dtype_are_read_as_their_bytes(self):
+        import bitsandbytes.functional as F
+        from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+        plain = self.tmp / "plain"
+        small_llama().save_pretrained(plain)
+        for storage in (torch.bfloat16, torch.float16, torch.float32):
+            with self.subTest(storage=storage):
+                folder = self.tmp / f"nf4-{storage}"
+                config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                                            bnb_4bit_quant_storage=storage, bnb_4bit_compute_dtype=torch.bfloat16)
+                AutoModelForCausalLM.from_pretrained(plain, quantization_config=config, device_map="cpu",
+                                                     dtype=torch.bfloat16).save_pretrained(folder)
+                stored = float_tensors(folder)
+                weights = [name.split(".quant_state.")[0] for name in stored if ".quant_state.bitsandbytes__" in name]
+                self.assertEqual(len(weights), 14)
+                code, document, stderr = scan(folder)
+                self.assertEqual(code, 0, stderr)
+                model = document["models"][0]
+                reported = tensors_by_name(model)
+                self.assertNotIn("quantized_not_read", warning_codes(model))
+                for name in weights:
+                    self.assertEqual(stored[name].dtype, storage)  # the packed bytes, viewed as `storage`
+                    self.assertEqual(reported[name]["dtype"], {torch.bfloat16: "BF16", torch.float16: "F16",
+                                                               torch.float32: "F32"}[storage])
+                    parts = {key[len(name) + 1:]: stored[key] for key in stored if key.startswith(name + ".")}
+                    state = F.QuantState.from_dict(parts, device=torch.device("cpu"))
+                    check_dequantized(self, reported, name, F.dequantize_4bit(stored[name], state))
+                    self.assertEqual(reported[name + ".absmax"]["role"], "scale")
+
+
+class Float8ScaleDtypes(ScanTestCase):
+    def test_products_are_rounded_to_the_scales_dtype(self):
+        from compressed_tensors.quantization import preset_name_to_scheme
+        from compressed_tensors.quantization.lifecycle.forward import dequantize
+
+        scheme = preset_name_to_scheme("FP8_DYNAMIC", ["Linear"])  # one scale per output channel
+        for dtype in (torch.bfloat16, torch.float16):
+            with self.subTest(dtype=dtype):
+                folder = self.tmp / f"fp8-{dtype}"
+                compressed_checkpoint(folder, scheme, hidden=64, intermediate=128, dtype=dtype)
+                stored = float_tensors(folder)
+                code, document, stderr = scan(folder)
+                self.assertEqual(code, 0, stderr)
+                reported = tensors_by_name(document["models"][0])
+                scales = [name for name in stored if name.endswith(".weight_scale")]
+                self.assertEqual(len(scales), 14)
+                for name in scales:
+                    weight = name[: -len("_scale")]
+                    self.assertEqual(stored[name].dtype, dtype)
+                    reference = dequantize(stored[weight], stored[name], args=scheme.weights)  # in the scale's dtype
+                    self.assertEqual(reference.dtype, dtype)
+                    expected = reference_tensor_stats(reference.double())
+                    for key in ("abs_min", "abs_max"):  # each value the library's, to the last bit
+                        self.assertEqual(reported[weight][key], expected[key], (weight, key))
+                    check_dequantized(self, reported, weight, reference)
 
 
 if __name__ == "__main__":
