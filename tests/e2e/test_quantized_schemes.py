@@ -2,12 +2,17 @@
 
 A weight that config.json declares quantized (or bitsandbytes' tensor names do) is never analyzed as the floats or
 integers it is stored as: where precdetect cannot read its scheme, it is counted, named with the scheme in the
-`quantized_not_read` warning and kept out of the verdict, and the tensors stored beside it have the role `scale`.
-- compressed-tensors 0.20.0: nvfp4-pack-quantized (NVFP4A16) and int-quantized (W8A8), through its own
-  apply_quantization_config, calculate_qparams (and generate_gparam for nvfp4's global scale) and ModelCompressor;
-- MLX 0.32's mx.quantize in mode "mxfp4", written by mx.save_safetensors with the `quantization` block mlx-lm writes.
+`quantized_not_read` warning and kept out of the verdict, and the tensors stored beside it have the role `scale`
+(compressed-tensors' mxfp4-pack-quantized, which it does not read).
 Read as their library dequantizes them, each weight's numel, abs min, abs max and norm against the library's own
-dequantized tensor in float64:
+dequantized tensor in float64 (compressed-tensors 0.20.0's files through its own apply_quantization_config,
+calculate_qparams, generate_gparam for nvfp4's global scale, and ModelCompressor):
+- compressed-tensors' nvfp4-pack-quantized (NVFP4A16) against NVFP4PackedCompressor.decompress, and int-quantized
+  (W8A8 with float32 and bfloat16 scales, W8A16 in groups with float16 ones) against its dequantize;
+- MLX 0.32's mxfp4, nvfp4 and mxfp8 modes (mx.quantize, mx.save_safetensors, the `quantization` block mlx-lm
+  writes) against mx.dequantize;
+- gpt-oss's MXFP4 (`*_blocks`, `*_scales`; transformers quantizes to it only on a GPU, through Triton kernels, so
+  the codes and scales are drawn at random in its layout) against transformers' convert_moe_packed_tensors;
 - bitsandbytes 0.50.2's 4-bit weights with every `bnb_4bit_quant_storage` dtype (bfloat16, float16, float32: the
   packed bytes viewed as that dtype), through transformers' BitsAndBytesConfig; dequantize_4bit is the reference.
 - compressed-tensors' float8 weights with bfloat16 and float16 scales, multiplied in the scales' dtype as its
@@ -60,41 +65,106 @@ class UnreadSchemes(ScanTestCase):
         others = {name: tensor for name, tensor in stored.items()
                   if name not in weights and name not in scales and tensor.is_floating_point()}
         self.assertEqual(model["summary"]["abs_max"], reference_summary(others)["abs_max"])
-        return model
 
-    def test_compressed_tensors_nvfp4_and_int_quantized(self):
+    def test_compressed_tensors_mxfp4_is_counted_with_its_scheme(self):
         from compressed_tensors.quantization import preset_name_to_scheme
 
-        for preset, scheme, codes, parts in (
-                ("NVFP4A16", "compressed-tensors nvfp4-pack-quantized", ".weight_packed",
-                 (".weight_scale", ".weight_global_scale")),
-                ("W8A8", "compressed-tensors int-quantized", ".weight", (".weight_scale",))):
-            with self.subTest(preset=preset):
-                folder = self.tmp / preset
-                self.assertEqual(compressed_checkpoint(folder, preset_name_to_scheme(preset, ["Linear"])),
-                                 scheme.split()[1])
-                names = float_tensors(folder).keys()
-                modules = [name[: -len(codes)] for name in names if name.endswith(codes) and "layers" in name]
-                self.assertEqual(len(modules), 14)
-                self.check_counted(folder, scheme, [m + codes for m in modules],
-                                   [m + part for m in modules for part in parts])
+        folder = self.tmp / "mxfp4"
+        scheme = "compressed-tensors " + compressed_checkpoint(folder, preset_name_to_scheme("MXFP4A16", ["Linear"]))
+        modules = [name[: -len(".weight_packed")] for name in float_tensors(folder) if name.endswith(".weight_packed")]
+        self.assertEqual(len(modules), 14)
+        self.check_counted(folder, scheme, [m + ".weight_packed" for m in modules],
+                           [m + ".weight_scale" for m in modules])
 
-    def test_mlx_mxfp4(self):
+
+class CompressedTensorsSchemes(ScanTestCase):
+    def test_nvfp4_and_int_quantized_as_compressed_tensors_decompresses_them(self):
+        from compressed_tensors.compressors.nvfp4.base import NVFP4PackedCompressor
+        from compressed_tensors.quantization import preset_name_to_scheme
+        from compressed_tensors.quantization.lifecycle.forward import dequantize
+
+        for preset, dtype in (("NVFP4A16", torch.float32), ("W8A8", torch.float32), ("W8A8", torch.bfloat16),
+                              ("W8A16", torch.float16)):
+            with self.subTest(preset=preset, dtype=dtype):
+                folder = self.tmp / f"{preset}-{dtype}"
+                scheme = preset_name_to_scheme(preset, ["Linear"])
+                compressed_checkpoint(folder, scheme, dtype=dtype)
+                stored = float_tensors(folder)
+                code, document, stderr = scan(folder)
+                self.assertEqual(code, 0, stderr)
+                model = document["models"][0]
+                self.assertNotIn("quantized_not_read", warning_codes(model))
+                reported = tensors_by_name(model)
+                scales = [name for name in stored if name.endswith(".weight_scale")]
+                self.assertEqual(len(scales), 14)
+                for scale in scales:
+                    module = scale[: -len(".weight_scale")]
+                    if preset.startswith("NVFP4"):
+                        parts = {key[len(module) + 1:]: stored[key] for key in stored if key.startswith(module + ".")}
+                        reference = NVFP4PackedCompressor.decompress(parts, scheme)["weight"]
+                        weight = module + ".weight_packed"
+                        self.assertEqual(reported[module + ".weight_global_scale"]["role"], "scale")
+                    else:
+                        weight = module + ".weight"
+                        reference = dequantize(stored[weight], stored[scale], args=scheme.weights)
+                    self.assertEqual(reported[scale]["role"], "scale")
+                    check_dequantized(self, reported, weight, reference)
+                    expected = reference_tensor_stats(reference.double())
+                    self.assertEqual(reported[weight]["abs_max"], expected["abs_max"], weight)
+
+
+class Microscaling(ScanTestCase):
+    def test_mlx_modes_as_mx_dequantize_computes_them(self):
         import mlx.core as mx
+        import numpy
 
         mx.random.seed(0)
-        folder = self.tmp / "mlx-mxfp4"
+        for mode, group in (("mxfp4", 32), ("nvfp4", 16), ("mxfp8", 32)):
+            with self.subTest(mode=mode):
+                folder = self.tmp / f"mlx-{mode}"
+                folder.mkdir()
+                arrays, references = {"model.norm.weight": mx.ones((256,))}, {}
+                for index in range(2):
+                    name = f"model.layers.{index}.mlp"
+                    q, scales = mx.quantize(mx.random.normal((64, 256)) * (index + 1), group_size=group, mode=mode)
+                    arrays[f"{name}.weight"], arrays[f"{name}.scales"] = q, scales
+                    dequantized = mx.dequantize(q, scales, group_size=group, mode=mode)  # bfloat16
+                    references[f"{name}.weight"] = torch.from_numpy(numpy.array(dequantized.astype(mx.float32)))
+                mx.save_safetensors(str(folder / "model.safetensors"), arrays)
+                quantization = {"group_size": group, "bits": 8 if mode == "mxfp8" else 4, "mode": mode}
+                (folder / "config.json").write_text(json.dumps({"model_type": "llama", "quantization": quantization,
+                                                                "quantization_config": quantization}))
+                code, document, stderr = scan(folder)
+                self.assertEqual(code, 0, stderr)
+                reported = tensors_by_name(document["models"][0])
+                for name, reference in references.items():
+                    check_dequantized(self, reported, name, reference)
+                    self.assertEqual(reported[name]["scaled_by"]["format"], mode)
+                    self.assertEqual(reported[name[: -len("weight")] + "scales"]["role"], "scale")
+
+    def test_gpt_oss_mxfp4_as_transformers_dequantizes_it(self):
+        from safetensors.torch import save_file
+        from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+
+        generator = torch.Generator().manual_seed(0)
+        tensors, references = {"model.norm.weight": torch.ones(64)}, {}
+        for index in range(2):  # experts x rows x groups of 32 codes, as gpt-oss's gate_up_proj and down_proj
+            prefix = f"model.layers.{index}.mlp.experts.gate_up_proj"
+            blocks = torch.randint(0, 256, (4, 64, 2, 16), dtype=torch.uint8, generator=generator)
+            scales = torch.randint(117, 131, (4, 64, 2), dtype=torch.uint8, generator=generator)
+            tensors[f"{prefix}_blocks"], tensors[f"{prefix}_scales"] = blocks, scales
+            references[f"{prefix}_blocks"] = convert_moe_packed_tensors(blocks, scales, dtype=torch.bfloat16)
+        folder = self.tmp / "gpt-oss"
         folder.mkdir()
-        arrays = {"model.norm.weight": mx.ones((256,))}
-        for index in range(2):
-            q, scales = mx.quantize(mx.random.normal((64, 256)), group_size=32, bits=4, mode="mxfp4")
-            arrays[f"model.layers.{index}.mlp.weight"], arrays[f"model.layers.{index}.mlp.scales"] = q, scales
-        mx.save_safetensors(str(folder / "model.safetensors"), arrays)
-        quantization = {"group_size": 32, "bits": 4, "mode": "mxfp4"}
-        (folder / "config.json").write_text(json.dumps({"model_type": "llama", "quantization": quantization,
-                                                        "quantization_config": quantization}))
-        self.check_counted(folder, "MLX mxfp4", [f"model.layers.{i}.mlp.weight" for i in range(2)],
-                           [f"model.layers.{i}.mlp.scales" for i in range(2)])
+        save_file(tensors, folder / "model.safetensors")
+        (folder / "config.json").write_text(json.dumps({"model_type": "gpt_oss",
+                                                        "quantization_config": {"quant_method": "mxfp4"}}))
+        code, document, stderr = scan(folder)
+        self.assertEqual(code, 0, stderr)
+        reported = tensors_by_name(document["models"][0])
+        for name, reference in references.items():
+            check_dequantized(self, reported, name, reference)
+            self.assertEqual(reported[name[: -len("blocks")] + "scales"]["role"], "scale")
 
 
 class BitsAndBytesQuantStorage(ScanTestCase):

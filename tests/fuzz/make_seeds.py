@@ -278,6 +278,17 @@ def main():
                 "c.weight_zero_point": torch.zeros(1, 1, dtype=torch.int32),
                 "c.weight_shape": torch.tensor([8, 128])}))
     quanto_seed()
+    write("safetensors_header", "microscaling-and-compressed",  # issue 59's schemes, each read with its config
+          save({"n.weight_packed": torch.zeros(2, 16, dtype=torch.uint8),
+                "n.weight_scale": torch.ones(2, 2).to(torch.float8_e4m3fn), "n.weight_global_scale": torch.ones(1),
+                "i.weight": torch.zeros(4, 8, dtype=torch.int8), "i.weight_scale": torch.ones(4, 1),
+                "i.weight_zero_point": torch.zeros(4, 1, dtype=torch.int8),
+                "e.gate_up_proj_blocks": torch.zeros(4, 2, 16, dtype=torch.uint8),
+                "e.gate_up_proj_scales": torch.full((4, 2), 127, dtype=torch.uint8),
+                "m.weight": torch.zeros(4, 8, dtype=torch.uint32), "m.scales": torch.full((4, 2), 127, dtype=torch.uint8),
+                "b.weight": torch.zeros(8, 1, dtype=torch.bfloat16), "b.weight.absmax": torch.ones(1),
+                "b.weight.quant_map": torch.zeros(16),
+                "b.weight.quant_state.bitsandbytes__nf4": torch.zeros(4, dtype=torch.uint8)}))
     write("shard_index", "index", json.dumps({"metadata": {"total_size": 40},
                                               "weight_map": {"w": "model-00001.safetensors",
                                                              "b": "model-00002.safetensors"}}).encode())
