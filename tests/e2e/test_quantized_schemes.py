@@ -35,6 +35,14 @@ def float_tensors(folder):
     return load_file(folder / "model.safetensors")
 
 
+def scanned(case, folder):
+    """The JSON model of `folder`'s scan, which must succeed, and its tensors by name."""
+    code, document, stderr = scan(folder)
+    case.assertEqual(code, 0, stderr)
+    model = document["models"][0]
+    return model, tensors_by_name(model)
+
+
 def check_dequantized(case, reported, name, reference):
     """`name`'s statistics against `reference` (the library's dequantized tensor) in float64."""
     expected = reference_tensor_stats(reference.double())
@@ -48,10 +56,7 @@ class UnreadSchemes(ScanTestCase):
     def check_counted(self, folder, scheme, weights, scales):
         """`weights` counted and named with `scheme`, never analyzed; `scales` role scale; the summary is the other
         float tensors' alone."""
-        code, document, stderr = scan(folder)
-        self.assertEqual(code, 0, stderr)
-        model = document["models"][0]
-        reported = tensors_by_name(model)
+        model, reported = scanned(self, folder)
         self.assertIn("quantized_not_read", warning_codes(model))
         message = next(w["message"] for w in model["warnings"] if w["code"] == "quantized_not_read")
         for name in weights:
@@ -90,11 +95,8 @@ class CompressedTensorsSchemes(ScanTestCase):
                 scheme = preset_name_to_scheme(preset, ["Linear"])
                 compressed_checkpoint(folder, scheme, dtype=dtype)
                 stored = float_tensors(folder)
-                code, document, stderr = scan(folder)
-                self.assertEqual(code, 0, stderr)
-                model = document["models"][0]
+                model, reported = scanned(self, folder)
                 self.assertNotIn("quantized_not_read", warning_codes(model))
-                reported = tensors_by_name(model)
                 scales = [name for name in stored if name.endswith(".weight_scale")]
                 self.assertEqual(len(scales), 14)
                 for scale in scales:
@@ -134,9 +136,7 @@ class Microscaling(ScanTestCase):
                 quantization = {"group_size": group, "bits": 8 if mode == "mxfp8" else 4, "mode": mode}
                 (folder / "config.json").write_text(json.dumps({"model_type": "llama", "quantization": quantization,
                                                                 "quantization_config": quantization}))
-                code, document, stderr = scan(folder)
-                self.assertEqual(code, 0, stderr)
-                reported = tensors_by_name(document["models"][0])
+                _, reported = scanned(self, folder)
                 for name, reference in references.items():
                     check_dequantized(self, reported, name, reference)
                     self.assertEqual(reported[name]["scaled_by"]["format"], mode)
@@ -159,9 +159,7 @@ class Microscaling(ScanTestCase):
         save_file(tensors, folder / "model.safetensors")
         (folder / "config.json").write_text(json.dumps({"model_type": "gpt_oss",
                                                         "quantization_config": {"quant_method": "mxfp4"}}))
-        code, document, stderr = scan(folder)
-        self.assertEqual(code, 0, stderr)
-        reported = tensors_by_name(document["models"][0])
+        _, reported = scanned(self, folder)
         for name, reference in references.items():
             check_dequantized(self, reported, name, reference)
             self.assertEqual(reported[name[: -len("blocks")] + "scales"]["role"], "scale")
@@ -184,10 +182,7 @@ class BitsAndBytesQuantStorage(ScanTestCase):
                 stored = float_tensors(folder)
                 weights = [name.split(".quant_state.")[0] for name in stored if ".quant_state.bitsandbytes__" in name]
                 self.assertEqual(len(weights), 14)
-                code, document, stderr = scan(folder)
-                self.assertEqual(code, 0, stderr)
-                model = document["models"][0]
-                reported = tensors_by_name(model)
+                model, reported = scanned(self, folder)
                 self.assertNotIn("quantized_not_read", warning_codes(model))
                 for name in weights:
                     self.assertEqual(stored[name].dtype, storage)  # the packed bytes, viewed as `storage`
@@ -210,9 +205,7 @@ class Float8ScaleDtypes(ScanTestCase):
                 folder = self.tmp / f"fp8-{dtype}"
                 compressed_checkpoint(folder, scheme, hidden=64, intermediate=128, dtype=dtype)
                 stored = float_tensors(folder)
-                code, document, stderr = scan(folder)
-                self.assertEqual(code, 0, stderr)
-                reported = tensors_by_name(document["models"][0])
+                _, reported = scanned(self, folder)
                 scales = [name for name in stored if name.endswith(".weight_scale")]
                 self.assertEqual(len(scales), 14)
                 for name in scales:
