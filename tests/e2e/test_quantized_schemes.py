@@ -8,7 +8,7 @@ Read as their library dequantizes them, each weight's numel, abs min, abs max an
 dequantized tensor in float64 (compressed-tensors 0.20.0's files through its own apply_quantization_config,
 calculate_qparams, generate_gparam for nvfp4's global scale, and ModelCompressor):
 - compressed-tensors' nvfp4-pack-quantized (NVFP4A16) against NVFP4PackedCompressor.decompress, and int-quantized
-  (W8A8 with float32 and bfloat16 scales, W8A16 in groups with float16 ones) against its dequantize;
+  (W8A8 with float32 and bfloat16 scales, and asymmetric in groups of 64 with float16 ones) against its dequantize;
 - MLX 0.32's mxfp4, nvfp4 and mxfp8 modes (mx.quantize, mx.save_safetensors, the `quantization` block mlx-lm
   writes) against mx.dequantize;
 - gpt-oss's MXFP4 (`*_blocks`, `*_scales`; transformers quantizes to it only on a GPU, through Triton kernels, so
@@ -88,12 +88,15 @@ class CompressedTensorsSchemes(ScanTestCase):
         from compressed_tensors.quantization import preset_name_to_scheme
         from compressed_tensors.quantization.lifecycle.forward import dequantize
 
-        for preset, dtype in (("NVFP4A16", torch.float32), ("W8A8", torch.float32), ("W8A8", torch.bfloat16),
-                              ("W8A16", torch.float16)):
-            with self.subTest(preset=preset, dtype=dtype):
-                folder = self.tmp / f"{preset}-{dtype}"
+        asymmetric = {"symmetric": False, "strategy": "group", "group_size": 64}  # zero points, groups of 64
+        for preset, dtype, changes in (("NVFP4A16", torch.float32, {}), ("W8A8", torch.float32, {}),
+                                       ("W8A8", torch.bfloat16, {}), ("W8A8", torch.float16, asymmetric)):
+            with self.subTest(preset=preset, dtype=dtype, changes=changes):
+                folder = self.tmp / f"{preset}-{dtype}-{len(changes)}"
                 scheme = preset_name_to_scheme(preset, ["Linear"])
-                compressed_checkpoint(folder, scheme, dtype=dtype)
+                scheme.weights = scheme.weights.model_copy(update=changes)
+                written = compressed_checkpoint(folder, scheme, dtype=dtype)
+                self.assertEqual(written, "nvfp4-pack-quantized" if preset.startswith("NVFP4") else "int-quantized")
                 stored = float_tensors(folder)
                 model, reported = scanned(self, folder)
                 self.assertNotIn("quantized_not_read", warning_codes(model))
@@ -108,7 +111,9 @@ class CompressedTensorsSchemes(ScanTestCase):
                         self.assertEqual(reported[module + ".weight_global_scale"]["role"], "scale")
                     else:
                         weight = module + ".weight"
-                        reference = dequantize(stored[weight], stored[scale], args=scheme.weights)
+                        zero_point = stored.get(module + ".weight_zero_point")
+                        self.assertEqual(zero_point is not None, bool(changes))
+                        reference = dequantize(stored[weight], stored[scale], zero_point, args=scheme.weights)
                     self.assertEqual(reported[scale]["role"], "scale")
                     check_dequantized(self, reported, weight, reference)
                     expected = reference_tensor_stats(reference.double())
