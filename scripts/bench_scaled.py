@@ -129,27 +129,15 @@ def bitsandbytes_int8(weights, generator):
     return quantized, {"quant_method": "bitsandbytes"}, twin
 
 
-def bitsandbytes_nf4(weights, generator):
-    """bitsandbytes' nf4 with nested quantization, as QuantState.as_dict(packed=True) saves it."""
-    import bitsandbytes.functional as F
-
-    quantized, twin = {}, {}
-    for name, weight in weights.items():
-        codes, state = F.quantize_4bit(weight.bfloat16(), blocksize=64, quant_type="nf4", compress_statistics=True)
-        quantized[f"{name}.weight"] = codes
-        quantized.update({f"{name}.weight.{key}": value for key, value in state.as_dict(packed=True).items()})
-        twin[f"{name}.weight"] = F.dequantize_4bit(codes, state)
-    return quantized, {"quant_method": "bitsandbytes"}, twin
-
-
-def bitsandbytes_nf4_bf16_storage(weights, generator):
-    """bitsandbytes' nf4 stored as bfloat16 (bnb_4bit_quant_storage, as FSDP wants it): the same packed bytes."""
+def bitsandbytes_nf4(weights, generator, storage=torch.uint8):
+    """bitsandbytes' nf4 with nested quantization, as QuantState.as_dict(packed=True) saves it; its packed bytes
+    stored as `storage` (bnb_4bit_quant_storage: bfloat16, as FSDP wants it)."""
     import bitsandbytes.functional as F
 
     quantized, twin = {}, {}
     for name, weight in weights.items():
         codes, state = F.quantize_4bit(weight.bfloat16(), blocksize=64, quant_type="nf4", compress_statistics=True,
-                                       quant_storage=torch.bfloat16)
+                                       quant_storage=storage)
         quantized[f"{name}.weight"] = codes
         quantized.update({f"{name}.weight.{key}": value for key, value in state.as_dict(packed=True).items()})
         twin[f"{name}.weight"] = F.dequantize_4bit(codes, state)
@@ -230,7 +218,8 @@ def mlx_mxfp4(weights, generator):
 FORMATS = {"fp8 with block scales": fp8_blocks, "GPTQ 4-bit": gptq_4bit, "AWQ 4-bit": awq_4bit,
            "MLX 4-bit": mlx_4bit, "bitsandbytes nf4, nested": bitsandbytes_nf4, "bitsandbytes int8": bitsandbytes_int8,
            "quanto qint8": quanto_weights("qint8"), "quanto qint4": quanto_weights("qint4"),
-           "bitsandbytes nf4 in bf16 storage": bitsandbytes_nf4_bf16_storage,
+           "bitsandbytes nf4 in bf16 storage": lambda weights, generator: bitsandbytes_nf4(weights, generator,
+                                                                                           torch.bfloat16),
            "fp8 per channel, bf16 scales": fp8_channel_bf16_scales, "int8 per channel (W8A8)": int8_channel,
            "nvfp4": nvfp4, "gpt-oss MXFP4": gpt_oss_mxfp4, "MLX mxfp4": mlx_mxfp4}
 
