@@ -226,6 +226,15 @@ def onnx_attribute_seeds():
                               value=numpy_helper.from_array(np.array([0.5], np.float32)))]
     graph = helper.make_graph(nodes, "g", [], [helper.make_tensor_value_info("filled", TensorProto.FLOAT, [2, 3])])
     write("onnx", "constant-attributes", helper.make_model(graph).SerializeToString())
+    # Issue 59: weights held in Constant nodes, read as weights by the operators that take them.
+    weights = {"table": np.ones((4, 2), np.float32), "w": np.ones((2, 2), np.float32), "g": np.ones(2, np.float32)}
+    nodes = [helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value, name))
+             for name, value in weights.items()]
+    nodes += [helper.make_node("Gather", ["table", "ids"], ["e"]), helper.make_node("MatMul", ["e", "w"], ["m"]),
+              helper.make_node("LayerNormalization", ["m", "g"], ["out"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, [1])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)])
+    write("onnx", "constant-weights", helper.make_model(graph).SerializeToString())
 
     class Masked(torch.nn.Module):
         def __init__(self):
