@@ -1,11 +1,13 @@
 """Scan speed of quantized safetensors against their float twins (issue 50's target: within 2x): the same
 dequantized values stored as a float dtype, scanned by the same binary. Formats: fp8 with 128x128 block scales (bf16
 twin), GPTQ and AWQ 4-bit in groups of 128 and MLX 4-bit in groups of 64 (fp16 twins), bitsandbytes nf4 with nested
-quantization (bf16 twin), LLM.int8 (float32 twin), optimum-quanto's qint8 and qint4 (the fp16 weights they quantize).
+quantization (bf16 twin), LLM.int8 (float32 twin), optimum-quanto's qint8 and qint4 (the fp16 weights they quantize); issue 59's: bitsandbytes nf4 stored as bfloat16,
+fp8 per channel with bfloat16 scales, int8 per channel (W8A8), nvfp4, gpt-oss's MXFP4 and MLX's mxfp4 (bf16 or
+float32 twins: the values their libraries dequantize to).
 Prints the best of --repeats whole-process runs of each.
 
     .venv/bin/python scripts/bench_scaled.py [--binary build/precdetect] [--tensors 8] [--side 4096]
-        [--baseline OTHER_BINARY]
+        [--baseline OTHER_BINARY] [--only "nvfp4" "gpt-oss MXFP4" ...]
 
 With --baseline, the quantized files are also scanned by another build (an earlier commit's), for the step's gain."""
 
@@ -127,17 +129,99 @@ def bitsandbytes_int8(weights, generator):
     return quantized, {"quant_method": "bitsandbytes"}, twin
 
 
-def bitsandbytes_nf4(weights, generator):
-    """bitsandbytes' nf4 with nested quantization, as QuantState.as_dict(packed=True) saves it."""
+def bitsandbytes_nf4(weights, generator, storage=torch.uint8):
+    """bitsandbytes' nf4 with nested quantization, as QuantState.as_dict(packed=True) saves it; its packed bytes
+    stored as `storage` (bnb_4bit_quant_storage: bfloat16, as FSDP wants it)."""
     import bitsandbytes.functional as F
 
     quantized, twin = {}, {}
     for name, weight in weights.items():
-        codes, state = F.quantize_4bit(weight.bfloat16(), blocksize=64, quant_type="nf4", compress_statistics=True)
+        codes, state = F.quantize_4bit(weight.bfloat16(), blocksize=64, quant_type="nf4", compress_statistics=True,
+                                       quant_storage=storage)
         quantized[f"{name}.weight"] = codes
         quantized.update({f"{name}.weight.{key}": value for key, value in state.as_dict(packed=True).items()})
         twin[f"{name}.weight"] = F.dequantize_4bit(codes, state)
     return quantized, {"quant_method": "bitsandbytes"}, twin
+
+
+def fp8_channel_bf16_scales(weights, generator):
+    """compressed-tensors' float8 per channel with bfloat16 scales (the scales' dtype multiplies)."""
+    quantized, twin = {}, {}
+    for name, weight in weights.items():
+        scale = (weight.abs().amax(1, keepdim=True) / 448).bfloat16()
+        stored = (weight / scale.float()).clamp(-448, 448).to(torch.float8_e4m3fn)
+        quantized[f"{name}.weight"], quantized[f"{name}.weight_scale"] = stored, scale
+        twin[f"{name}.weight"] = stored.to(torch.bfloat16) * scale
+    return quantized, {"quant_method": "compressed-tensors", "format": "float-quantized"}, twin
+
+
+def int8_channel(weights, generator):
+    """compressed-tensors' int-quantized W8A8: int8 codes, a float32 scale per row (float32 twin)."""
+    quantized, twin = {}, {}
+    for name, weight in weights.items():
+        scale = weight.abs().amax(1, keepdim=True) / 127
+        codes = (weight / scale).round().clamp(-128, 127).to(torch.int8)
+        quantized[f"{name}.weight"], quantized[f"{name}.weight_scale"] = codes, scale
+        twin[f"{name}.weight"] = codes.float() * scale
+    return quantized, {"quant_method": "compressed-tensors", "format": "int-quantized"}, twin
+
+
+def e2m1_codes(generator, shape):
+    return torch.randint(0, 256, shape, dtype=torch.uint8, generator=generator)
+
+
+def nvfp4(weights, generator):
+    """compressed-tensors' nvfp4-pack-quantized: fp4 codes, e4m3 scales per 16, a global scale (bfloat16 twin)."""
+    from compressed_tensors.compressors.nvfp4.helpers import unpack_fp4_from_uint8
+
+    quantized, twin = {}, {}
+    for name, weight in weights.items():
+        rows, columns = weight.shape
+        packed = e2m1_codes(generator, (rows, columns // 2))
+        scale = torch.empty(rows, columns // 16).uniform_(1, 448, generator=generator).to(torch.float8_e4m3fn)
+        global_scale = torch.tensor([448.0 * 6 / 0.1])
+        quantized[f"{name}.weight_packed"], quantized[f"{name}.weight_scale"] = packed, scale
+        quantized[f"{name}.weight_global_scale"] = global_scale
+        values = unpack_fp4_from_uint8(packed, rows, columns, dtype=torch.float32)
+        twin[f"{name}.weight"] = (values * (scale.float() / global_scale).repeat_interleave(16, 1)).bfloat16()
+    return quantized, {"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized"}, twin
+
+
+def gpt_oss_mxfp4(weights, generator):
+    """gpt-oss's MXFP4: blocks of 32 fp4 codes and e8m0 scales (bfloat16 twin: convert_moe_packed_tensors)."""
+    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+
+    quantized, twin = {}, {}
+    for name, weight in weights.items():
+        rows, columns = weight.shape
+        blocks = e2m1_codes(generator, (1, rows, columns // 32, 16))
+        scales = torch.randint(118, 128, (1, rows, columns // 32), dtype=torch.uint8, generator=generator)
+        quantized[f"{name}_blocks"], quantized[f"{name}_scales"] = blocks, scales
+        twin[f"{name}.weight"] = convert_moe_packed_tensors(blocks, scales, dtype=torch.bfloat16)[0]
+    return quantized, {"quant_method": "mxfp4"}, twin
+
+
+def mlx_mxfp4(weights, generator):
+    """MLX's mxfp4 mode as mx.quantize writes it (bfloat16 twin: mx.dequantize)."""
+    import mlx.core as mx
+
+    quantized, twin = {}, {}
+    for name, weight in weights.items():
+        codes, scales = mx.quantize(mx.array(weight.numpy()), group_size=32, bits=4, mode="mxfp4")
+        quantized[f"{name}.weight"] = torch.from_numpy(numpy.array(codes))
+        quantized[f"{name}.scales"] = torch.from_numpy(numpy.array(scales))
+        dequantized = mx.dequantize(codes, scales, group_size=32, bits=4, mode="mxfp4").astype(mx.float32)
+        twin[f"{name}.weight"] = torch.from_numpy(numpy.array(dequantized)).bfloat16()
+    return quantized, {"group_size": 32, "bits": 4, "mode": "mxfp4"}, twin
+
+
+FORMATS = {"fp8 with block scales": fp8_blocks, "GPTQ 4-bit": gptq_4bit, "AWQ 4-bit": awq_4bit,
+           "MLX 4-bit": mlx_4bit, "bitsandbytes nf4, nested": bitsandbytes_nf4, "bitsandbytes int8": bitsandbytes_int8,
+           "quanto qint8": quanto_weights("qint8"), "quanto qint4": quanto_weights("qint4"),
+           "bitsandbytes nf4 in bf16 storage": lambda weights, generator: bitsandbytes_nf4(weights, generator,
+                                                                                           torch.bfloat16),
+           "fp8 per channel, bf16 scales": fp8_channel_bf16_scales, "int8 per channel (W8A8)": int8_channel,
+           "nvfp4": nvfp4, "gpt-oss MXFP4": gpt_oss_mxfp4, "MLX mxfp4": mlx_mxfp4}
 
 
 def best_seconds(binary, folder, repeats):
@@ -156,15 +240,15 @@ def main():
     parser.add_argument("--side", type=int, default=4096)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--baseline", help="another precdetect binary to time on the same quantized files")
+    parser.add_argument("--only", nargs="*", help="these formats alone (names as printed)")
     args = parser.parse_args()
     generator = torch.Generator().manual_seed(0)
     weights = {f"model.layers.{index}.mlp.down_proj": torch.randn(args.side, args.side, generator=generator) * 0.02
                for index in range(args.tensors)}
     values = args.tensors * args.side * args.side
-    for label, write in (("fp8 with block scales", fp8_blocks), ("GPTQ 4-bit", gptq_4bit), ("AWQ 4-bit", awq_4bit),
-                         ("MLX 4-bit", mlx_4bit), ("bitsandbytes nf4, nested", bitsandbytes_nf4),
-                         ("bitsandbytes int8", bitsandbytes_int8), ("quanto qint8", quanto_weights("qint8")),
-                         ("quanto qint4", quanto_weights("qint4"))):
+    for label, write in FORMATS.items():
+        if args.only and label not in args.only:
+            continue
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             quantized, config, twin = write(weights, generator)
@@ -174,7 +258,7 @@ def main():
                     if name == "quantized":
                         (folder / name / "quantization_map.json").write_text(json.dumps(config["quanto_map"]))
                 else:
-                    key = "quantization" if write is mlx_4bit else "quantization_config"  # mlx-lm's own key
+                    key = "quantization" if write in (mlx_4bit, mlx_mxfp4) else "quantization_config"  # mlx-lm's key
                     (folder / name / "config.json").write_text(json.dumps({key: config}))
                 save_file(tensors, folder / name / "model.safetensors")
             seconds = best_seconds(args.binary, folder / "quantized", args.repeats)

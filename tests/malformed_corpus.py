@@ -430,6 +430,32 @@ def write_folders(dest):
     folder("quanto-int8-scales-per-row-too-few", "size_mismatch",
            {"model.safetensors": safetensors(quanto, bytes(38)),
             "quantization_map.json": {"l": {"weights": "qint8", "activations": "none"}}})
+    # Issue 59's schemes. compressed-tensors' nvfp4: 16 bytes of codes per row (32 values) beside e4m3 scales for
+    # 3 groups (32 values fit 2 of 16, and 3 fit no whole bytes).
+    ct_config = {"quantization_config": {"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized"}}
+    packed = {"l.weight_packed": {"dtype": "U8", "shape": [2, 16], "data_offsets": [0, 32]},
+              "l.weight_scale": {"dtype": "F8_E4M3", "shape": [2, 3], "data_offsets": [32, 38]},
+              "l.weight_global_scale": {"dtype": "F32", "shape": [1], "data_offsets": [38, 42]}}
+    folder("nvfp4-scales-fit-no-groups", "size_mismatch",
+           {"config.json": ct_config, "model.safetensors": safetensors(packed, bytes(42))})
+    # int-quantized: int8 codes of 4 rows beside scales for 3.
+    ct_config = {"quantization_config": {"quant_method": "compressed-tensors", "format": "int-quantized"}}
+    int8 = {"l.weight": {"dtype": "I8", "shape": [4, 8], "data_offsets": [0, 32]},
+            "l.weight_scale": {"dtype": "F32", "shape": [3, 1], "data_offsets": [32, 44]}}
+    folder("int-quantized-scales-per-row-too-few", "size_mismatch",
+           {"config.json": ct_config, "model.safetensors": safetensors(int8, bytes(44))})
+    # gpt-oss's MXFP4: blocks of 16 bytes for 2 groups per row beside scales for 3.
+    mxfp4 = {"e.gate_up_proj_blocks": {"dtype": "U8", "shape": [4, 2, 16], "data_offsets": [0, 128]},
+             "e.gate_up_proj_scales": {"dtype": "U8", "shape": [4, 3], "data_offsets": [128, 140]}}
+    folder("mxfp4-scales-fit-no-blocks", "size_mismatch",
+           {"config.json": {"quantization_config": {"quant_method": "mxfp4"}},
+            "model.safetensors": safetensors(mxfp4, bytes(140))})
+    # MLX's mxfp4: 64 codes a row (8 words) beside scales for 3 groups of 32.
+    mlx = {"w.weight": {"dtype": "U32", "shape": [4, 8], "data_offsets": [0, 128]},
+           "w.scales": {"dtype": "U8", "shape": [4, 3], "data_offsets": [128, 140]}}
+    folder("mlx-mxfp4-scales-do-not-fit", "size_mismatch",
+           {"config.json": {"quantization": {"group_size": 32, "bits": 4, "mode": "mxfp4"}},
+            "model.safetensors": safetensors(mlx, bytes(140))})
     external = {"location": "model.onnx_data", "offset": "0", "length": "16"}
     for name, code, changes in (("onnx-external-escapes-the-folder", "path_escape", {"location": "../../etc/passwd"}),
                                 ("onnx-external-absolute-path", "path_escape", {"location": "/etc/passwd"}),

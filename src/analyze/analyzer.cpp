@@ -7,85 +7,24 @@
 #include <unordered_map>
 #include <vector>
 
-#include "precdetect/analyze/bitsandbytes_stats.h"
 #include "precdetect/analyze/cpu_kernel.h"
-#include "precdetect/analyze/quanto_stats.h"
-#include "precdetect/analyze/scaled_stats.h"
-#include "precdetect/analyze/zero_point_stats.h"
 #include "precdetect/core/read_ahead.h"
 #include "precdetect/load/host_values.h"
+#include "precdetect/quantize/scheme.h"
 
 namespace precdetect {
 namespace {
 
-using ScaleRecords = std::unordered_map<std::string, const TensorRecord*>;
+using ScaleRecords = LinkedValues::Parts;
 
 void release(const Checkpoint& checkpoint, const TensorRecord& record) {
   checkpoint.files[record.file]->release(record.offset, record.storage_nbytes);
 }
 
 /// The kernel reads values in place where it can; else a copy of them (read into memory, bytes swapped, a
-/// strided view gathered), or for block-quantized values their bytes; a scaled weight with its scales.
-/// A kZeroPoint weight's values from its codes, scales and the other parts its link names.
-TensorStats zero_point_values(const Checkpoint& checkpoint, const TensorRecord& record, const ScaleRecords& scales) {
-  const ScaleLink& link = *record.scaled_by;
-  auto part = [&](const std::string& name) {
-    return name.empty() ? std::nullopt : std::optional(read_values(checkpoint, *scales.at(name)));
-  };
-  std::optional<HostValues> zeros = part(link.zero_point->zeros ? link.zero_point->zeros->tensor : "");
-  std::optional<HostValues> group_index = part(link.zero_point->group_index);
-  std::optional<HostValues> shape = part(link.zero_point->shape_tensor);
-  HostValues codes = read_values(checkpoint, record), scale = read_values(checkpoint, *scales.at(link.tensor));
-  return zero_point_stats({.codes = codes,
-                           .scales = scale,
-                           .zeros = zeros ? &*zeros : nullptr,
-                           .group_index = group_index ? &*group_index : nullptr,
-                           .shape = shape ? &*shape : nullptr},
-                          link, checkpoint.files[record.file]->path(), record.name);
-}
-
-/// A bitsandbytes weight's values from its codes and quantization state.
-TensorStats bitsandbytes_values(const Checkpoint& checkpoint, const TensorRecord& record, const ScaleRecords& scales) {
-  const ScaleLink& link = *record.scaled_by;
-  auto part = [&](const std::string& name) { return read_values(checkpoint, *scales.at(name)); };
-  HostValues codes = read_values(checkpoint, record), absmax = part(link.tensor);
-  const std::filesystem::path& file = checkpoint.files[record.file]->path();
-  if (link.scheme == ScaleScheme::kInt8Rows) return int8_rows_stats(codes, absmax, file, record.name);
-  const Blockwise4bitParts& names = *link.blockwise;
-  HostValues quant_map = part(names.quant_map), state = part(names.quant_state);
-  std::optional<HostValues> nested_absmax, nested_quant_map;
-  if (!names.nested_absmax.empty())
-    nested_absmax.emplace(part(names.nested_absmax)), nested_quant_map.emplace(part(names.nested_quant_map));
-  return blockwise_4bit_stats({.codes = codes,
-                               .absmax = absmax,
-                               .quant_map = quant_map,
-                               .quant_state = state,
-                               .nested_absmax = nested_absmax ? &*nested_absmax : nullptr,
-                               .nested_quant_map = nested_quant_map ? &*nested_quant_map : nullptr},
-                              file, record.name);
-}
-
-/// An optimum-quanto weight's values from its codes, scales and shifts.
-TensorStats quanto_values(const Checkpoint& checkpoint, const TensorRecord& record, const ScaleRecords& scales) {
-  const ScaleLink& link = *record.scaled_by;
-  HostValues codes = read_values(checkpoint, record), scale = read_values(checkpoint, *scales.at(link.tensor));
-  std::optional<HostValues> shifts;
-  if (!link.quanto->shift.empty()) shifts.emplace(read_values(checkpoint, *scales.at(link.quanto->shift)));
-  return quanto_stats({.codes = codes, .scales = scale, .shifts = shifts ? &*shifts : nullptr}, link);
-}
-
+/// strided view gathered), or for block-quantized values their bytes; a linked weight through its scheme.
 TensorStats cpu_stats(const Checkpoint& checkpoint, const TensorRecord& record, const ScaleRecords& scales) {
-  ScaleScheme scheme = record.scaled_by ? record.scaled_by->scheme : ScaleScheme::kProduct;
-  if (scheme == ScaleScheme::kQuanto) return quanto_values(checkpoint, record, scales);
-  if (scheme == ScaleScheme::kZeroPoint) return zero_point_values(checkpoint, record, scales);
-  if (scheme == ScaleScheme::kBlockwise4bit || scheme == ScaleScheme::kInt8Rows)
-    return bitsandbytes_values(checkpoint, record, scales);
-  if (const std::optional<ScaleLink>& link = record.scaled_by) {
-    std::optional<HostValues> bias;
-    if (link->scheme == ScaleScheme::kAffine) bias.emplace(read_values(checkpoint, *scales.at(link->bias)));
-    return scaled_stats(read_values(checkpoint, record), read_values(checkpoint, *scales.at(link->tensor)),
-                        bias ? &*bias : nullptr, *link);
-  }
+  if (record.scaled_by) return quantized_stats(LinkedValues(checkpoint, record, scales));
   if (auto bytes = values_in_place(checkpoint, record))
     return cpu_tensor_stats(bytes->data(), record.dtype, record.numel);
   if (dtype_kind(record.dtype) == DTypeKind::kQuantized) {

@@ -57,8 +57,19 @@ std::vector<TensorStats> float_stats(const Checkpoint& checkpoint, const std::ve
   return stats;
 }
 
-/// Whether a tensor's values get statistics: floating ones, and quantized weights read with their scales.
-bool analyzed_values(const TensorRecord& record) { return is_analyzed(record.dtype) || record.scaled_by; }
+/// Whether a tensor's values get statistics: floating ones, and quantized weights read with their scales; never a
+/// weight quantized by a scheme precdetect does not read, whatever dtype it is stored as.
+bool analyzed_values(const TensorRecord& record) {
+  return record.unread_scheme.empty() && (is_analyzed(record.dtype) || record.scaled_by);
+}
+
+/// The quantized_not_read warning: each selected weight of a scheme precdetect does not read, with its scheme.
+void warn_unread(ModelAnalysis& analysis, const std::vector<const TensorRecord*>& selected) {
+  std::vector<std::string> unread;
+  for (const TensorRecord* record : selected)
+    if (!record->unread_scheme.empty()) unread.push_back(fmt::format("{} ({})", record->name, record->unread_scheme));
+  warn_about(analysis.warnings, WarningCode::kQuantizedNotRead, "", std::move(unread));
+}
 
 AnalyzedTensor analyzed(const TensorRecord& record, const BufferNames& buffers) {
   bool buffer = record.role == TensorRole::kModel && !record.role_from_file && buffers.matches(record.name);
@@ -245,6 +256,7 @@ ModelAnalysis assemble(const std::vector<const TensorRecord*>& selected, const s
   }
   if (model_parallel) analysis.tensors = join_parts(std::move(analysis.tensors));
   count_roles(analysis);
+  warn_unread(analysis, selected);
   if (stats) add_warnings(analysis, filter);
   return analysis;
 }

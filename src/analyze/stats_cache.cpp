@@ -44,6 +44,8 @@ std::string link_key(const ScaleLink& link) {
   if (const std::optional<ZeroPointCodes>& codes = link.zero_point)
     key += fmt::format("|z{}:{}:{}:{}:{}", grid_key(codes->codes), codes->zeros ? grid_key(*codes->zeros) : "",
                        codes->scales_transposed, codes->group_index, codes->shape_tensor);
+  if (!link.format.empty() || !link.global_scale.empty() || !link.zero_points.empty())
+    key += fmt::format("|m{}:{}:{}", link.format, link.global_scale, link.zero_points);
   if (const std::optional<Blockwise4bitParts>& parts = link.blockwise)
     key += fmt::format("|b{}:{}:{}:{}", parts->quant_map, parts->quant_state, parts->nested_absmax,
                        parts->nested_quant_map);

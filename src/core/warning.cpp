@@ -36,6 +36,8 @@ std::string_view warning_code_name(WarningCode code) {
       return "dequantized";
     case WarningCode::kScaledWeights:
       return "scaled_weights";
+    case WarningCode::kQuantizedNotRead:
+      return "quantized_not_read";
     case WarningCode::kScalesNonFinite:
       return "scales_nonfinite";
     case WarningCode::kScalesZero:
@@ -124,6 +126,12 @@ std::string Warning::message() const {
           "{} quantized tensor(s) stored with their scales beside them (fp8, integer codes) were analyzed as their "
           "method dequantizes them, the values the model computes with: {}. Their scales are reported apart (role "
           "\"scale\")",
+          count, names_text);
+    case WarningCode::kQuantizedNotRead:
+      return fmt::format(
+          "{} quantized tensor(s) of a scheme precdetect does not read were counted, never analyzed as the values "
+          "they store, and kept out of the verdict: {}. The tensors stored beside them are reported as scales (role "
+          "\"scale\"); read the weights with their own library to see the values the model computes with",
           count, names_text);
     case WarningCode::kScalesNonFinite:
       return fmt::format(

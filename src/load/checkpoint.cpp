@@ -12,9 +12,9 @@
 #include "precdetect/core/url.h"
 #include "precdetect/load/dcp/dcp_safetensors.h"
 #include "precdetect/load/file_format.h"
-#include "precdetect/load/quantization.h"
 #include "precdetect/load/records/find_records.h"
 #include "precdetect/load/safetensors/safetensors.h"
+#include "precdetect/quantize/scheme.h"
 
 namespace precdetect {
 namespace {
@@ -164,7 +164,7 @@ Checkpoint open_checkpoint(const ModelSource& source, ReadMode mode) {
   if (!source.weight_map.empty()) check_against_index(checkpoint, source);
   join_dcp_safetensors_chunks(checkpoint);
   check_unique_names(checkpoint);
-  link_scales(checkpoint.tensors, config_object(source), source.path.string());
+  link_quantized(checkpoint.tensors, config_object(source), source.path.string());
   return checkpoint;
 }
 

@@ -5,7 +5,7 @@
 #include "precdetect/analyze/cast_safety.h"
 #include "precdetect/classify/evidence/records.h"
 #include "precdetect/classify/evidence/storage_casts.h"
-#include "precdetect/load/quanto_codes.h"
+#include "precdetect/quantize/quanto.h"
 #include "precdetect/report/batch_counts.h"
 
 namespace precdetect {
@@ -253,8 +253,15 @@ ordered_json tensor_json(const TensorReport& tensor) {
     item["scaled_by"] = {{"tensor", scale->tensor}, {"block", {scale->block_rows, scale->block_cols}}};
     if (scale->scheme == ScaleScheme::kAffine)
       item["scaled_by"].update({{"biases", scale->bias}, {"bits", scale->bits}});
-    if (scale->scheme == ScaleScheme::kBlockwise4bit || scale->scheme == ScaleScheme::kInt8Rows)
+    if (scale->scheme == ScaleScheme::kBlockwise4bit || scale->scheme == ScaleScheme::kInt8Rows ||
+        scale->scheme == ScaleScheme::kInt8Codes)
       item["scaled_by"]["bits"] = scale->bits;
+    if (scale->scheme == ScaleScheme::kInt8Codes)
+      item["scaled_by"]["zero_points"] = scale->zero_points.empty() ? nullptr : ordered_json(scale->zero_points);
+    if (scale->scheme == ScaleScheme::kMicroscaling)
+      item["scaled_by"].update({{"format", scale->format}, {"bits", scale->bits}});
+    if (scale->scheme == ScaleScheme::kNvfp4)
+      item["scaled_by"].update({{"format", "nvfp4"}, {"global_scale", scale->global_scale}, {"bits", scale->bits}});
     if (const std::optional<QuantoCodes>& quanto = scale->quanto)
       item["scaled_by"].update({{"codes", quanto->codes},
                                 {"shifts", quanto->shift.empty() ? nullptr : ordered_json(quanto->shift)},

@@ -210,24 +210,29 @@ def small_llama(hidden=128, intermediate=256):
                                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4))
 
 
-def compressed_checkpoint(folder, scheme, hidden=128, intermediate=256):
-    """A small Llama (seeded) quantized by compressed-tensors `scheme` (or a dict of config groups' schemes) with its
-    own calculate_qparams per group (a channel is one group), compressed by ModelCompressor and written by
-    save_pretrained to `folder`; returns the config's quantization format ("float-quantized", "pack-quantized", ...)."""
+def compressed_checkpoint(folder, scheme, hidden=128, intermediate=256, dtype=torch.float32):
+    """A small Llama (seeded, in `dtype`, whose scales take it) quantized by compressed-tensors `scheme` (or a dict of
+    config groups' schemes) with its own calculate_qparams per group (a channel is one group), compressed by
+    ModelCompressor and written by save_pretrained to `folder`; returns the config's quantization format
+    ("float-quantized", "pack-quantized", ...)."""
     from compressed_tensors.compressors import ModelCompressor
     from compressed_tensors.quantization import QuantizationConfig, apply_quantization_config
-    from compressed_tensors.quantization.utils import calculate_qparams
+    from compressed_tensors.quantization.utils import calculate_qparams, generate_gparam
 
-    model = small_llama(hidden, intermediate)
+    model = small_llama(hidden, intermediate).to(dtype)
     groups = scheme if isinstance(scheme, dict) else {"group_0": scheme}
     apply_quantization_config(model, QuantizationConfig(config_groups=groups, ignore=["lm_head"]))
     for module in model.modules():
         if getattr(module, "quantization_scheme", None) is None:
             continue
         weight = module.weight.data
+        global_scale = None
+        if hasattr(module, "weight_global_scale"):  # nvfp4: the tensor's global scale first, as its observers do
+            global_scale = generate_gparam(weight.amin().clamp(max=0).reshape(1), weight.amax().clamp(min=0).reshape(1))
+            module.weight_global_scale.data.copy_(global_scale.reshape(module.weight_global_scale.shape))
         grouped = weight.reshape(weight.shape[0], module.weight_scale.shape[1], -1)
         scale, zero_point = calculate_qparams(grouped.amin(-1).clamp(max=0), grouped.amax(-1).clamp(min=0),
-                                              module.quantization_scheme.weights)
+                                              module.quantization_scheme.weights, global_scale=global_scale)
         module.weight_scale.data.copy_(scale.reshape(module.weight_scale.shape))
         if hasattr(module, "weight_zero_point"):
             module.weight_zero_point.data.copy_(zero_point.reshape(module.weight_zero_point.shape))

@@ -239,6 +239,39 @@ class Onnx(ScanTestCase):
         self.assertIn("1 tensor(s)", not_read)
         self.assertIn("label (STRING)", not_read)
 
+    def test_weights_held_in_constant_nodes_are_weights_by_how_the_graph_uses_them(self):
+        """Issue 59: exporters that keep every trained weight in a Constant node (Paddle2ONNX, spox) gave the verdict
+        `unknown`. A Constant an operator takes as its weight (MatMul's, Gemm's, an embedding's Gather, a
+        normalization's scale and bias) is a weight; a Constant anything else reads (an Add's operand, a mask's
+        lowest value, a shape) stays the exporter's buffer."""
+        rng = np.random.default_rng(0)
+        arrays = {"table": rng.normal(size=(16, 8)).astype(np.float32) * 0.02,
+                  "w1": rng.normal(size=(8, 8)).astype(np.float32) * 0.1, "bias": np.full(8, 0.5, np.float32),
+                  "gamma": np.ones(8, np.float32), "beta": np.zeros(8, np.float32),
+                  "w2": rng.normal(size=(8, 4)).astype(np.float32) * 0.1, "c2": np.full(4, 0.25, np.float32),
+                  "lowest": np.array(np.finfo(np.float32).min, np.float32)}
+        nodes = [helper.make_node("Constant", [], [name], value=numpy_helper.from_array(array, name))
+                 for name, array in arrays.items()]
+        nodes += [helper.make_node("Gather", ["table", "ids"], ["embedded"]),
+                  helper.make_node("MatMul", ["embedded", "w1"], ["projected"]),
+                  helper.make_node("Add", ["projected", "bias"], ["shifted"]),
+                  helper.make_node("LayerNormalization", ["shifted", "gamma", "beta"], ["normed"]),
+                  helper.make_node("Max", ["normed", "lowest"], ["clipped"]),
+                  helper.make_node("Gemm", ["clipped", "w2", "c2"], ["out"])]
+        graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, [2])],
+                                  [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)])
+        onnx.save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+                        str(self.tmp / "constants.onnx"))
+        code, document, stderr = scan(self.tmp / "constants.onnx")
+        self.assertEqual(code, 0, stderr)
+        (model,) = document["models"]
+        self.assertTensors(model, onnx_tensors(self.tmp / "constants.onnx"))
+        roles = {name: tensor["role"] for name, tensor in tensors_by_name(model).items()}
+        self.assertEqual(roles, {"table": "model", "w1": "model", "gamma": "model", "beta": "model", "w2": "model",
+                                 "c2": "model", "bias": "buffer", "lowest": "buffer"})
+        self.assertNotEqual(model["verdict"]["label"], "unknown")
+        self.assertEqual(model["summary"]["parameters"], sum(arrays[n].size for n, r in roles.items() if r == "model"))
+
     def assertDenseStats(self, reported, dense, msg):
         """Counts exact; abs min, abs max and L2 norm to 1e-9 relative of float64 references over the dense array."""
         values = np.abs(dense.astype(np.float64)).reshape(-1)

@@ -226,6 +226,15 @@ def onnx_attribute_seeds():
                               value=numpy_helper.from_array(np.array([0.5], np.float32)))]
     graph = helper.make_graph(nodes, "g", [], [helper.make_tensor_value_info("filled", TensorProto.FLOAT, [2, 3])])
     write("onnx", "constant-attributes", helper.make_model(graph).SerializeToString())
+    # Issue 59: weights held in Constant nodes, read as weights by the operators that take them.
+    weights = {"table": np.ones((4, 2), np.float32), "w": np.ones((2, 2), np.float32), "g": np.ones(2, np.float32)}
+    nodes = [helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value, name))
+             for name, value in weights.items()]
+    nodes += [helper.make_node("Gather", ["table", "ids"], ["e"]), helper.make_node("MatMul", ["e", "w"], ["m"]),
+              helper.make_node("LayerNormalization", ["m", "g"], ["out"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, [1])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)])
+    write("onnx", "constant-weights", helper.make_model(graph).SerializeToString())
 
     class Masked(torch.nn.Module):
         def __init__(self):
@@ -297,6 +306,17 @@ def main():
                 "c.weight_zero_point": torch.zeros(1, 1, dtype=torch.int32),
                 "c.weight_shape": torch.tensor([8, 128])}))
     quanto_seed()
+    write("safetensors_header", "microscaling-and-compressed",  # issue 59's schemes, each read with its config
+          save({"n.weight_packed": torch.zeros(2, 16, dtype=torch.uint8),
+                "n.weight_scale": torch.ones(2, 2).to(torch.float8_e4m3fn), "n.weight_global_scale": torch.ones(1),
+                "i.weight": torch.zeros(4, 8, dtype=torch.int8), "i.weight_scale": torch.ones(4, 1),
+                "i.weight_zero_point": torch.zeros(4, 1, dtype=torch.int8),
+                "e.gate_up_proj_blocks": torch.zeros(4, 2, 16, dtype=torch.uint8),
+                "e.gate_up_proj_scales": torch.full((4, 2), 127, dtype=torch.uint8),
+                "m.weight": torch.zeros(4, 8, dtype=torch.uint32), "m.scales": torch.full((4, 2), 127, dtype=torch.uint8),
+                "b.weight": torch.zeros(8, 1, dtype=torch.bfloat16), "b.weight.absmax": torch.ones(1),
+                "b.weight.quant_map": torch.zeros(16),
+                "b.weight.quant_state.bitsandbytes__nf4": torch.zeros(4, dtype=torch.uint8)}))
     write("shard_index", "index", json.dumps({"metadata": {"total_size": 40},
                                               "weight_map": {"w": "model-00001.safetensors",
                                                              "b": "model-00002.safetensors"}}).encode())

@@ -1,7 +1,7 @@
 // GridCodes' word-at-a-time traversal against its code-at-a-time reading (which the end-to-end tests check against
 // GPTQ's, AWQ's and compressed-tensors' own dequantization): every layout and width, grids of partial words, read
 // in tiles of rows and columns.
-#include "precdetect/analyze/grid_codes.h"
+#include "precdetect/quantize/grid_codes.h"
 
 #include <gtest/gtest.h>
 

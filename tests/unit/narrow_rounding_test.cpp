@@ -1,6 +1,6 @@
 // The integer formats' table rounding against c10's own float16 and bfloat16 conversions (what a dequantizing
 // kernel's cast computes), one float at a time, as table magnitudes and in place, four at a time.
-#include "precdetect/analyze/narrow_rounding.h"
+#include "precdetect/quantize/narrow_rounding.h"
 
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>

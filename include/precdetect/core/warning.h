@@ -22,6 +22,7 @@ enum class WarningCode {
   kDtypesNotAnalyzed,    ///< analyze: tensors counted in the census whose values were not analyzed
   kDequantized,          ///< analyze: block-quantized tensors analyzed from their dequantized values
   kScaledWeights,        ///< analyze: fp8 weights analyzed as stored value x their scales
+  kQuantizedNotRead,     ///< analyze: weights of a quantization scheme precdetect does not read, counted only
   kScalesNonFinite,      ///< analyze: quantization scales holding NaN or Inf
   kScalesZero,           ///< analyze: quantization scales holding zeros
   kScalesGrow,           ///< analyze: quantization scales that grow a hundredfold or more with depth

@@ -29,6 +29,18 @@ enum class ScaleScheme {
   /// optimum-quanto's weights (QuantoCodes): each code times its scale, rounded to the scales' dtype; 2- and 4-bit
   /// codes then minus their float shift, rounded again (or, with an integer shift, scale x (code - shift))
   kQuanto,
+  /// Float codes in groups of block_cols with one 8-bit scale each (OCP's microscaling: gpt-oss's MXFP4, MLX's
+  /// mxfp4, nvfp4 and mxfp8 modes; ScaleLink::format): fp4 e2m1 codes two to a byte, low nibble first, or fp8 e4m3
+  /// codes a byte each, times their group's scale (e8m0: 2^(s - 127); nvfp4: e4m3) in float32, then rounded to
+  /// bfloat16, the dtype their dequantizers return
+  kMicroscaling,
+  /// compressed-tensors' nvfp4-pack-quantized: fp4 e2m1 codes two to a byte, low nibble first, in groups of
+  /// block_cols; each times (its group's e4m3 scale / the global scale, ScaleLink::global_scale) in float32, then
+  /// rounded to bfloat16, as its NVFP4PackedCompressor.decompress computes
+  kNvfp4,
+  /// Integer codes stored one per int8 (compressed-tensors' int-quantized): scale x (code - zero point) per row or
+  /// group, rounded once to the scales' dtype as its dequantize computes (the integer difference is exact there)
+  kInt8Codes,
 };
 
 /// optimum-quanto's weight qtypes a checkpoint stores, by the names its quantization map gives them.
@@ -75,7 +87,7 @@ struct ZeroPointCodes {
   std::string shape_tensor;         ///< compressed-tensors' weight_shape: [out, in] as int64 values
 };
 
-/// A weight stored narrow whose scales are another tensor (load/quantization.h): each value the model computes
+/// A weight stored narrow whose scales are another tensor (a scheme of quantize/): each value the model computes
 /// with comes from the stored value and the scale of its block, `block_rows` x `block_cols` of the weight's rows
 /// (its first dimension) and columns (the others, flattened; for kAffine the unpacked codes).
 struct ScaleLink {
@@ -87,12 +99,15 @@ struct ScaleLink {
   std::optional<ZeroPointCodes> zero_point;     ///< kZeroPoint's codes, zero points and groups
   std::optional<Blockwise4bitParts> blockwise;  ///< kBlockwise4bit's code table and state
   std::optional<QuantoCodes> quanto;            ///< kQuanto's codes, qtype and shift
+  std::string format;        ///< kMicroscaling: the mode, as MLX names it: "mxfp4", "nvfp4" or "mxfp8"
+  std::string global_scale;  ///< kNvfp4: the weight_global_scale tensor's name
+  std::string zero_points;   ///< kInt8Codes: the weight_zero_point tensor's name (empty: symmetric)
 };
 
 /// The names of every tensor `link` reads beside the weight: its scales, and the biases, zero points, group index,
 /// shape, code map, state and nested parts its scheme names.
 inline std::vector<std::string> linked_tensors(const ScaleLink& link) {
-  std::vector<std::string> names = {link.tensor, link.bias};
+  std::vector<std::string> names = {link.tensor, link.bias, link.global_scale, link.zero_points};
   if (link.zero_point)
     names.insert(names.end(), {link.zero_point->zeros ? link.zero_point->zeros->tensor : "",
                                link.zero_point->group_index, link.zero_point->shape_tensor});
@@ -185,6 +200,10 @@ struct TensorRecord {
   /// A quantized weight's scales (FP8 with `weight_scale_inv` blocks, compressed-tensors' `weight_scale`): its
   /// statistics are those of its dequantized values.
   std::optional<ScaleLink> scaled_by;
+  /// Quantized by a scheme precdetect does not read, named here as its config or its tensors name it
+  /// ("compressed-tensors nvfp4-pack-quantized"; quantize/unread.cpp): counted, never analyzed as the floats or
+  /// integers it is stored as, and so out of the verdict. Empty for any other tensor.
+  std::string unread_scheme;
   /// Set on each chunk of a tensor stored in several (TensorRecord::shape is the chunk's): analysis joins them
   /// into the whole tensor, whose statistics are the chunks' merged. nullopt for a tensor stored whole.
   std::optional<ChunkOf> chunk_of;

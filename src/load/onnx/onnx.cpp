@@ -185,7 +185,8 @@ class OnnxReader {
       record.offset = raw_offset(tensor, *nbytes);
     else
       record.offset = typed_values(tensor, type, record.numel, *nbytes);
-    if (tensor.constant || tensor.origin == OnnxOrigin::kExporter) {  // the exporter's: a buffer, listed apart by diff
+    // The exporter's: a buffer, listed apart by diff; but a Constant an operator takes as its weight is one.
+    if ((tensor.constant && !tensor.weight_input) || tensor.origin == OnnxOrigin::kExporter) {
       record.role = TensorRole::kBuffer;
       record.role_from_file = true;
       record.computed_from_config = true;

@@ -19,6 +19,27 @@ constexpr uint32_t kModelGraph = 7;
 constexpr uint32_t kGraphNode = 1, kGraphInitializer = 5, kGraphValueInfo = 13, kGraphSparseInitializer = 15,
                    kGraphMetadata = 16;
 constexpr uint32_t kValueInfoName = 1, kValueInfoMetadata = 4;
+/// The inputs of a standard operator that are a model's trained weights, by position: Conv's and ConvTranspose's W and
+/// B, MatMul's two, Gemm's A, B and C, the recurrent layers' W, R and B, an embedding's table (Gather's data), and
+/// the normalizations' scale and bias (BatchNormalization's mean and variance, inputs 3 and 4, are statistics).
+struct WeightInputs {
+  std::string_view op_type;
+  size_t first, last;
+};
+constexpr WeightInputs kWeightInputs[] = {{"Conv", 1, 2},
+                                          {"ConvTranspose", 1, 2},
+                                          {"MatMul", 0, 1},
+                                          {"Gemm", 0, 2},
+                                          {"LSTM", 1, 3},
+                                          {"GRU", 1, 3},
+                                          {"RNN", 1, 3},
+                                          {"Gather", 0, 0},
+                                          {"BatchNormalization", 1, 2},
+                                          {"LayerNormalization", 1, 2},
+                                          {"InstanceNormalization", 1, 2},
+                                          {"GroupNormalization", 1, 2},
+                                          {"RMSNormalization", 1, 1}};
+
 constexpr uint32_t kNodeInput = 1, kNodeOutput = 2, kNodeName = 3, kNodeOpType = 4, kNodeAttribute = 5, kNodeDomain = 7;
 constexpr uint32_t kAttributeName = 1, kAttributeFloat = 2, kAttributeInt = 3, kAttributeString = 4,
                    kAttributeTensor = 5, kAttributeGraph = 6, kAttributeFloats = 7, kAttributeInts = 8,
@@ -64,6 +85,9 @@ class GraphWalker {
     ProtoReader reader(model, path_, 0);
     while (std::optional<ProtoField> field = reader.next())
       if (field->number == kModelGraph) graph(message(*field, reader), 0, "");
+    // Once every node is read: a consumer may follow the Constant it reads.
+    for (OnnxTensor& tensor : found_.tensors) tensor.weight_input = weight_inputs_.contains(tensor.name);
+    for (OnnxSparse& sparse : found_.sparse) sparse.values.weight_input = weight_inputs_.contains(sparse.values.name);
     return std::move(found_);
   }
 
@@ -151,11 +175,10 @@ class GraphWalker {
     ProtoReader reader(field.payload, path_, field.offset);
     std::optional<std::string> output;
     std::string_view name, op_type, domain;
-    size_t inputs = 0;
-    std::string_view second_input;  // a MatMul's B
+    std::vector<std::string_view> inputs;
     std::vector<ProtoField> attributes;
     while (std::optional<ProtoField> part = reader.next()) {
-      if (part->number == kNodeInput && ++inputs == 2) second_input = field_text(*part, reader);
+      if (part->number == kNodeInput) inputs.push_back(field_text(*part, reader));
       if (part->number == kNodeOutput && !output) output = field_text(*part, reader);
       if (part->number == kNodeName) name = field_text(*part, reader);
       if (part->number == kNodeOpType) op_type = field_text(*part, reader);
@@ -164,11 +187,20 @@ class GraphWalker {
     }
     bool standard = domain.empty() || domain == "ai.onnx";
     bool constant = op_type == "Constant" && standard;
-    if (op_type == "MatMul" && standard && inputs == 2) matmul_weights_.insert(scope + std::string(second_input));
+    if (op_type == "MatMul" && standard && inputs.size() == 2) matmul_weights_.insert(scope + std::string(inputs[1]));
+    if (standard) weight_inputs(op_type, inputs, scope);
     Node node{.output = output.value_or(""), .constant = constant, .scope = scope};
     // A subgraph's scope names the node: by its name, else its output, else its operator.
     node.label = std::string(!name.empty() ? name : !node.output.empty() ? std::string_view(node.output) : op_type);
     for (const ProtoField& attribute : attributes) this->attribute(attribute, depth, node);
+  }
+
+  /// Notes the inputs of `op_type` that are weights (kWeightInputs), in `scope`.
+  void weight_inputs(std::string_view op_type, const std::vector<std::string_view>& inputs, const std::string& scope) {
+    auto found = std::ranges::find(kWeightInputs, op_type, &WeightInputs::op_type);
+    if (found == std::end(kWeightInputs)) return;
+    for (size_t i = found->first; i <= found->last && i < inputs.size(); ++i)
+      if (!inputs[i].empty()) weight_inputs_.insert(scope + std::string(inputs[i]));
   }
 
   /// What a node's attributes need of it.
@@ -312,6 +344,7 @@ class GraphWalker {
   const std::filesystem::path& path_;
   OnnxGraph found_;
   std::set<std::string> matmul_weights_;  ///< the values MatMul nodes multiply by (their second input), scoped
+  std::set<std::string> weight_inputs_;   ///< the values operators take as weights (kWeightInputs), scoped
 };
 
 }  // namespace

@@ -56,7 +56,11 @@ struct OnnxTensor {
   /// The field of `message` that holds the values when `message` is a Constant's AttributeProto (value_float 2,
   /// value_floats 7, value_int 3, value_ints 8); 0: a TensorProto, whose data type names its typed field.
   uint32_t values_field = 0;
-  bool constant = false;                     ///< a node attribute's value (the exporter's), not an initializer
+  bool constant = false;  ///< a node attribute's value (the exporter's), not an initializer
+  /// Taken as a weight by the operator that reads it (Conv's W and B, MatMul's, Gemm's, the recurrent layers', an
+  /// embedding's table, a normalization's scale and bias): a trained weight even where it is a Constant's value, as
+  /// exporters that keep every weight in a Constant node (Paddle2ONNX, spox) store them.
+  bool weight_input = false;
   OnnxOrigin origin = OnnxOrigin::kUnknown;  ///< an initializer's, by its graph's value_info and metadata
   /// The parameter whose transpose this initializer is: the dynamo exporter folded a Linear's weight for the MatMul
   /// it feeds, and recorded which (OnnxProvenance::folded_weight); nullopt for any other.

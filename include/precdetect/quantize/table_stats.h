@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "precdetect/analyze/cpu_kernel.h"
-#include "precdetect/analyze/narrow_rounding.h"
 #include "precdetect/analyze/scalar_stats.h"
 #include "precdetect/analyze/tensor_stats.h"
 #include "precdetect/core/parallel.h"
+#include "precdetect/quantize/narrow_rounding.h"
 
 namespace precdetect {
 

@@ -1,4 +1,4 @@
-#include "precdetect/analyze/narrow_rounding.h"
+#include "precdetect/quantize/narrow_rounding.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,18 +1,74 @@
-#include "precdetect/analyze/bitsandbytes_stats.h"
+// bitsandbytes' quantized weights, as transformers saves them: 4-bit (nf4, fp4; ScaleScheme::kBlockwise4bit) with
+// the tensors of QuantState.as_dict beside them, and LLM.int8 (ScaleScheme::kInt8Rows) with `SCB`. They are
+// analyzed over the values bitsandbytes dequantizes them to: 4-bit codes through their quant_map times their
+// block's absmax, in float32, then cast to the quantization state's dtype (dequantize_4bit; a nested absmax first
+// dequantized as dequantize_blockwise does, plus its offset); LLM.int8 codes times their row's SCB / 127 in float32
+// (int8_vectorwise_dequant). Recognized by the tensors' names, which bitsandbytes alone writes; the 4-bit codes are
+// read as the bytes they are, whatever dtype `quant_storage` stored them as (quantize_4bit views its packed bytes so).
 
 #include <fmt/format.h>
 
 #include <array>
 #include <nlohmann/json.hpp>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
-#include "precdetect/analyze/narrow_rounding.h"
-#include "precdetect/analyze/table_stats.h"
 #include "precdetect/analyze/widen.h"
 #include "precdetect/core/error.h"
+#include "precdetect/quantize/narrow_rounding.h"
+#include "precdetect/quantize/scheme.h"
+#include "precdetect/quantize/state_parts.h"
+#include "precdetect/quantize/table_stats.h"
 
 namespace precdetect {
 namespace {
+
+using Names = RecordNames;
+
+void link_4bit(TensorRecord& weight, std::vector<TensorRecord>& tensors, const Names& names) {
+  for (std::string_view type : {"nf4", "fp4"}) {
+    std::string state = weight.name + ".quant_state.bitsandbytes__" + std::string(type);
+    if (!names.contains(state)) continue;
+    TensorRecord* absmax = state_part(tensors, names, weight.name + ".absmax");
+    TensorRecord* quant_map = state_part(tensors, names, weight.name + ".quant_map");
+    TensorRecord* nested_absmax = state_part(tensors, names, weight.name + ".nested_absmax");
+    TensorRecord* nested_quant_map = state_part(tensors, names, weight.name + ".nested_quant_map");
+    state_part(tensors, names, state);
+    if (absmax == nullptr || quant_map == nullptr || (nested_absmax == nullptr) != (nested_quant_map == nullptr))
+      return;  // incomplete: the codes are counted, never guessed
+    weight.scaled_by =
+        ScaleLink{.tensor = absmax->name,
+                  .block_cols = 0,  // the blocksize is in the quantization state's JSON, read with the values
+                  .scheme = ScaleScheme::kBlockwise4bit,
+                  .bits = 4,
+                  .blockwise = Blockwise4bitParts{.quant_map = quant_map->name,
+                                                  .quant_state = state,
+                                                  .nested_absmax = nested_absmax ? nested_absmax->name : "",
+                                                  .nested_quant_map = nested_quant_map ? nested_quant_map->name : ""}};
+    return;
+  }
+}
+
+void link_int8(TensorRecord& weight, std::vector<TensorRecord>& tensors, const Names& names) {
+  std::string module = weight.name.substr(0, weight.name.size() - std::string_view(".weight").size());
+  TensorRecord* scb = state_part(tensors, names, module + ".SCB");
+  state_part(tensors, names, module + ".weight_format");
+  if (scb == nullptr || scb->dtype != DType::F32) return;
+  weight.scaled_by = ScaleLink{.tensor = scb->name, .scheme = ScaleScheme::kInt8Rows, .bits = 8};
+}
+
+// Reading: the dequantized values' statistics.
+
+/// A 4-bit weight's tensors as read; the nested ones nullptr without nested quantization.
+struct Blockwise4bitValues {
+  const HostValues& codes;
+  const HostValues& absmax;
+  const HostValues& quant_map;
+  const HostValues& quant_state;
+  const HostValues* nested_absmax = nullptr;
+  const HostValues* nested_quant_map = nullptr;
+};
 
 constexpr int64_t kMaxBlocksize = int64_t{1} << 20;
 
@@ -89,8 +145,6 @@ void check_4bit_sizes(const Blockwise4bitValues& values, const QuantState& state
                      state.blocksize));
 }
 
-}  // namespace
-
 TensorStats blockwise_4bit_stats(const Blockwise4bitValues& values, const std::filesystem::path& file,
                                  std::string_view weight) {
   const QuantState state = quant_state(values.quant_state, file, weight);
@@ -148,5 +202,48 @@ TensorStats int8_rows_stats(const HostValues& codes, const HostValues& scb, cons
         for (int64_t column = 0; column < columns; ++column) decoded.add(table[row_bytes[column]], 0);
       });
 }
+
+void link_bitsandbytes(std::vector<TensorRecord>& tensors, const nlohmann::json& /*config*/,
+                       const std::string& /*file*/) {
+  Names names;
+  for (size_t i = 0; i < tensors.size(); ++i) names.emplace(tensors[i].name, i);
+  for (TensorRecord& weight : tensors) {
+    if (!weight.name.ends_with(".weight")) continue;
+    // 4-bit codes are bytes whatever dtype views them: `bnb_4bit_quant_storage` (bfloat16 for FSDP, float32, ...)
+    // stores the same packed bytes as a tensor of that dtype, never values of it.
+    if (dtype_kind(weight.dtype) == DTypeKind::kFloat || dtype_kind(weight.dtype) == DTypeKind::kInteger)
+      link_4bit(weight, tensors, names);
+    if (weight.dtype == DType::I8 && weight.shape.size() == 2) link_int8(weight, tensors, names);
+  }
+}
+
+/// A bitsandbytes weight's values from its codes and quantization state.
+TensorStats bitsandbytes_stats(const LinkedValues& values) {
+  const ScaleLink& link = values.link();
+  HostValues codes = values.weight(), absmax = values.part(link.tensor);
+  const std::filesystem::path& file = values.file();
+  const std::string& name = values.record().name;
+  if (link.scheme == ScaleScheme::kInt8Rows) return int8_rows_stats(codes, absmax, file, name);
+  const Blockwise4bitParts& names = *link.blockwise;
+  HostValues quant_map = values.part(names.quant_map), state = values.part(names.quant_state);
+  std::optional<HostValues> nested_absmax = values.optional_part(names.nested_absmax);
+  std::optional<HostValues> nested_quant_map = values.optional_part(names.nested_quant_map);
+  return blockwise_4bit_stats({.codes = codes,
+                               .absmax = absmax,
+                               .quant_map = quant_map,
+                               .quant_state = state,
+                               .nested_absmax = nested_absmax ? &*nested_absmax : nullptr,
+                               .nested_quant_map = nested_quant_map ? &*nested_quant_map : nullptr},
+                              file, name);
+}
+
+constexpr std::array kComputes = {ScaleScheme::kBlockwise4bit, ScaleScheme::kInt8Rows};
+
+}  // namespace
+
+extern const QuantScheme kBitsandbytesScheme{.name = "bitsandbytes nf4, fp4 and LLM.int8",
+                                             .computes = kComputes,
+                                             .link = link_bitsandbytes,
+                                             .stats = bitsandbytes_stats};
 
 }  // namespace precdetect

@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "precdetect/analyze/grid_codes.h"
-#include "precdetect/analyze/narrow_rounding.h"
-#include "precdetect/analyze/table_stats.h"
+#include "precdetect/quantize/grid_codes.h"
+#include "precdetect/quantize/narrow_rounding.h"
+#include "precdetect/quantize/table_stats.h"
 
 namespace precdetect {
 

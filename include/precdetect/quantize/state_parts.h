@@ -1,7 +1,7 @@
 #pragma once
 /// The tensors a quantized weight is read with (scales, zero points, code maps, states), found by name among a
 /// checkpoint's records and marked as quantization state: never weights in the verdict, even where the codes
-/// themselves cannot be read. Shared by the linkers of load/zero_point_codes, bitsandbytes_codes and quanto_codes.
+/// themselves cannot be read. Shared by the schemes of quantize/ that mark them.
 
 #include <string>
 #include <unordered_map>

@@ -1,4 +1,4 @@
-#include "precdetect/analyze/dequantize.h"
+#include "precdetect/quantize/ggml_blocks.h"
 
 #include <array>
 #include <bit>

@@ -6,10 +6,10 @@
 #include <array>
 #include <cstdint>
 
-#include "precdetect/analyze/packed_codes.h"
 #include "precdetect/analyze/widen.h"
 #include "precdetect/load/host_values.h"
 #include "precdetect/load/tensor_record.h"
+#include "precdetect/quantize/packed_codes.h"
 
 namespace precdetect {
 

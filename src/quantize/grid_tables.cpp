@@ -1,4 +1,4 @@
-#include "precdetect/analyze/grid_tables.h"
+#include "precdetect/quantize/grid_tables.h"
 
 #include <fmt/format.h>
 
