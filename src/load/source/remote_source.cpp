@@ -87,6 +87,7 @@ class RemoteFile final : public ByteSource {
 
   void read(uint64_t offset, std::span<std::byte> dest) const override {
     std::span<const std::byte> bytes = checked(offset, dest.size());
+    if (dest.empty()) return;  // an empty tensor: nothing to fetch (and memcpy takes no null pointer)
     if (held(offset, dest.size())) return (void)std::memcpy(dest.data(), bytes.data(), dest.size());
     if (dest.size() <= kSmallRead) return read_small(offset, dest);
     read_uncached(offset, dest);  // a tensor's bytes go straight to the caller, never into the cache
