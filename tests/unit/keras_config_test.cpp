@@ -24,7 +24,11 @@ Safety judged(const Json& config) {
 }
 
 /// A Keras 3 Sequential model (as keras 3.15 writes config.json) of the given layers.
-Json sequential(Json layers) {
+/// `layers` is a list: a braced list of one element would be that element itself under clang (nlohmann's
+/// single-element brace initialization differs between compilers), so callers pass each layer apart.
+Json sequential(std::initializer_list<Json> layers_list) {
+  Json layers = Json::array();
+  for (const Json& layer : layers_list) layers.push_back(layer);
   return {{"module", "keras"},
           {"class_name", "Sequential"},
           {"config", {{"name", "sequential"}, {"layers", std::move(layers)}}},
