@@ -147,9 +147,11 @@ ModelReport examined(ModelReport& report, const std::optional<ModelSource>& sour
     // A link the walk of the folder named already is that failure's cause.
     if (escape && std::any_of(report.safety->tampering.begin(), report.safety->tampering.end(), is_escape))
       return std::move(report);
-    std::string why = fmt::format("not read to its end: {}", report.error->message);
-    report.safety->add_failure(
-        escape ? Error(ErrorCode::kPathEscape, report.error->message) : Error(ErrorCode::kIo, why), report.path);
+    if (escape)
+      report.safety->add_tampering(
+          {.kind = FileTampering::kPathEscape, .detail = report.error->message, .file = report.path});
+    else
+      report.safety->unverified.push_back(fmt::format("not read to its end: {}", report.error->message));
   }
   return std::move(report);
 }
