@@ -336,6 +336,10 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
       throw CLI::ValidationError(
           options.safety_only ? "--safety-only" : "--headers-only",
           "reads no tensor values: of the gates only --fail-if-unsafe and --strict-safety apply");
+    if (options.safety_only && options.format == OutputFormat::kCsv)
+      throw CLI::ValidationError("--format csv",
+                                 "holds one row of statistics per tensor, and --safety-only reads none: use table, "
+                                 "json, markdown or a CI format");
     if (!text.shard.empty()) options.shard = *parse_shard(text.shard);
     take_github_environment(options);
     if (text.no_cache) options.cache.reset();

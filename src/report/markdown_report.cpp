@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
+
 #include "precdetect/analyze/cast_safety.h"
 #include "precdetect/report/stat_text.h"
 #include "precdetect/report/verdict_text.h"
@@ -28,9 +30,13 @@ constexpr const char* kStatsHeader =
     "abs min | abs max | norm min | norm max | > 1e2 | fp16 overflow | fp16 underflow/subnormal";
 constexpr const char* kStatsRule = "--:|--:|--:|--:|--:|--:|--:";
 
-std::string verdict(const ModelReport& model) {
-  if (model.error) return "error: " + model.error->code;
-  return label_text(model.verdict) + adapter_text(model) + basis_text(model.verdict) + risk_text(model.verdict);
+/// A model whose values were not read (--safety-only, --headers-only) has no statistics to show: "-", never 0.
+std::string model_stats_cells(const ModelReport& model) {
+  if (model.values_read) return stats_cells(model.summary);
+  std::string dashes = "-";
+  for (char c : std::string_view(kStatsRule))
+    if (c == '|') dashes += " | -";
+  return dashes;
 }
 
 std::string group_table(const ModelReport& model) {
@@ -46,10 +52,11 @@ std::string group_table(const ModelReport& model) {
 std::string render_markdown(const ScanReport& report, bool per_group) {
   std::string out = fmt::format("| name | {} | verdict |\n|---|{}|---|\n", kStatsHeader, kStatsRule);
   for (const ModelReport& model : report.models)
-    out += fmt::format("| {} | {} | {} |\n", cell(model.input), stats_cells(model.summary), cell(verdict(model)));
+    out +=
+        fmt::format("| {} | {} | {} |\n", cell(model.input), model_stats_cells(model), cell(model_verdict_text(model)));
   if (per_group)
     for (const ModelReport& model : report.models)
-      if (!model.error) out += group_table(model);
+      if (!model.error && model.values_read) out += group_table(model);
   return out;
 }
 

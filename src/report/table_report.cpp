@@ -34,33 +34,6 @@ std::string dtype_census(const ModelSummary& summary) {
   return text.empty() ? "-" : text;
 }
 
-/// " UNSAFE pickle: posix.system", " UNSAFE: path_escape" (tampering), " unverified" when loading it is not known
-/// to be safe; "" when it is.
-std::string safety_cell(const ModelReport& model) {
-  if (!model.safety) return "";
-  switch (model.safety->verdict()) {
-    case SafetyVerdict::kUnsafe:
-      if (const SafetyImport* danger = model.safety->first_dangerous()) return " UNSAFE pickle: " + danger->qualified();
-      return fmt::format(" UNSAFE: {}", tampering_name(model.safety->tampering.front().kind));
-    case SafetyVerdict::kUnverified:
-      return model.safety->custom_code.empty() ? " unverified" : " unverified: custom code";
-    case SafetyVerdict::kSafe:
-      return "";
-  }
-  return "";
-}
-
-std::string verdict_cell(const ModelReport& model) {
-  std::string gate = model.gate_failures.empty() ? "" : " GATE FAILED";
-  if (model.error) return "error: " + model.error->code + safety_cell(model) + gate;
-  if (!model.values_read) {  // --safety-only, --headers-only: no values, no verdict
-    std::string cell = safety_cell(model);
-    return fmt::format("{} only:{}{}", model.headers_read ? "headers" : "safety", cell.empty() ? " safe" : cell, gate);
-  }
-  return fmt::format("{}{}{}{}{}{}", label_text(model.verdict), adapter_text(model), basis_text(model.verdict),
-                     risk_text(model.verdict), safety_cell(model), gate);
-}
-
 /// Under -v, for a GGUF file: what its header says of the model (the JSON has every key/value).
 void append_metadata(std::string& out, const ModelReport& model) {
   const auto& metadata = model.metadata;
@@ -223,7 +196,7 @@ std::string render_table(const ScanReport& report, bool per_tensor) {
         fmt::format("{:<{}} | {:>9} | {:>9} | {:>9} | {:>9} | {:>7} | {:<{}} | {}\n", elide_middle(model.input, width),
                     width, format_stat(s.has_values, s.abs_min), format_stat(s.has_values, s.abs_max),
                     format_stat(s.has_nonzero_norm, s.norm_min), format_stat(s.has_nonzero_norm, s.norm_max),
-                    human_count(s.parameters), dtype_census(s), dtypes_width, verdict_cell(model));
+                    human_count(s.parameters), dtype_census(s), dtypes_width, model_verdict_text(model));
     if (per_tensor && !model.error) {
       append_metadata(out, model);
       append_tensor_rows(out, model);

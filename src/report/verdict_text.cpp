@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "precdetect/report/stat_text.h"
+#include "precdetect/safety/safety.h"
 
 namespace precdetect {
 namespace {
@@ -36,6 +37,22 @@ std::string kind_text(const Verdict& verdict, Fp16RiskKind kind) {
   return fmt::format("{} in {} tensor{} ({}{} {}{})", kind == Fp16RiskKind::kOverflow ? "overflow" : "flush to zero",
                      count, count == 1 ? "" : "s", first->role == TensorRole::kBuffer ? "buffer " : "", first->tensor,
                      value, count > 1 ? ", ..." : "");
+}
+
+/// " UNSAFE pickle: posix.system", " UNSAFE: path_escape" (tampering), " unverified" when loading it is not known
+/// to be safe; "" when it is.
+std::string safety_cell(const ModelReport& model) {
+  if (!model.safety) return "";
+  switch (model.safety->verdict()) {
+    case SafetyVerdict::kUnsafe:
+      if (const SafetyImport* danger = model.safety->first_dangerous()) return " UNSAFE pickle: " + danger->qualified();
+      return fmt::format(" UNSAFE: {}", tampering_name(model.safety->tampering.front().kind));
+    case SafetyVerdict::kUnverified:
+      return model.safety->custom_code.empty() ? " unverified" : " unverified: custom code";
+    case SafetyVerdict::kSafe:
+      return "";
+  }
+  return "";
 }
 
 }  // namespace
@@ -84,6 +101,17 @@ std::string risk_reasons_text(const Verdict& verdict) {
 
 std::string risk_text(const Verdict& verdict) {
   return verdict.fp16_risk() ? " fp16-risk: " + risk_reasons_text(verdict) : "";
+}
+
+std::string model_verdict_text(const ModelReport& model) {
+  std::string gate = model.gate_failures.empty() ? "" : " GATE FAILED";
+  if (model.error) return "error: " + model.error->code + safety_cell(model) + gate;
+  if (!model.values_read) {  // --safety-only, --headers-only: no values, no verdict
+    std::string cell = safety_cell(model);
+    return fmt::format("{} only:{}{}", model.headers_read ? "headers" : "safety", cell.empty() ? " safe" : cell, gate);
+  }
+  return fmt::format("{}{}{}{}{}{}", label_text(model.verdict), adapter_text(model), basis_text(model.verdict),
+                     risk_text(model.verdict), safety_cell(model), gate);
 }
 
 }  // namespace precdetect

@@ -305,6 +305,14 @@ class SafetyOnly(unittest.TestCase):
         refused = run("--safety-only", "--expect", "fp16", good)
         self.assertEqual(refused.returncode, 3)  # a usage error (docs/using.md: exit codes)
         self.assertIn("--safety-only", refused.stderr)
+        # Markdown shows no statistic it did not read (a 0 would read as "no overflow") and says the safety.
+        markdown = run("--safety-only", "--format", "markdown", good, evil).stdout.splitlines()
+        self.assertEqual(markdown[2].split(" | ")[1:8], ["-"] * 7)
+        self.assertTrue(markdown[2].endswith("| safety only: safe |"), markdown[2])
+        self.assertTrue(markdown[3].endswith("| safety only: UNSAFE pickle: posix.system |"), markdown[3])
+        csv = run("--safety-only", "--format", "csv", good)  # one row per tensor's statistics: none were read
+        self.assertEqual(csv.returncode, 3)
+        self.assertIn("--format csv", csv.stderr)
 
     def test_a_model_damaged_past_its_header_is_still_judged_by_its_structure(self):
         model = self.tmp / "m"

@@ -3,6 +3,7 @@ Chromium with no console error and no network request, and its charts draw that 
 item names its datum in an aria-label, compared here with the document and with float64 references)."""
 
 import json
+import os
 import re
 import struct
 import unittest
@@ -260,6 +261,26 @@ class ReportInChromiumTest(ReportCase):
         self.assertIn("1 could not be scanned", page.evaluate("document.getElementById('headline').textContent"))
         # No blocks in these names: the exponents, the tensors and the two group charts.
         self.assertEqual(page.evaluate("document.body.dataset.rendered"), "4")
+
+    def test_a_scan_without_values_shows_its_safety_and_no_statistic(self):
+        good = self.write_model({"w": torch.full((8,), 0.5)}, "good")
+        evil = self.tmp / "evil"
+        evil.mkdir()
+        torch.save({"w": torch.ones(4), "hook": os.system}, evil / "pytorch_model.bin")  # a global, never called
+        report = self.tmp / "report.html"
+        result = run("--json", "--safety-only", "--report", report, good, evil, check_json=True)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        page = self.open_page(report)
+        self.assertQuietAndOffline(page)
+        self.assertEqual(page.evaluate("document.getElementById('headline').textContent"),
+                         "2 model(s) scanned: none classified")
+        good_section = page.evaluate("document.getElementById('model-0').innerText")
+        self.assertIn("safety only", good_section)
+        self.assertIn("no tensor value was read", good_section)
+        evil_section = page.evaluate("document.getElementById('model-1').innerText")
+        self.assertIn("unsafe", evil_section)
+        self.assertIn("posix.system", evil_section)
+        self.assertEqual(page.evaluate("document.querySelectorAll('svg.marks').length"), 0)
 
 
 if __name__ == "__main__":

@@ -28,4 +28,9 @@ std::string risk_reasons_text(const Verdict& verdict);
 /// "" when there is no fp16 risk; else " fp16-risk: " and the reasons.
 std::string risk_text(const Verdict& verdict);
 
+/// The whole verdict cell, as the table and the Markdown print it: the label and what speaks for it, the safety
+/// (" UNSAFE pickle: posix.system", " unverified"), " GATE FAILED"; "error: CODE" for a model not read; "safety only:
+/// safe", "headers only: unverified" where no values were read (--safety-only, --headers-only).
+std::string model_verdict_text(const ModelReport& model);
+
 }  // namespace precdetect

@@ -420,8 +420,22 @@ function failedModel(model) {
       element('p', {class: 'warn'}, model.error.message), safetyBlock(model));
 }
 
+// --safety-only and --headers-only read no value: no statistic, no verdict, the safety and what was read.
+function tierName(model) { return model.headers_read ? 'headers only' : 'safety only'; }
+
+function modelWithoutValues(model) {
+  return element('section', {class: 'model', id: anchor(model)},
+      element('h2', {}, model.input), element('span', {class: 'badge'}, tierName(model)),
+      element('p', {class: 'sub'}, `${model.format}, ${model.files.length} file(s): ${model.path}; ` +
+          'no tensor value was read, so no statistic and no precision verdict.'),
+      model.warnings.map((w) => element('p', {class: 'warn'}, w.message)),
+      model.gate_failures.map((g) => element('p', {class: 'warn'}, `gate failed: ${g}`)),
+      safetyBlock(model));
+}
+
 function modelSection(model) {
   if (model.error) return failedModel(model);
+  if (!model.values_read) return modelWithoutValues(model);
   const {summary} = model;
   const notes = [...model.warnings.map((w) => element('p', {class: 'warn'}, w.message)),
                  ...model.gate_failures.map((g) => element('p', {class: 'warn'}, `gate failed: ${g}`))];
@@ -455,22 +469,24 @@ function modelSection(model) {
 function anchor(model) { return `model-${model.index}`; }
 
 function overview(models) {
-  const rows = models.map((m) => ({cells: [
+  const rows = models.map((m) => ({cells: m.error || !m.values_read ? [
     element('a', {href: `#${anchor(m)}`}, m.input),
-    m.error ? element('span', {class: 'badge error'}, 'error')
-            : element('span', {class: `badge ${labelClass(m.verdict.label)}`},
-                      `${m.verdict.label} ${m.verdict.confidence.toFixed(2)}`),
-    m.error ? '' : m.verdict.fp16_risk ? element('span', {class: 'badge risk'}, 'fp16 risk') : 'no',
-    m.error ? '' : scientific(m.summary.abs_max), m.error ? '' : scientific(m.summary.norm_max),
-    m.error ? '' : count(m.summary.parameters)]}));
+    m.error ? element('span', {class: 'badge error'}, 'error') : element('span', {class: 'badge'}, tierName(m)),
+    '', '', '', ''] : [
+    element('a', {href: `#${anchor(m)}`}, m.input),
+    element('span', {class: `badge ${labelClass(m.verdict.label)}`},
+            `${m.verdict.label} ${m.verdict.confidence.toFixed(2)}`),
+    m.verdict.fp16_risk ? element('span', {class: 'badge risk'}, 'fp16 risk') : 'no',
+    scientific(m.summary.abs_max), scientific(m.summary.norm_max), count(m.summary.parameters)]}));
   return element('section', {class: 'model'}, element('h2', {}, 'Models'),
       table(['model', 'verdict', 'fp16 risk', 'abs max', 'norm max', 'parameters'], rows, 3));
 }
 
 function headline(models) {
   // The labels as the document spells them (C++ defines them once: core/label.h), in order of first appearance.
-  const present = [...new Set(models.filter((m) => !m.error).map((m) => m.verdict.label))];
-  const labels = present.map((label) => `${label} ${models.filter((m) => !m.error && m.verdict.label === label).length}`);
+  const classified = models.filter((m) => m.verdict);
+  const present = [...new Set(classified.map((m) => m.verdict.label))];
+  const labels = present.map((label) => `${label} ${classified.filter((m) => m.verdict.label === label).length}`);
   const failed = models.filter((m) => m.error).length;
   return `${models.length} model(s) scanned: ${labels.join(', ') || 'none classified'}` +
          (failed ? `; ${failed} could not be scanned` : '');
