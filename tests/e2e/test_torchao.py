@@ -6,30 +6,31 @@ a description of each subclass in the header's metadata), and the same model's s
 weight's numel, its abs min, abs max and norm against torchao's own `dequantize()` in float64 (1e-6 relative), its
 parts role `scale`, and the summary is the model's weights' alone.
 
-Produced on this CPU: Int8WeightOnlyConfig (per row), Float8WeightOnlyConfig (per row) and IntxWeightOnlyConfig
-(int4 codes one to an int8, groups of 32, with zero points). Int4WeightOnlyConfig cannot be produced here: its
+Produced on this CPU: Int8WeightOnlyConfig (per row, per tensor, groups of 32), Int8DynamicActivationInt8WeightConfig,
+Float8WeightOnlyConfig (per row, per tensor) and IntxWeightOnlyConfig (int4 codes one to an int8 in groups of 32
+with bfloat16 scales; asymmetric int8 per row with float32 scales), on bfloat16, float16 and float32 models. Int4WeightOnlyConfig cannot be produced here: its
 default packing needs the mslk kernels, tile_packed_to_4d a CUDA device and plain_int32 an XPU/NPU; an Int4Tensor
 built from its parts and flattened by torchao's own flatten_tensor_state_dict stands for it, counted as unread."""
 
 import json
-import struct
 import unittest
 
 import torch
 
-from helpers import ScanTestCase, reference_summary, reference_tensor_stats, scan, small_llama, tensors_by_name, warning_codes
+from helpers import (DTYPE_NAMES, ScanTestCase, reference_summary, reference_tensor_stats, scan, small_llama,
+                     tensors_by_name, warning_codes)
 
 
-def quantized_llama(folder, config):
-    """small_llama in bfloat16 quantized by transformers' TorchAoConfig(`config`), saved in safetensors to `folder`
-    and pickled by torch.save to `folder`/pytorch_model.bin (beside, not instead); returns the quantized state_dict."""
+def quantized_llama(folder, config, dtype=torch.bfloat16):
+    """small_llama in `dtype` quantized by transformers' TorchAoConfig(`config`), saved in safetensors to `folder`;
+    returns the quantized state_dict."""
     from transformers import AutoModelForCausalLM, TorchAoConfig
 
     plain = folder.parent / "plain"
     if not plain.exists():
         small_llama().save_pretrained(plain)
     model = AutoModelForCausalLM.from_pretrained(plain, quantization_config=TorchAoConfig(config), device_map="cpu",
-                                                 dtype=torch.bfloat16)
+                                                 dtype=dtype)
     model.save_pretrained(folder)
     return model.state_dict()
 
@@ -39,23 +40,28 @@ def dequantized(state):
     return {name: tensor.dequantize() if hasattr(tensor, "qdata") else tensor for name, tensor in state.items()}
 
 
-def safetensors_header(path):
-    with open(path, "rb") as file:
-        length = struct.unpack("<Q", file.read(8))[0]
-        return json.loads(file.read(length))
-
-
 def configs():
-    from torchao.quantization import (Float8WeightOnlyConfig, Int8WeightOnlyConfig, IntxWeightOnlyConfig,
-                                      PerGroup)
+    """The configs this CPU quantizes with, by label: each with the model's dtype, what dequantize returns."""
+    from torchao.quantization import (Float8WeightOnlyConfig, Int8DynamicActivationInt8WeightConfig,
+                                      Int8WeightOnlyConfig, IntxWeightOnlyConfig, MappingType, PerAxis, PerGroup,
+                                      PerTensor)
 
-    return {"int8": Int8WeightOnlyConfig(), "float8": Float8WeightOnlyConfig(),
-            "intx": IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32))}
+    return {"int8": (Int8WeightOnlyConfig(), torch.bfloat16),
+            "int8-tensor": (Int8WeightOnlyConfig(granularity=PerTensor()), torch.bfloat16),
+            "int8-groups": (Int8WeightOnlyConfig(granularity=PerGroup(32)), torch.float32),
+            "int8-dynamic": (Int8DynamicActivationInt8WeightConfig(), torch.bfloat16),
+            "float8": (Float8WeightOnlyConfig(), torch.bfloat16),
+            "float8-tensor": (Float8WeightOnlyConfig(granularity=PerTensor()), torch.float16),
+            "intx": (IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)), torch.bfloat16),
+            "intx-asymmetric": (IntxWeightOnlyConfig(weight_dtype=torch.int8, granularity=PerAxis(0),
+                                                     mapping_type=MappingType.ASYMMETRIC, scale_dtype=torch.float32),
+                                torch.float16)}
 
 
 class TorchaoRead(ScanTestCase):
-    def check_model(self, target, state, subclass):
-        """`target` scanned: each subclass weight of `state` (of class `subclass`) against its dequantize()."""
+    def check_model(self, target, state, subclass, dtype):
+        """`target` scanned: each subclass weight of `state` (of class `subclass`, dequantized to `dtype`) against
+        its dequantize()."""
         code, document, stderr = scan(target)
         self.assertEqual(code, 0, stderr)
         model = document["models"][0]
@@ -71,7 +77,8 @@ class TorchaoRead(ScanTestCase):
                 self.assertTrue(reported[name]["analyzed"])
                 self.assertEqual(reported[name]["role"], "model")
                 self.assertEqual(reported[name]["numel"], reference.numel())
-                self.assertEqual(reported[name]["scaled_by"]["result_dtype"], "BF16")
+                self.assertEqual(reported[name]["scaled_by"]["result_dtype"], DTYPE_NAMES[dtype])
+                self.assertEqual(reference.dtype, dtype)
                 for key in ("abs_min", "abs_max", "norm"):
                     self.assertAlmostEqual(reported[name][key], expected[key], delta=abs(expected[key]) * 1e-6,
                                            msg=key)
@@ -86,23 +93,23 @@ class TorchaoRead(ScanTestCase):
         return model
 
     def test_safetensors_as_torchao_dequantizes(self):
-        for label, config in configs().items():
+        for label, (config, dtype) in configs().items():
             with self.subTest(config=label):
                 folder = self.tmp / label
-                state = quantized_llama(folder, config)
+                state = quantized_llama(folder, config, dtype)
                 subclass = type(state["model.layers.0.mlp.down_proj.weight"]).__name__
-                self.check_model(folder, state, subclass)
+                self.check_model(folder, state, subclass, dtype)
 
     def test_pickled_subclasses_named_and_read_without_running_them(self):
-        for label, config in configs().items():
+        for label, (config, dtype) in configs().items():
             with self.subTest(config=label):
                 folder = self.tmp / label
-                state = quantized_llama(folder, config)
+                state = quantized_llama(folder, config, dtype)
                 subclass = type(state["model.layers.0.mlp.down_proj.weight"]).__name__
                 pickled = self.tmp / f"{label}-pickled"
                 pickled.mkdir()
                 torch.save(state, pickled / "pytorch_model.bin")
-                model = self.check_model(pickled / "pytorch_model.bin", state, subclass)
+                model = self.check_model(pickled / "pytorch_model.bin", state, subclass, dtype)
                 # torch.load(weights_only=True) accepts the subclass only where torchao, once imported, registers it
                 # with add_safe_globals: an unpickler imports and constructs it; precdetect never does.
                 imports = {f'{item["module"]}.{item["name"]}': item for item in model["safety"]["imports"]}
@@ -194,6 +201,24 @@ class TorchaoUnreadAndMalformed(ScanTestCase):
                 self.assertEqual(code, 2, stderr)
                 self.assertIn("size_mismatch", json.dumps(document))
                 self.assertIn(f"torchao tensor `{name}.weight`", json.dumps(document))
+
+    def test_pickled_storage_that_lies_is_a_named_error(self):
+        import zipfile
+
+        from torchao.quantization import Int8WeightOnlyConfig
+
+        state = quantized_llama(self.tmp / "int8", Int8WeightOnlyConfig())
+        saved, short = self.tmp / "saved.bin", self.tmp / "short.bin"
+        torch.save(state, saved)
+        codes = state["model.layers.0.mlp.down_proj.weight"].qdata  # 32 KiB: the MLP codes alone
+        with zipfile.ZipFile(saved) as source, zipfile.ZipFile(short, "w") as target:
+            for info in source.infolist():  # every storage of the codes' size holds half its bytes
+                data = source.read(info)
+                target.writestr(info, data[: len(data) // 2] if len(data) == codes.numel() else data)
+        code, document, stderr = scan(short)
+        self.assertEqual(code, 2, stderr)
+        self.assertIn("storage_too_small", json.dumps(document))
+        self.assertIn("._weight_qdata` reads up to element", stderr)
 
 
 if __name__ == "__main__":
