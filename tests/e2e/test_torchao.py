@@ -118,6 +118,31 @@ class TorchaoRead(ScanTestCase):
                 self.assertTrue(judged["called"])
 
 
+class Wrapped(torch.Tensor):
+    """A tensor subclass of no quantizer's, holding its values in an attribute as torchao's do."""
+
+    @staticmethod
+    def __new__(cls, inner):
+        return torch.Tensor._make_wrapper_subclass(cls, inner.shape, dtype=inner.dtype)
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        raise NotImplementedError(func)
+
+
+class OtherSubclasses(ScanTestCase):
+    def test_another_librarys_subclass_is_named_by_its_attributes(self):
+        torch.save({"l.weight": Wrapped(torch.full((2, 3), 3.0))}, self.tmp / "wrapped.pt")
+        code, document, stderr = scan(self.tmp / "wrapped.pt")
+        self.assertEqual(code, 0, stderr)
+        model = document["models"][0]
+        self.assertEqual([tensor["name"] for tensor in model["tensors"]], ["l.weight.inner"])
+        self.assertEqual(model["summary"]["abs_max"], 3.0)
+
+
 class TorchaoUnreadAndMalformed(ScanTestCase):
     def rewrite(self, folder, change):
         """`folder`'s safetensors written again with `change(tensors, metadata)` applied."""

@@ -60,13 +60,15 @@ struct Context {
   bool role_from_file = false;  ///< below a pickled nn.Module, which says parameter or buffer itself
 };
 
-/// An object torch's _rebuild_wrapper_subclass rebuilt, with the state an unpickler sets on it
-/// (Machine::keep_subclass_state): a tensor subclass whose attributes hold its inner tensors.
-bool is_tensor_subclass(const Opaque& object) {
+/// An object torch's _rebuild_wrapper_subclass rebuilt as one of torchao's classes, with the state an unpickler sets
+/// on it (Machine::keep_subclass_state): a tensor subclass whose attributes hold its inner tensors. Another library's
+/// subclass (DTensor, ...) is walked as any object, its tensors named by their attribute (`X.weight._local_tensor`).
+bool is_torchao_subclass(const Opaque& object) {
   if (object.type.qualified() != "torch._utils._rebuild_wrapper_subclass" || !object.state || !object.args)
     return false;
   const auto* args = std::get_if<Tuple>(&object.args->v);
-  return args && !args->items.empty() && std::holds_alternative<Global>(args->items[0]->v) &&
+  const Global* type = args && !args->items.empty() ? std::get_if<Global>(&args->items[0]->v) : nullptr;
+  return type && (type->module == "torchao" || type->module.starts_with("torchao.")) &&
          std::holds_alternative<Dict>(object.state->v);
 }
 
@@ -131,7 +133,7 @@ class Walker {
       walk_items(list->items, name, context, depth);
     } else if (const auto* tuple = std::get_if<Tuple>(&value->v)) {
       walk_items(tuple->items, name, context, depth);
-    } else if (const auto* object = std::get_if<Opaque>(&value->v); object && is_tensor_subclass(*object)) {
+    } else if (const auto* object = std::get_if<Opaque>(&value->v); object && is_torchao_subclass(*object)) {
       walk_subclass(*object, name, context);
     } else if (object != nullptr) {
       // A pickled object's tensors live in its BUILD state (a module's __dict__; the parts of a (dict, slots)
@@ -148,7 +150,7 @@ class Walker {
   }
 
  private:
-  /// A tensor subclass's inner tensors (its state's tensor attributes), named as torchao flattens them, each with
+  /// A torchao subclass's inner tensors (its state's tensor attributes), named as torchao flattens them, each with
   /// the subclass's description: its class, its other attributes, its tensors' names.
   void walk_subclass(const Opaque& object, const std::string& name, Context context) {
     const auto& state = std::get<Dict>(object.state->v);
