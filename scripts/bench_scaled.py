@@ -2,8 +2,9 @@
 dequantized values stored as a float dtype, scanned by the same binary. Formats: fp8 with 128x128 block scales (bf16
 twin), GPTQ and AWQ 4-bit in groups of 128 and MLX 4-bit in groups of 64 (fp16 twins), bitsandbytes nf4 with nested
 quantization (bf16 twin), LLM.int8 (float32 twin), optimum-quanto's qint8 and qint4 (the fp16 weights they quantize); issue 59's: bitsandbytes nf4 stored as bfloat16,
-fp8 per channel with bfloat16 scales, int8 per channel (W8A8), nvfp4, gpt-oss's MXFP4 and MLX's mxfp4 (bf16 or
-float32 twins: the values their libraries dequantize to).
+fp8 per channel with bfloat16 scales, int8 per channel (W8A8), nvfp4, gpt-oss's MXFP4 and MLX's mxfp4, torchao's
+Int8Tensor and Float8Tensor per row and int4 codes in int8 in groups of 32 (bf16 or float32 twins: the values their
+libraries dequantize to).
 Prints the best of --repeats whole-process runs of each.
 
     .venv/bin/python scripts/bench_scaled.py [--binary build/precdetect] [--tensors 8] [--side 4096]
@@ -166,6 +167,40 @@ def int8_channel(weights, generator):
     return quantized, {"quant_method": "compressed-tensors", "format": "int-quantized"}, twin
 
 
+def torchao_weights(make_config):
+    """torchao's tensor subclasses in safetensors, as its flatten_tensor_state_dict writes them (parts and metadata),
+    quantized from bfloat16 weights by quantize_ (the bfloat16 twin: their dequantize())."""
+    def write(weights, generator):
+        from torchao.prototype.safetensors.safetensors_support import flatten_tensor_state_dict
+        from torchao.quantization import quantize_
+
+        state = {}
+        for name, weight in weights.items():
+            layer = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=False, dtype=torch.bfloat16)
+            layer.weight.data.copy_(weight)
+            quantize_(layer, make_config())
+            state[f"{name}.weight"] = layer.weight.data
+        quantized, metadata = flatten_tensor_state_dict(state)
+        twin = {name: tensor.dequantize() for name, tensor in state.items()}
+        return quantized, {"quant_method": "torchao", "safetensors_metadata": metadata}, twin
+    return write
+
+
+def torchao_int8():
+    from torchao.quantization import Int8WeightOnlyConfig
+    return Int8WeightOnlyConfig()
+
+
+def torchao_float8():
+    from torchao.quantization import Float8WeightOnlyConfig
+    return Float8WeightOnlyConfig()
+
+
+def torchao_int4_groups():
+    from torchao.quantization import IntxWeightOnlyConfig, PerGroup
+    return IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32))
+
+
 def e2m1_codes(generator, shape):
     return torch.randint(0, 256, shape, dtype=torch.uint8, generator=generator)
 
@@ -221,7 +256,10 @@ FORMATS = {"fp8 with block scales": fp8_blocks, "GPTQ 4-bit": gptq_4bit, "AWQ 4-
            "bitsandbytes nf4 in bf16 storage": lambda weights, generator: bitsandbytes_nf4(weights, generator,
                                                                                            torch.bfloat16),
            "fp8 per channel, bf16 scales": fp8_channel_bf16_scales, "int8 per channel (W8A8)": int8_channel,
-           "nvfp4": nvfp4, "gpt-oss MXFP4": gpt_oss_mxfp4, "MLX mxfp4": mlx_mxfp4}
+           "nvfp4": nvfp4, "gpt-oss MXFP4": gpt_oss_mxfp4, "MLX mxfp4": mlx_mxfp4,
+           "torchao Int8Tensor per row": torchao_weights(torchao_int8),
+           "torchao Float8Tensor per row": torchao_weights(torchao_float8),
+           "torchao int4 in int8, groups of 32": torchao_weights(torchao_int4_groups)}
 
 
 def best_seconds(binary, folder, repeats):
@@ -252,6 +290,7 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             quantized, config, twin = write(weights, generator)
+            metadata = config.pop("safetensors_metadata", None)  # torchao's: in the quantized file's header
             for name, tensors in (("quantized", quantized), ("twin", twin)):
                 (folder / name).mkdir()
                 if "quanto_map" in config:  # quanto writes its map beside the weights, no config
@@ -260,7 +299,8 @@ def main():
                 else:
                     key = "quantization" if write in (mlx_4bit, mlx_mxfp4) else "quantization_config"  # mlx-lm's key
                     (folder / name / "config.json").write_text(json.dumps({key: config}))
-                save_file(tensors, folder / name / "model.safetensors")
+                save_file(tensors, folder / name / "model.safetensors",
+                          metadata=metadata if name == "quantized" else None)
             seconds = best_seconds(args.binary, folder / "quantized", args.repeats)
             twin_seconds = best_seconds(args.binary, folder / "twin", args.repeats)
             dtype = next(iter(twin.values())).dtype

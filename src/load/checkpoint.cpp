@@ -14,6 +14,7 @@
 #include "precdetect/load/file_format.h"
 #include "precdetect/load/records/find_records.h"
 #include "precdetect/load/safetensors/safetensors.h"
+#include "precdetect/load/tensor_subclasses.h"
 #include "precdetect/quantize/scheme.h"
 
 namespace precdetect {
@@ -164,7 +165,8 @@ Checkpoint open_checkpoint(const ModelSource& source, ReadMode mode) {
   if (!source.weight_map.empty()) check_against_index(checkpoint, source);
   join_dcp_safetensors_chunks(checkpoint);
   check_unique_names(checkpoint);
-  link_quantized(checkpoint.tensors, config_object(source), source.path.string());
+  link_quantized(checkpoint.tensors, with_tensor_subclasses(config_object(source), checkpoint.tensor_subclasses),
+                 source.path.string());
   return checkpoint;
 }
 

@@ -258,6 +258,10 @@ ordered_json tensor_json(const TensorReport& tensor) {
       item["scaled_by"]["bits"] = scale->bits;
     if (scale->scheme == ScaleScheme::kInt8Codes)
       item["scaled_by"]["zero_points"] = scale->zero_points.empty() ? nullptr : ordered_json(scale->zero_points);
+    if (scale->scheme == ScaleScheme::kTorchao)
+      item["scaled_by"].update(
+          {{"zero_points", scale->zero_points.empty() ? nullptr : ordered_json(scale->zero_points)},
+           {"result_dtype", dtype_name(scale->result)}});
     if (scale->scheme == ScaleScheme::kMicroscaling)
       item["scaled_by"].update({{"format", scale->format}, {"bits", scale->bits}});
     if (scale->scheme == ScaleScheme::kNvfp4)

@@ -3,8 +3,7 @@
 A weight that config.json declares quantized (or bitsandbytes' tensor names do) is never analyzed as the floats or
 integers it is stored as: where precdetect cannot read its scheme, it is counted, named with the scheme in the
 `quantized_not_read` warning and kept out of the verdict, and the tensors stored beside it have the role `scale`
-(compressed-tensors' mxfp4-pack-quantized, and torchao 0.18.0's int8 and float8 weight-only safetensors through
-transformers' TorchAoConfig, which it does not read yet).
+(compressed-tensors' mxfp4-pack-quantized; torchao's subclasses are read or counted in test_torchao).
 Read as their library dequantizes them, each weight's numel, abs min, abs max and norm against the library's own
 dequantized tensor in float64 (compressed-tensors 0.20.0's files through its own apply_quantization_config,
 calculate_qparams, generate_gparam for nvfp4's global scale, and ModelCompressor):
@@ -81,24 +80,6 @@ class UnreadSchemes(ScanTestCase):
         self.assertEqual(len(modules), 14)
         self.check_counted(folder, scheme, [m + ".weight_packed" for m in modules],
                            [m + ".weight_scale" for m in modules])
-
-    def test_torchao_safetensors_are_counted_with_their_scheme(self):
-        from torchao.quantization import Float8WeightOnlyConfig, Int8WeightOnlyConfig
-        from transformers import AutoModelForCausalLM, TorchAoConfig
-
-        plain = self.tmp / "plain"
-        small_llama().save_pretrained(plain)
-        for config in (Int8WeightOnlyConfig(), Float8WeightOnlyConfig()):
-            with self.subTest(config=type(config).__name__):
-                folder = self.tmp / type(config).__name__
-                AutoModelForCausalLM.from_pretrained(plain, quantization_config=TorchAoConfig(config), device_map="cpu",
-                                                     dtype=torch.bfloat16).save_pretrained(folder)
-                stored = float_tensors(folder)
-                modules = [name[: -len("._weight_qdata")] for name in stored if name.endswith("._weight_qdata")]
-                self.assertEqual(len(modules), 14)
-                self.check_counted(folder, f"torchao {type(config).__name__}", [m + "._weight_qdata" for m in modules],
-                                   [name for name in stored if name.startswith(tuple(modules)) and
-                                    name.endswith(("._weight_scale", "._weight_zero_point"))])
 
 
 class CompressedTensorsSchemes(ScanTestCase):

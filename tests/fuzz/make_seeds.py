@@ -267,6 +267,24 @@ def quanto_seed():
                 "b.weight._data": torch.zeros(4, 8, dtype=torch.int8), "b.weight._scale": torch.ones(4, 1)}))
 
 
+def torchao_seeds():
+    """torchao's subclasses as its flatten_tensor_state_dict writes them (Int8Tensor per row, Float8Tensor, an
+    Int4Tensor counted unread), and the same state pickled by torch.save (the subclasses' state, never run)."""
+    from torchao.prototype.safetensors.safetensors_support import flatten_tensor_state_dict
+    from torchao.quantization import Float8WeightOnlyConfig, Int4Tensor, Int8WeightOnlyConfig, quantize_
+
+    state = {}
+    for name, config in (("i", Int8WeightOnlyConfig()), ("f", Float8WeightOnlyConfig())):
+        layer = torch.nn.Linear(8, 4, bias=False, dtype=torch.bfloat16)
+        quantize_(layer, config)
+        state[f"{name}.weight"] = layer.weight.data
+    write("pickle_machine", "torchao-subclasses", torch_zip_pickle(state))
+    state["q.weight"] = Int4Tensor(torch.zeros(4, 16, dtype=torch.uint8), torch.ones(1, 4, dtype=torch.bfloat16),
+                                   torch.zeros(1, 4, dtype=torch.bfloat16), [1, 32], (4, 32))
+    tensors, metadata = flatten_tensor_state_dict(state)
+    write("safetensors_header", "torchao-subclasses", save(tensors, metadata=metadata))
+
+
 def chat_template_seeds():
     """Real chat templates (tests/chat_templates: llama.cpp's tool-use and reasoning ones, ChatML), the payloads
     tests/e2e/test_templates.py renders, and the grammar's corners (raw, whitespace control, escapes, slices)."""
@@ -306,6 +324,7 @@ def main():
                 "c.weight_zero_point": torch.zeros(1, 1, dtype=torch.int32),
                 "c.weight_shape": torch.tensor([8, 128])}))
     quanto_seed()
+    torchao_seeds()
     write("safetensors_header", "microscaling-and-compressed",  # issue 59's schemes, each read with its config
           save({"n.weight_packed": torch.zeros(2, 16, dtype=torch.uint8),
                 "n.weight_scale": torch.ones(2, 2).to(torch.float8_e4m3fn), "n.weight_global_scale": torch.ones(1),

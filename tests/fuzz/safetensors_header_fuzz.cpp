@@ -1,12 +1,14 @@
 // The safetensors header: length prefix, UTF-8, JSON, every validation rule; then what is read off its tensors
 // alone: the quantized weights' scales linked (fp8 with and without a configured block, MLX's affine groups, GPTQ,
 // AWQ and compressed-tensors' packed integers, optimum-quanto's weights with and without its quantization map,
-// compressed-tensors' nvfp4 and int8 codes, gpt-oss's and MLX's microscaling, the unread schemes' net) and the
+// compressed-tensors' nvfp4 and int8 codes, gpt-oss's and MLX's microscaling, torchao's subclasses described in
+// the metadata, the unread schemes' net) and the
 // single-file components; a rank's file of DCP's HuggingFace writer (DCP_SHARDING_INFO) marked and joined alone.
 #include "fuzz_parser.h"
 #include "precdetect/load/components.h"
 #include "precdetect/load/dcp/dcp_safetensors.h"
 #include "precdetect/load/safetensors/safetensors.h"
+#include "precdetect/load/tensor_subclasses.h"
 #include "precdetect/quantize/scheme.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -50,5 +52,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     precdetect::link_quantized(gpt_oss, {{"quantization_config", {{"quant_method", "mxfp4"}}}}, "fuzz.safetensors");
     precdetect::link_quantized(mlx_modes, {{"quantization", {{"group_size", 32}, {"bits", 4}, {"mode", "mxfp4"}}}},
                                "fuzz.safetensors");
+    // torchao's subclasses, as their descriptions in the header's metadata say.
+    std::map<std::string, std::string> subclasses;
+    precdetect::add_safetensors_subclasses(subclasses, header.metadata);
+    std::vector<precdetect::TensorRecord> torchao = original;
+    precdetect::link_quantized(torchao, precdetect::with_tensor_subclasses(nullptr, subclasses), "fuzz.safetensors");
   });
 }

@@ -1,6 +1,7 @@
 #pragma once
 /// Stage 2: open a model's weight files, whatever their format, as one list of tensor records.
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ struct Checkpoint {
   /// key/values (the first file's, for a split GGUF). Empty for formats without one. Text rather than a JSON value:
   /// a checkpoint is moved and destroyed where nothing may throw, and nlohmann's values may.
   std::string metadata;
+  /// The tensor subclasses the files store as their parts (torchao's Int8Tensor, Float8Tensor, ...), each described
+  /// as torchao's flatten_tensor_state_dict writes it in a safetensors header (JSON text), by the logical tensor's
+  /// name; the parts are records named as it names them (`X._weight_qdata` for `X.weight`). See tensor_subclasses.h.
+  std::map<std::string, std::string> tensor_subclasses;
   /// The files are model-parallel shards (ModelSource::model_parallel): a name may recur across files.
   bool model_parallel = false;
   /// When set, the pre-0.4 tar reader logs what every pickle imports and tampers here (its pickles lie between

@@ -41,6 +41,10 @@ enum class ScaleScheme {
   /// Integer codes stored one per int8 (compressed-tensors' int-quantized): scale x (code - zero point) per row or
   /// group, rounded once to the scales' dtype as its dequantize computes (the integer difference is exact there)
   kInt8Codes,
+  /// torchao's Int8Tensor, IntxUnpackedToInt8Tensor and Float8Tensor (quantize/torchao.cpp): int8 codes less their
+  /// block's zero point, or float8 values, times the block's scale in float32, then cast to ScaleLink::result, the
+  /// dtype their dequantize returns
+  kTorchao,
 };
 
 /// optimum-quanto's weight qtypes a checkpoint stores, by the names its quantization map gives them.
@@ -99,9 +103,10 @@ struct ScaleLink {
   std::optional<ZeroPointCodes> zero_point;     ///< kZeroPoint's codes, zero points and groups
   std::optional<Blockwise4bitParts> blockwise;  ///< kBlockwise4bit's code table and state
   std::optional<QuantoCodes> quanto;            ///< kQuanto's codes, qtype and shift
-  std::string format;        ///< kMicroscaling: the mode, as MLX names it: "mxfp4", "nvfp4" or "mxfp8"
-  std::string global_scale;  ///< kNvfp4: the weight_global_scale tensor's name
-  std::string zero_points;   ///< kInt8Codes: the weight_zero_point tensor's name (empty: symmetric)
+  std::string format;         ///< kMicroscaling: the mode, as MLX names it: "mxfp4", "nvfp4" or "mxfp8"
+  std::string global_scale;   ///< kNvfp4: the weight_global_scale tensor's name
+  std::string zero_points;    ///< kInt8Codes, kTorchao: the zero points tensor's name (empty: symmetric)
+  DType result = DType::F32;  ///< kTorchao: the dtype the dequantized values are cast to
 };
 
 /// The names of every tensor `link` reads beside the weight: its scales, and the biases, zero points, group index,

@@ -168,6 +168,21 @@ void Machine::build(Ref& target, const Ref& state) {
   if (auto* object = std::get_if<Opaque>(&target->v)) object->state = state;
 }
 
+/// `_rebuild_from_type_v2(_rebuild_wrapper_subclass, cls, (cls, dtype, size, ...), state)`: a tensor subclass
+/// (torchao's quantized tensors) that an unpickler constructs as `cls` and then gives `state`, its attributes, the
+/// inner tensors among them (torch's _set_obj_state). Kept as the state of the wrapper's Opaque, whose first
+/// argument names the class; the class is as good as called.
+void Machine::keep_subclass_state(const Ref& rebuilt, const Ref& state) {
+  auto* wrapper = std::get_if<Opaque>(&rebuilt->v);
+  if (wrapper == nullptr || wrapper->type.qualified() != "torch._utils._rebuild_wrapper_subclass") return;
+  const auto* args = std::get_if<Tuple>(&wrapper->args->v);
+  const auto* type = args && !args->items.empty() ? std::get_if<Global>(&args->items[0]->v) : nullptr;
+  if (type == nullptr) return;
+  mark_called(args->items[0]);
+  not_called_.insert(type->qualified());
+  wrapper->state = state;
+}
+
 Ref Machine::call(const Ref& callable, const Ref& args, int depth) {
   if (depth > kMaxCallDepth) bad("nested rebuild calls too deep");
   const auto* global = std::get_if<Global>(&callable->v);
@@ -191,7 +206,11 @@ Ref Machine::call(const Ref& callable, const Ref& args, int depth) {
     if ((name == "torch._utils._rebuild_parameter" || name == "torch._utils._rebuild_parameter_with_state") &&
         !items.empty())
       return items[0];
-    if (name == "torch._tensor._rebuild_from_type_v2" && items.size() >= 3) return call(items[0], items[2], depth + 1);
+    if (name == "torch._tensor._rebuild_from_type_v2" && items.size() >= 3) {
+      Ref rebuilt = call(items[0], items[2], depth + 1);
+      if (items.size() >= 4) keep_subclass_state(rebuilt, items[3]);
+      return rebuilt;
+    }
   }
   not_called_.insert(name);
   return make(Opaque{.type = global ? *global : Global{"?", "?"}, .args = args});

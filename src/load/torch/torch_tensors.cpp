@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
 #include "precdetect/load/records/find_records.h"
+#include "precdetect/load/tensor_subclasses.h"
 
 namespace precdetect {
 namespace {
@@ -57,6 +60,47 @@ struct Context {
   bool role_from_file = false;  ///< below a pickled nn.Module, which says parameter or buffer itself
 };
 
+/// An object torch's _rebuild_wrapper_subclass rebuilt as one of torchao's classes, with the state an unpickler sets
+/// on it (Machine::keep_subclass_state): a tensor subclass whose attributes hold its inner tensors. Another library's
+/// subclass (DTensor, ...) is walked as any object, its tensors named by their attribute (`X.weight._local_tensor`).
+bool is_torchao_subclass(const Opaque& object) {
+  if (object.type.qualified() != "torch._utils._rebuild_wrapper_subclass" || !object.state || !object.args)
+    return false;
+  const auto* args = std::get_if<Tuple>(&object.args->v);
+  const Global* type = args && !args->items.empty() ? std::get_if<Global>(&args->items[0]->v) : nullptr;
+  return type && (type->module == "torchao" || type->module.starts_with("torchao.")) &&
+         std::holds_alternative<Dict>(object.state->v);
+}
+
+/// A subclass's attribute as torchao's TensorSubclassAttributeJSONEncoder writes it: numbers, strings, booleans,
+/// None and lists of them as themselves, a torch dtype as {"_type": "torch.dtype", "_data": "bfloat16"}; nullopt for
+/// anything else (a config object: what dequantizing needs is never there).
+std::optional<nlohmann::json> attribute_json(const Ref& value) {
+  return std::visit(
+      [](const auto& item) -> std::optional<nlohmann::json> {
+        using Item = std::decay_t<decltype(item)>;
+        if constexpr (std::is_same_v<Item, None>) return nlohmann::json(nullptr);
+        if constexpr (std::is_same_v<Item, bool> || std::is_same_v<Item, int64_t> || std::is_same_v<Item, double> ||
+                      std::is_same_v<Item, std::string>)
+          return nlohmann::json(item);
+        if constexpr (std::is_same_v<Item, Global>) {
+          if (item.module != "torch") return std::nullopt;
+          return nlohmann::json{{"_type", "torch.dtype"}, {"_data", item.name}};
+        }
+        if constexpr (std::is_same_v<Item, List> || std::is_same_v<Item, Tuple>) {
+          nlohmann::json items = nlohmann::json::array();
+          for (const Ref& part : item.items) {
+            std::optional<nlohmann::json> converted = attribute_json(part);
+            if (!converted) return std::nullopt;
+            items.push_back(std::move(*converted));
+          }
+          return items;
+        }
+        return std::nullopt;
+      },
+      value->v);
+}
+
 class Walker {
  public:
   Walker(const std::filesystem::path& path, uint64_t pickle_size)
@@ -89,7 +133,9 @@ class Walker {
       walk_items(list->items, name, context, depth);
     } else if (const auto* tuple = std::get_if<Tuple>(&value->v)) {
       walk_items(tuple->items, name, context, depth);
-    } else if (const auto* object = std::get_if<Opaque>(&value->v)) {
+    } else if (const auto* object = std::get_if<Opaque>(&value->v); object && is_torchao_subclass(*object)) {
+      walk_subclass(*object, name, context);
+    } else if (object != nullptr) {
       // A pickled object's tensors live in its BUILD state (a module's __dict__; the parts of a (dict, slots)
       // state are not names) and in the items set on it (a defaultdict's entries).
       if (const auto* parts = object->state ? std::get_if<Tuple>(&object->state->v) : nullptr)
@@ -104,6 +150,34 @@ class Walker {
   }
 
  private:
+  /// A torchao subclass's inner tensors (its state's tensor attributes), named as torchao flattens them, each with
+  /// the subclass's description: its class, its other attributes, its tensors' names.
+  void walk_subclass(const Opaque& object, const std::string& name, Context context) {
+    const auto& state = std::get<Dict>(object.state->v);
+    nlohmann::json data = nlohmann::json::object(), parts = nlohmann::json::array();
+    for (const auto& [key, item] : state.items) {
+      if (std::holds_alternative<Tensor>(item->v))
+        parts.push_back(key_text(key));
+      else if (std::optional<nlohmann::json> attribute = attribute_json(item))
+        data[key_text(key)] = std::move(*attribute);
+    }
+    // _rebuild_wrapper_subclass(cls, dtype, size, ...): the dtype the subclass presents, which its dequantize
+    // returns (torchao's `self.dtype`), is the wrapper's, not an attribute of its state.
+    const auto& args = std::get<Tuple>(object.args->v).items;
+    if (args.size() > 1 && !data.contains("dtype"))
+      if (std::optional<nlohmann::json> dtype = attribute_json(args[1])) data["dtype"] = std::move(*dtype);
+    const std::string type = std::get<Global>(args[0]->v).name;
+    const std::string description =
+        nlohmann::json{{"_type", type}, {"_data", data}, {"_tensor_data_names", parts}}.dump();
+    for (const auto& [key, item] : state.items)
+      if (const auto* tensor = std::get_if<Tensor>(&item->v))
+        found.push_back({.name = subclass_part_name(name, key_text(key)),
+                         .tensor = tensor,
+                         .role = context.role,
+                         .role_from_file = context.role_from_file,
+                         .subclass_of = name,
+                         .subclass = description});
+  }
   void walk_items(const std::vector<Ref>& items, const std::string& name, Context context, int depth) {
     for (size_t i = 0; i < items.size(); ++i) walk(items[i], join_key(name, std::to_string(i)), context, depth + 1);
   }
@@ -203,6 +277,7 @@ void add_torch_tensors(Checkpoint& checkpoint, const std::vector<FoundTensor>& f
   std::vector<std::string> skipped, unreached;
   for (const FoundTensor& item : found) {
     if (!item.reached) unreached.push_back(item.name);
+    if (!item.subclass_of.empty()) checkpoint.tensor_subclasses.emplace(item.subclass_of, item.subclass);
     const Tensor& tensor = *item.tensor;
     if (!tensor.dtype || dtype_bits(*tensor.dtype) % 8 != 0) {
       skipped.push_back(fmt::format("{} ({})", item.name, tensor.dtype_name));

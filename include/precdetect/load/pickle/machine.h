@@ -183,6 +183,7 @@ class Machine {
   bool step_object(uint8_t op);
   Ref construct(const Ref& type, const Ref& args);
   void build(Ref& target, const Ref& state);
+  void keep_subclass_state(const Ref& rebuilt, const Ref& state);
   Ref call(const Ref& callable, const Ref& args, int depth = 0);
   std::optional<Ref> method_reference(const Global& getattr, const Tuple& args);
   void note_getattr_held_as_data();

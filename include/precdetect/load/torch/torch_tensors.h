@@ -18,6 +18,9 @@ struct FoundTensor {
   TensorRole role = TensorRole::kModel;
   bool role_from_file = false;  ///< found inside a pickled nn.Module, whose dicts say parameter or buffer
   bool reached = true;          ///< false: no key path leads to it (named "(unreached).N", N its rebuild order)
+  /// A part of a tensor subclass (torchao's `qdata`, `scale`, ...; load/tensor_subclasses.h): the subclass's name
+  /// (`X.weight`, the part being `X._weight_qdata`) and its description, as Checkpoint::tensor_subclasses holds it.
+  std::string subclass_of, subclass;
 };
 
 /// True for a key under which a checkpoint keeps an optimizer's state ("optimizer", "optim", "optimizer_states"):
