@@ -12,6 +12,7 @@
 #include <array>
 #include <cstring>
 #include <string_view>
+#include <type_traits>
 
 #include "precdetect/analyze/widen.h"
 #include "precdetect/core/error.h"
@@ -143,6 +144,20 @@ void with_code_type(DType dtype, Body body) {
   }
 }
 
+/// Integer `i` of type Code at `data`, as int32. A narrow signed integer is read as its unsigned bits and
+/// sign-extended: (bits ^ sign) - sign.
+template <typename Code>
+int32_t integer_at(const std::byte* data, uint64_t i) {
+  using Bits = std::make_unsigned_t<Code>;
+  const auto bits = static_cast<int32_t>(load_raw<Bits>(data, i));
+  if constexpr (std::is_signed_v<Code> && sizeof(Code) < sizeof(int32_t)) {
+    constexpr int32_t kSign = int32_t{1} << (8 * sizeof(Code) - 1);
+    return (bits ^ kSign) - kSign;
+  } else {
+    return bits;
+  }
+}
+
 /// The values of codes [first, first + count) of `codes` (integers of type Code), as onnxruntime computes them:
 /// int32 subtraction (wrapping, as its int32 codes' does), then float32 times the scale.
 template <typename Code>
@@ -153,7 +168,7 @@ void dequantize_run(const std::byte* codes, uint64_t first, uint64_t count, cons
   for (uint64_t i = 0; i < count; ++i) {
     const uint64_t at =
         outer * index.outer_stride + along / index.block * index.along_stride + inner * index.inner_stride;
-    const auto code = static_cast<int32_t>(load_raw<Code>(codes, first + i));
+    const int32_t code = integer_at<Code>(codes, first + i);
     const auto difference = static_cast<int32_t>(static_cast<uint32_t>(code) - static_cast<uint32_t>(zero_points[at]));
     out[i] = static_cast<float>(difference) * scales[at];
     if (++inner == index.inner) {
@@ -173,7 +188,7 @@ TensorStats dequantize_linear_stats(const LinkedValues& values) {
   std::vector<int32_t> zero_points(scale.numel(), 0);
   if (zeros)
     with_code_type(zeros->dtype(), [&]<typename Code>(Code /*type*/) {
-      for (uint64_t i = 0; i < zero_points.size(); ++i) zero_points[i] = load_raw<Code>(zeros->data(), i);
+      for (uint64_t i = 0; i < zero_points.size(); ++i) zero_points[i] = integer_at<Code>(zeros->data(), i);
     });
   const ScaleIndex index = scale_index(codes.shape(), link, scale.numel());
   const uint64_t numel = codes.numel(), units = (numel + kUnitValues - 1) / kUnitValues;
