@@ -9,13 +9,16 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <array>
-#include <cstring>
+#include <limits>
 #include <string_view>
 #include <type_traits>
 
+#include "precdetect/analyze/cpu_kernel.h"
 #include "precdetect/analyze/widen.h"
 #include "precdetect/core/error.h"
+#include "precdetect/core/parallel.h"
 #include "precdetect/quantize/scheme.h"
 #include "precdetect/quantize/state_parts.h"
 #include "precdetect/quantize/table_stats.h"
@@ -112,7 +115,10 @@ struct ScaleIndex {
 
 ScaleIndex scale_index(const std::vector<int64_t>& shape, const ScaleLink& link, uint64_t scales) {
   ScaleIndex index;
-  if (scales == 1 && link.block_size == 0) return index;  // every stride 0: the one scale
+  if (scales == 1 && link.block_size == 0) {  // every stride 0: the one scale, over one run of every code
+    index.inner = std::numeric_limits<uint64_t>::max();
+    return index;
+  }
   for (size_t d = static_cast<size_t>(link.axis) + 1; d < shape.size(); ++d)
     index.inner *= static_cast<uint64_t>(shape[d]);
   index.along = static_cast<uint64_t>(shape[static_cast<size_t>(link.axis)]);
@@ -158,23 +164,54 @@ int32_t integer_at(const std::byte* data, uint64_t i) {
   }
 }
 
-/// The values of codes [first, first + count) of `codes` (integers of type Code), as onnxruntime computes them:
-/// int32 subtraction (wrapping, as its int32 codes' does), then float32 times the scale.
+/// The value of `code` with its zero point and scale, as onnxruntime computes it: int32 subtraction (wrapping, as its
+/// int32 codes' does), then float32 times the scale.
+inline float dequantized(int32_t code, int32_t zero_point, float scale) {
+  return static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(code) - static_cast<uint32_t>(zero_point))) *
+         scale;
+}
+
+/// The values of codes [first, first + count) of `codes` (integers of type Code).
 template <typename Code>
 void dequantize_run(const std::byte* codes, uint64_t first, uint64_t count, const ScaleIndex& index,
                     const float* scales, const int32_t* zero_points, float* out) {
   uint64_t inner = first % index.inner, along = first / index.inner % index.along;
   uint64_t outer = first / index.inner / index.along;
-  for (uint64_t i = 0; i < count; ++i) {
+  auto advance = [&](uint64_t steps) {  // `steps` codes on, within the run of `inner` codes they are in
+    if ((inner += steps) < index.inner) return;
+    inner = 0;
+    if (++along == index.along) along = 0, ++outer;
+  };
+  uint64_t i = 0;
+  if (index.inner_stride == 0 && index.inner == 1 && index.along > 1) {  // per last axis: scales run with the codes
+    while (i < count) {
+      const uint64_t run = std::min(count - i, index.along - along);
+      const float* scale = scales + along;
+      const int32_t* zero_point = zero_points + along;
+      for (uint64_t k = 0; k < run; ++k)
+        out[i + k] = dequantized(integer_at<Code>(codes, first + i + k), zero_point[k], scale[k]);
+      i += run;
+      along = (along + run) % index.along;
+    }
+    return;
+  }
+  if (index.inner_stride == 0) {  // per tensor or per axis: one scale for each run of `inner` codes
+    while (i < count) {
+      const uint64_t at = outer * index.outer_stride + along * index.along_stride;
+      const uint64_t run = std::min(count - i, index.inner - inner);
+      const float scale = scales[at];
+      const int32_t zero_point = zero_points[at];
+      for (uint64_t k = 0; k < run; ++k)
+        out[i + k] = dequantized(integer_at<Code>(codes, first + i + k), zero_point, scale);
+      i += run;
+      advance(run);
+    }
+    return;
+  }
+  for (; i < count; ++i, advance(1)) {  // blocks: the scale changes along the innermost dimension
     const uint64_t at =
         outer * index.outer_stride + along / index.block * index.along_stride + inner * index.inner_stride;
-    const int32_t code = integer_at<Code>(codes, first + i);
-    const auto difference = static_cast<int32_t>(static_cast<uint32_t>(code) - static_cast<uint32_t>(zero_points[at]));
-    out[i] = static_cast<float>(difference) * scales[at];
-    if (++inner == index.inner) {
-      inner = 0;
-      if (++along == index.along) along = 0, ++outer;
-    }
+    out[i] = dequantized(integer_at<Code>(codes, first + i), zero_points[at], scales[at]);
   }
 }
 
@@ -192,16 +229,30 @@ TensorStats dequantize_linear_stats(const LinkedValues& values) {
     });
   const ScaleIndex index = scale_index(codes.shape(), link, scale.numel());
   const uint64_t numel = codes.numel(), units = (numel + kUnitValues - 1) / kUnitValues;
+  auto decode = [&](uint64_t unit, float* products) {
+    const uint64_t first = unit * kUnitValues, count = std::min(kUnitValues, numel - first);
+    with_code_type(codes.dtype(), [&]<typename Code>(Code /*type*/) {
+      dequantize_run<Code>(codes.data(), first, count, index, scales.data(), zero_points.data(), products);
+    });
+    return count;
+  };
+  if (scale.dtype() == DType::F32) {  // float32 values go to the F32 kernel as they are: no table to round them into
+    TensorStats total = reduce_in_parallel(units, 256, [&](uint64_t first, uint64_t last) {
+      TensorStats part;
+      std::array<float, kUnitValues> products;
+      for (uint64_t unit = first; unit < last; ++unit)
+        part.merge(cpu_tensor_stats(products.data(), DType::F32, decode(unit, products.data())));
+      return part;
+    });
+    total.exactness_checked = total.bf16_exact = total.fp16_exact = 0;  // a dequantized value is no stored value
+    return total;
+  }
   return for_result_dtype(scale.dtype(), [&]<DType kResult>() {
     return table_stats<kResult>(
         units, kUnitValues, kUnitValues,
         [&](uint64_t unit, auto& table) {
-          const uint64_t first = unit * kUnitValues, count = std::min(kUnitValues, numel - first);
           std::array<float, kUnitValues> products;
-          with_code_type(codes.dtype(), [&]<typename Code>(Code /*type*/) {
-            dequantize_run<Code>(codes.data(), first, count, index, scales.data(), zero_points.data(), products.data());
-          });
-          narrow_magnitudes<kResult>(products.data(), count, table.data());
+          narrow_magnitudes<kResult>(products.data(), decode(unit, products.data()), table.data());
         },
         [&](uint64_t unit, const auto& table, auto& decoded) {
           const uint64_t count = std::min(kUnitValues, numel - unit * kUnitValues);
