@@ -300,6 +300,37 @@ class Qdq(ScanTestCase):
         self.assertEqual(tensors["conv.weight_quantized"]["role"], "model")
         self.assertNotEqual(model["verdict"]["label"], "unknown")
 
+    def test_quantize_static_qdq_of_matmul_weights_along_their_last_axis(self):
+        """A Linear on a 3-D input is exported as MatMul by its transposed weight, [in, out], plus an Add of its bias:
+        quantize_static scales the weight per output column (axis 1), and quantizes the MatMul's product again
+        (QuantizeLinear, DequantizeLinear) before the bias is added, which is still the Linear's bias."""
+        from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+        class Inputs:
+            def __init__(self):
+                self.inputs = iter([{"x": np.random.default_rng(7).normal(size=(1, 2, 64)).astype(np.float32)}])
+
+            def get_next(self):
+                return next(self.inputs, None)
+
+        torch.manual_seed(7)
+        module = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.LayerNorm(32)).eval()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(module, (torch.randn(1, 2, 64),), str(self.tmp / "linear.onnx"), dynamo=False,
+                              input_names=["x"])
+        with contextlib.redirect_stderr(io.StringIO()):
+            quantize_static(str(self.tmp / "linear.onnx"), str(self.tmp / "linear_qdq.onnx"), Inputs(),
+                            quant_format=QuantFormat.QDQ, per_channel=True, weight_type=QuantType.QInt8)
+        proto = onnx.load(str(self.tmp / "linear_qdq.onnx"))
+        (matmul_weight,) = [t.name for t in proto.graph.initializer if list(t.dims) == [64, 32]]
+        model = self.assertDequantized(self.tmp / "linear_qdq.onnx",
+                                       {matmul_weight, "0.bias_quantized", "1.weight_quantized", "1.bias_quantized"})
+        tensors = tensors_by_name(model)
+        self.assertEqual(tensors[matmul_weight]["scaled_by"]["axis"], 1)
+        for name in (matmul_weight, "0.bias_quantized", "1.weight_quantized", "1.bias_quantized"):
+            self.assertEqual(tensors[name]["role"], "model", name)
+
     def test_quantize_static_qdq_per_tensor_uint8_and_qoperator(self):
         from onnxruntime.quantization import QuantFormat, QuantType
         for name, quant_format in (("qdq_u8.onnx", QuantFormat.QDQ), ("qop.onnx", QuantFormat.QOperator)):

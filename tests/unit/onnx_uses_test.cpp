@@ -44,6 +44,20 @@ TEST(OnnxUses, BiasesScalesAndShiftsByWhatTheyAreAddedToOrMultiply) {
   EXPECT_EQ(uses.use("half"), OnnxUse::kOther);
 }
 
+TEST(OnnxUses, AQdqModelsBiasIsAddedToAProductQuantizedAgain) {
+  OnnxUses uses;
+  for (const char* name : {"w8", "w_scale", "b8", "b_scale", "p_scale"}) uses.stored("", name);
+  uses.node("", "DequantizeLinear", "", {"b8", "b_scale"}, {"b"});
+  uses.node("", "DequantizeLinear", "", {"w8", "w_scale"}, {"w"});
+  uses.node("", "MatMul", "", {"x", "w"}, {"p"});
+  uses.node("", "QuantizeLinear", "", {"p", "p_scale"}, {"p8"});
+  uses.node("", "DequantizeLinear", "", {"p8", "p_scale"}, {"pf"});
+  uses.node("", "Add", "", {"b", "pf"}, {"y"});
+  EXPECT_EQ(uses.use("w8"), OnnxUse::kWeight);
+  EXPECT_EQ(uses.use("b8"), OnnxUse::kWeight);
+  EXPECT_EQ(uses.use("p_scale"), OnnxUse::kOther);
+}
+
 TEST(OnnxUses, SubgraphsReadTheirOwnNamesElseTheEnclosingGraphs) {
   OnnxUses uses;
   uses.stored("", "outer");

@@ -54,10 +54,11 @@ constexpr WeightInputs kWeightInputs[] = {{"Conv", 1, 2},
                                           {"FastGelu", 1, 1, true}};
 
 /// Operators whose output is their first input's values, cast, moved or reshaped: a weight passed through them
-/// stays one. DequantizeLinear's output is its codes' values.
-constexpr std::string_view kPassThrough[] = {"Cast",     "CastLike", "Transpose",        "Reshape",
-                                             "Identity", "Squeeze",  "Unsqueeze",        "Flatten",
-                                             "Dropout",  "Expand",   "DequantizeLinear", "Contiguous"};
+/// stays one. DequantizeLinear's output is its codes' values, QuantizeLinear's its input's rounded (a QDQ model that
+/// keeps a float weight quantizes it in the graph, and quantizes a product again before its bias is added).
+constexpr std::string_view kPassThrough[] = {"Cast",       "CastLike",         "Transpose",     "Reshape", "Identity",
+                                             "Squeeze",    "Unsqueeze",        "Flatten",       "Dropout", "Expand",
+                                             "Contiguous", "DequantizeLinear", "QuantizeLinear"};
 
 /// The operators a weight multiplies in (the producers of a Linear's output, to which its bias is added).
 constexpr std::string_view kMultiplying[] = {"MatMul",        "Gemm",        "Conv",          "ConvTranspose", "Einsum",
@@ -69,6 +70,8 @@ constexpr std::string_view kMultiplying[] = {"MatMul",        "Gemm",        "Co
 constexpr std::string_view kNormalizing[] = {"Div", "Reciprocal"};
 
 constexpr int kMaxNormalizedDepth = 3;  // Mul(x, Reciprocal(...)), through a Cast: the exporters' forms
+constexpr int kMaxPassedThrough = 8;    // pass-through operators followed back from a value (a Transpose and a Cast;
+                                        // a QuantizeLinear and a DequantizeLinear)
 
 bool listed(std::span<const std::string_view> names, std::string_view name) {
   return std::ranges::find(names, name) != names.end();
@@ -169,22 +172,24 @@ std::string_view OnnxUses::producer(const std::string& value) const {
   return found == producers_.end() ? std::string_view() : nodes_[found->second].op_type;
 }
 
+std::string OnnxUses::passed_from(const std::string& value) const {
+  std::string at = value;
+  for (int step = 0; step < kMaxPassedThrough && !stored_.contains(at); ++step) {
+    auto from = producers_.find(at);
+    if (from == producers_.end() || !listed(kPassThrough, nodes_[from->second].op_type) ||
+        nodes_[from->second].inputs.empty())
+      return at;
+    at = nodes_[from->second].inputs.front();
+  }
+  return at;
+}
+
 bool OnnxUses::multiplies_stored(const std::string& value) const {
-  auto found = producers_.find(value);
+  // The product, maybe passed on (a QDQ model quantizes it again: QuantizeLinear, DequantizeLinear).
+  auto found = producers_.find(passed_from(value));
   if (found == producers_.end()) return false;
   const Node& node = nodes_[found->second];
-  auto stored = [&](const std::string& input) {
-    std::string at = input;
-    // Back through the pass-through operators a stored weight reaches its operator by (a Transpose, a Cast).
-    for (int step = 0; step < kMaxNormalizedDepth && !stored_.contains(at); ++step) {
-      auto from = producers_.find(at);
-      if (from == producers_.end() || !listed(kPassThrough, nodes_[from->second].op_type) ||
-          nodes_[from->second].inputs.empty())
-        return false;
-      at = nodes_[from->second].inputs.front();
-    }
-    return stored_.contains(at);
-  };
+  auto stored = [&](const std::string& input) { return stored_.contains(passed_from(input)); };
   if (listed(kMultiplying, node.op_type)) return std::ranges::any_of(node.inputs, stored);
   if (node.op_type != "Mul" || node.inputs.size() != 2) return false;
   return (stored(node.inputs[0]) && normalized(node.inputs[1], 0)) ||

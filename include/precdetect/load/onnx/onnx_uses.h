@@ -9,8 +9,9 @@
 ///   - it reaches such an input through operators that pass it on unchanged in value or layout only (Cast,
 ///     Transpose, Reshape, Identity, Squeeze, Unsqueeze, Flatten, DequantizeLinear ...), or
 ///   - it is added to the output of an operator that multiplies by a stored weight (a Linear's bias after its
-///     MatMul), or multiplies a normalized value (a normalization's scale where the exporter decomposed it: x / std,
-///     x * rsqrt(var)), or is added to that product (its shift).
+///     MatMul, maybe passed on, as a QDQ model's QuantizeLinear and DequantizeLinear pass it), or multiplies a
+///     normalized value (a normalization's scale where the exporter decomposed it: x / std, x * rsqrt(var)), or is
+///     added to that product (its shift).
 /// A stored value the graph reads any other way (a shape, axes, indices, a mask's lowest value, a table it
 /// computes with) is the exporter's, and one it never reads is as stored. Subgraphs (If's branches, Loop's and
 /// Scan's bodies) count: a name a subgraph reads is its own value where it defines it, else its enclosing graph's.
@@ -59,6 +60,9 @@ class OnnxUses {
   bool weight_use(const std::string& value, std::set<std::string>& seen);
   bool feeds_weight_input(const Node& node, size_t input, std::set<std::string>& seen);
   std::string_view producer(const std::string& value) const;
+  /// The value `value` is passed on from: back through the pass-through operators that produced it, to a stored
+  /// value or another operator's output (a few steps at most).
+  std::string passed_from(const std::string& value) const;
   bool multiplies_stored(const std::string& value) const;
   bool normalized(const std::string& value, int depth) const;
 
