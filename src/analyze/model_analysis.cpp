@@ -240,6 +240,9 @@ ModelAnalysis assemble(const std::vector<const TensorRecord*>& selected, const s
     if (stats && analyzed_values(*record)) {
       tensor.stats = (*stats)[next_float++];
       if (record->scaled_by) tensor.numel = tensor.stats->numel;  // MLX's packed words hold several values each
+      // An exporter's -inf mask is no trained weight, whatever reads it: a weight holds finite values.
+      bool nonfinite = tensor.stats->nans + tensor.stats->infs > 0;
+      if (record->graph_constant && nonfinite && tensor.role == TensorRole::kModel) tensor.role = TensorRole::kBuffer;
     }
     if (record->sparse_of) densify(tensor, *record->sparse_of);
     if (!record->chunk_of) {

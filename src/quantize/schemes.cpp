@@ -7,16 +7,17 @@
 namespace precdetect {
 
 // The schemes, one file each in this folder. A new scheme is its file, its line here and its line in the list.
-extern const QuantScheme kZeroPointScheme;     // zero_point.cpp
-extern const QuantScheme kBitsandbytesScheme;  // bitsandbytes.cpp
-extern const QuantScheme kQuantoScheme;        // quanto.cpp
-extern const QuantScheme kMlxAffineScheme;     // mlx_affine.cpp
-extern const QuantScheme kFp8ScalesScheme;     // fp8_scales.cpp
-extern const QuantScheme kMicroscalingScheme;  // microscaling.cpp
-extern const QuantScheme kNvfp4Scheme;         // nvfp4.cpp
-extern const QuantScheme kInt8CodesScheme;     // int8_codes.cpp
-extern const QuantScheme kTorchaoScheme;       // torchao.cpp
-extern const QuantScheme kUnreadScheme;        // unread.cpp: last, what no scheme before it read
+extern const QuantScheme kZeroPointScheme;         // zero_point.cpp
+extern const QuantScheme kBitsandbytesScheme;      // bitsandbytes.cpp
+extern const QuantScheme kQuantoScheme;            // quanto.cpp
+extern const QuantScheme kMlxAffineScheme;         // mlx_affine.cpp
+extern const QuantScheme kFp8ScalesScheme;         // fp8_scales.cpp
+extern const QuantScheme kMicroscalingScheme;      // microscaling.cpp
+extern const QuantScheme kNvfp4Scheme;             // nvfp4.cpp
+extern const QuantScheme kInt8CodesScheme;         // int8_codes.cpp
+extern const QuantScheme kTorchaoScheme;           // torchao.cpp
+extern const QuantScheme kDequantizeLinearScheme;  // dequantize_linear.cpp
+extern const QuantScheme kUnreadScheme;            // unread.cpp: last, what no scheme before it read
 
 namespace {
 
@@ -24,8 +25,9 @@ namespace {
 // see the weight by its name; no two schemes link the same weight; the unread schemes come last, to count what none
 // of the others read.
 const std::array<const QuantScheme*, 10> kSchemes = {
-    &kZeroPointScheme,    &kBitsandbytesScheme, &kQuantoScheme,    &kMlxAffineScheme, &kFp8ScalesScheme,
-    &kMicroscalingScheme, &kNvfp4Scheme,        &kInt8CodesScheme, &kTorchaoScheme,   &kUnreadScheme};
+    &kZeroPointScheme, &kBitsandbytesScheme,     &kQuantoScheme, &kMlxAffineScheme,
+    &kFp8ScalesScheme, &kMicroscalingScheme,     &kNvfp4Scheme,  &kInt8CodesScheme,
+    &kTorchaoScheme,   &kDequantizeLinearScheme, &kUnreadScheme};
 
 }  // namespace
 

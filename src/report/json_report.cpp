@@ -250,7 +250,11 @@ ordered_json tensor_json(const TensorReport& tensor) {
   if (tensor.torch_name) item["torch_name"] = *tensor.torch_name;
   if (!tensor.parts.empty()) item["parts"] = {{"shapes", tensor.parts}, {"replicated", tensor.replicated}};
   if (const std::optional<ScaleLink>& scale = tensor.scaled_by) {
-    item["scaled_by"] = {{"tensor", scale->tensor}, {"block", {scale->block_rows, scale->block_cols}}};
+    // DequantizeLinear's scales run along any axis: its blocks are its axis and block size, not rows and columns.
+    bool along_axis = scale->scheme == ScaleScheme::kDequantizeLinear;
+    item["scaled_by"] = {
+        {"tensor", scale->tensor},
+        {"block", along_axis ? ordered_json(nullptr) : ordered_json({scale->block_rows, scale->block_cols})}};
     if (scale->scheme == ScaleScheme::kAffine)
       item["scaled_by"].update({{"biases", scale->bias}, {"bits", scale->bits}});
     if (scale->scheme == ScaleScheme::kBlockwise4bit || scale->scheme == ScaleScheme::kInt8Rows ||
@@ -262,6 +266,12 @@ ordered_json tensor_json(const TensorReport& tensor) {
       item["scaled_by"].update(
           {{"zero_points", scale->zero_points.empty() ? nullptr : ordered_json(scale->zero_points)},
            {"result_dtype", dtype_name(scale->result)}});
+    if (along_axis)
+      item["scaled_by"].update(
+          {{"zero_points", scale->zero_points.empty() ? nullptr : ordered_json(scale->zero_points)},
+           {"axis", scale->axis},
+           {"block_size", scale->block_size},
+           {"bits", scale->bits}});
     if (scale->scheme == ScaleScheme::kMicroscaling)
       item["scaled_by"].update({{"format", scale->format}, {"bits", scale->bits}});
     if (scale->scheme == ScaleScheme::kNvfp4)

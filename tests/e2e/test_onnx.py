@@ -242,8 +242,8 @@ class Onnx(ScanTestCase):
     def test_weights_held_in_constant_nodes_are_weights_by_how_the_graph_uses_them(self):
         """Issue 59: exporters that keep every trained weight in a Constant node (Paddle2ONNX, spox) gave the verdict
         `unknown`. A Constant an operator takes as its weight (MatMul's, Gemm's, an embedding's Gather, a
-        normalization's scale and bias) is a weight; a Constant anything else reads (an Add's operand, a mask's
-        lowest value, a shape) stays the exporter's buffer."""
+        normalization's scale and bias, a bias added to a MatMul's product) is a weight; a Constant anything else
+        reads (a mask's lowest value, a shape) stays the exporter's buffer."""
         rng = np.random.default_rng(0)
         arrays = {"table": rng.normal(size=(16, 8)).astype(np.float32) * 0.02,
                   "w1": rng.normal(size=(8, 8)).astype(np.float32) * 0.1, "bias": np.full(8, 0.5, np.float32),
@@ -268,7 +268,7 @@ class Onnx(ScanTestCase):
         self.assertTensors(model, onnx_tensors(self.tmp / "constants.onnx"))
         roles = {name: tensor["role"] for name, tensor in tensors_by_name(model).items()}
         self.assertEqual(roles, {"table": "model", "w1": "model", "gamma": "model", "beta": "model", "w2": "model",
-                                 "c2": "model", "bias": "buffer", "lowest": "buffer"})
+                                 "c2": "model", "bias": "model", "lowest": "buffer"})
         self.assertNotEqual(model["verdict"]["label"], "unknown")
         self.assertEqual(model["summary"]["parameters"], sum(arrays[n].size for n, r in roles.items() if r == "model"))
 

@@ -182,6 +182,43 @@ def onnx_seeds():
     write("onnx", "external", helper.make_model(graph).SerializeToString())
     onnx_attribute_seeds()
     onnx_sparse_seeds()
+    onnx_quantized_seeds()
+
+
+def onnx_quantized_seeds():
+    """ONNX seeds of issue 59: a QDQ graph (DequantizeLinear per axis with zero points, per tensor, in blocks of
+    opset 21) beside a QOperator QLinearMatMul, and a subgraph whose MatMul reads a weight of the graph around it
+    through a Transpose, with a -inf mask read by an Add."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    arrays = {"w": np.arange(-6, 6, dtype=np.int8).reshape(3, 4), "w_scale": np.array([0.5, 0.25, 2.0, 1.0], np.float16),
+              "w_zero": np.array([0, 1, -1, 2], np.int8), "t": np.arange(8, dtype=np.uint8).reshape(2, 4),
+              "t_scale": np.array(0.125, np.float32), "b": np.arange(8, dtype=np.int8).reshape(2, 4),
+              "b_scale": np.ones((2, 2), np.float32), "q": np.arange(6, dtype=np.uint8).reshape(3, 2),
+              "q_scale": np.array([0.5, 0.25], np.float32), "q_zero": np.array([1, 2], np.uint8),
+              "a_scale": np.array(1.0, np.float32), "a_zero": np.array(0, np.uint8)}
+    nodes = [helper.make_node("DequantizeLinear", ["w", "w_scale", "w_zero"], ["wf"], axis=1),
+             helper.make_node("DequantizeLinear", ["t", "t_scale"], ["tf"]),
+             helper.make_node("DequantizeLinear", ["b", "b_scale"], ["bf"], axis=1, block_size=2),
+             helper.make_node("QLinearMatMul", ["x", "a_scale", "a_zero", "q", "q_scale", "q_zero", "a_scale",
+                                                "a_zero"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 3])],
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("wf", "tf", "bf")],
+                              initializer=[numpy_helper.from_array(a, n) for n, a in arrays.items()])
+    write("onnx", "qdq-qoperator", helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+          .SerializeToString())
+    body = helper.make_graph([helper.make_node("Transpose", ["outer"], ["t"]),
+                              helper.make_node("MatMul", ["x", "t"], ["m"]),
+                              helper.make_node("Add", ["m", "mask"], ["z"])], "then", [],
+                             [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)])
+    graph = helper.make_graph([helper.make_node("If", ["cond"], ["y"], then_branch=body, else_branch=body)], "g",
+                              [helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+                               helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=[numpy_helper.from_array(np.eye(2, dtype=np.float32), "outer"),
+                                           numpy_helper.from_array(np.array([0, -np.inf], np.float32), "mask")])
+    write("onnx", "subgraph-uses", helper.make_model(graph).SerializeToString())
 
 
 def onnx_sparse_seeds():

@@ -45,6 +45,11 @@ enum class ScaleScheme {
   /// block's zero point, or float8 values, times the block's scale in float32, then cast to ScaleLink::result, the
   /// dtype their dequantize returns
   kTorchao,
+  /// ONNX's DequantizeLinear (QDQ models: onnxruntime's quantizer): integer codes of the weight's own shape, each
+  /// (code - zero point) x scale in float32 as onnxruntime computes it, then rounded to the scale's dtype; one scale
+  /// and zero point for the tensor, one per slice along ScaleLink::axis, or one per block of ScaleLink::block_size
+  /// along it
+  kDequantizeLinear,
 };
 
 /// optimum-quanto's weight qtypes a checkpoint stores, by the names its quantization map gives them.
@@ -103,10 +108,13 @@ struct ScaleLink {
   std::optional<ZeroPointCodes> zero_point;     ///< kZeroPoint's codes, zero points and groups
   std::optional<Blockwise4bitParts> blockwise;  ///< kBlockwise4bit's code table and state
   std::optional<QuantoCodes> quanto;            ///< kQuanto's codes, qtype and shift
-  std::string format;         ///< kMicroscaling: the mode, as MLX names it: "mxfp4", "nvfp4" or "mxfp8"
-  std::string global_scale;   ///< kNvfp4: the weight_global_scale tensor's name
-  std::string zero_points;    ///< kInt8Codes, kTorchao: the zero points tensor's name (empty: symmetric)
+  std::string format;        ///< kMicroscaling: the mode, as MLX names it: "mxfp4", "nvfp4" or "mxfp8"
+  std::string global_scale;  ///< kNvfp4: the weight_global_scale tensor's name
+  std::string
+      zero_points;  ///< kInt8Codes, kTorchao, kDequantizeLinear: the zero points' tensor's name (empty: symmetric)
   DType result = DType::F32;  ///< kTorchao: the dtype the dequantized values are cast to
+  int64_t axis = 0;           ///< kDequantizeLinear: the dimension its scales run along (the node's, made >= 0)
+  int64_t block_size = 0;     ///< kDequantizeLinear: codes per scale along `axis` (opset 21); 0: one per slice
 };
 
 /// The names of every tensor `link` reads beside the weight: its scales, and the biases, zero points, group index,
@@ -209,6 +217,9 @@ struct TensorRecord {
   /// ("compressed-tensors nvfp4-pack-quantized"; quantize/unread.cpp): counted, never analyzed as the floats or
   /// integers it is stored as, and so out of the verdict. Empty for any other tensor.
   std::string unread_scheme;
+  /// A value of an exported graph (an ONNX initializer or Constant): where it holds a NaN or an Inf (an exporter's
+  /// -inf mask), it is the exporter's, a buffer, whatever operator reads it (analyze/model_analysis.cpp).
+  bool graph_constant = false;
   /// Set on each chunk of a tensor stored in several (TensorRecord::shape is the chunk's): analysis joins them
   /// into the whole tensor, whose statistics are the chunks' merged. nullopt for a tensor stored whole.
   std::optional<ChunkOf> chunk_of;

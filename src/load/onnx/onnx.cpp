@@ -88,6 +88,7 @@ class OnnxReader {
     std::vector<std::string> not_read;
     for (const OnnxTensor& tensor : graph_.tensors) add(tensor, not_read);
     for (const OnnxSparse& sparse : graph_.sparse) add_sparse(sparse, not_read);
+    link_dequantized();
     warn_about(checkpoint_.warnings, WarningCode::kDtypesNotRead, path_.string(), std::move(not_read));
     checkpoint_.files[file_] = std::move(decoded_);
   }
@@ -167,6 +168,39 @@ class OnnxReader {
     if (wrong) fail(values, *wrong);
   }
 
+  /// Each stored weight a DequantizeLinear node (or a QOperator one) reads as its codes, linked to its scale and zero
+  /// point (ScaleScheme::kDequantizeLinear; quantize/dequantize_linear.cpp checks they fit and reads them). Codes
+  /// several nodes read alike are linked once; codes read with two different scales are not linked, and stay the
+  /// integers they are stored as.
+  void link_dequantized() {
+    std::map<std::string, size_t> stored;
+    for (size_t i = first_tensor_; i < checkpoint_.tensors.size(); ++i) stored.emplace(checkpoint_.tensors[i].name, i);
+    std::map<std::string, std::optional<ScaleLink>> links;
+    for (const OnnxDequantize& node : graph_.dequantized) {
+      if (!stored.contains(node.codes)) continue;  // an activation's
+      TensorRecord& codes = checkpoint_.tensors[stored.at(node.codes)];
+      if (node.scale.empty()) {  // a scale applied later, by another node: counted, not read
+        codes.unread_scheme = fmt::format("onnxruntime {} weights (their scale applied by a later node)", node.op_type);
+        continue;
+      }
+      if (!stored.contains(node.scale) || codes.sparse_of) continue;  // a computed scale; sparse codes
+      if (!node.zero_point.empty() && !stored.contains(node.zero_point)) continue;
+      ScaleLink link{.tensor = node.scale,
+                     .scheme = ScaleScheme::kDequantizeLinear,
+                     .zero_points = node.zero_point,
+                     .axis = node.axis,
+                     .block_size = node.block_size};
+      auto [at, fresh] = links.emplace(node.codes, link);
+      if (!fresh && at->second && !same_link(*at->second, link)) at->second.reset();
+    }
+    for (auto& [codes, link] : links)
+      if (link) checkpoint_.tensors[stored.at(codes)].scaled_by = std::move(link);
+  }
+
+  static bool same_link(const ScaleLink& a, const ScaleLink& b) {
+    return a.tensor == b.tensor && a.zero_points == b.zero_points && a.axis == b.axis && a.block_size == b.block_size;
+  }
+
   /// The record of a tensor of a type precdetect reads: its count and size checked, its values found.
   TensorRecord record(const OnnxTensor& tensor, const OnnxType& type) {
     TensorRecord record{.name = tensor.name, .dtype = *type.dtype, .shape = tensor.dims, .file = file_};
@@ -185,8 +219,11 @@ class OnnxReader {
       record.offset = raw_offset(tensor, *nbytes);
     else
       record.offset = typed_values(tensor, type, record.numel, *nbytes);
-    // The exporter's: a buffer, listed apart by diff; but a Constant an operator takes as its weight is one.
-    if ((tensor.constant && !tensor.weight_input) || tensor.origin == OnnxOrigin::kExporter) {
+    // The exporter's: a buffer, listed apart by diff. What the graph uses as a weight is one, initializer or
+    // Constant (onnx_uses.h); what it reads otherwise is not; one it never reads is as stored.
+    record.graph_constant = true;
+    bool exporters = tensor.use == OnnxUse::kOther || (tensor.use == OnnxUse::kUnread && tensor.constant);
+    if (exporters || tensor.origin == OnnxOrigin::kExporter) {
       record.role = TensorRole::kBuffer;
       record.role_from_file = true;
       record.computed_from_config = true;
@@ -250,7 +287,8 @@ class OnnxReader {
   /// Each external file's location -> where it starts in the joined source, and its size.
   std::map<std::string, std::pair<uint64_t, uint64_t>> externals_;
   std::unique_ptr<DecodedSource> decoded_;
-  uint64_t sparse_elements_ = 0;  ///< the dense elements of the sparse tensors read so far
+  uint64_t sparse_elements_ = 0;                      ///< the dense elements of the sparse tensors read so far
+  size_t first_tensor_ = checkpoint_.tensors.size();  ///< this file's first record
 };
 
 }  // namespace

@@ -19,26 +19,22 @@ constexpr uint32_t kModelGraph = 7;
 constexpr uint32_t kGraphNode = 1, kGraphInitializer = 5, kGraphValueInfo = 13, kGraphSparseInitializer = 15,
                    kGraphMetadata = 16;
 constexpr uint32_t kValueInfoName = 1, kValueInfoMetadata = 4;
-/// The inputs of a standard operator that are a model's trained weights, by position: Conv's and ConvTranspose's W and
-/// B, MatMul's two, Gemm's A, B and C, the recurrent layers' W, R and B, an embedding's table (Gather's data), and
-/// the normalizations' scale and bias (BatchNormalization's mean and variance, inputs 3 and 4, are statistics).
-struct WeightInputs {
+/// The operators that dequantize a weight they read, and which of their inputs are its codes, scale and zero
+/// point: DequantizeLinear (QDQ models), and the QOperator format's operators onnxruntime's quantizer writes
+/// (QLinearConv, QLinearMatMul, its com.microsoft QGemm and DynamicQuantizeMatMul), whose weight's scales run along
+/// the output channels (Conv's axis 0, MatMul's B's last axis, QGemm's by its transB). MatMulInteger and ConvInteger
+/// (quantize_dynamic's) take no scale for their weight, which a later Mul applies: kNoInput, their codes not read.
+constexpr size_t kNoInput = SIZE_MAX;
+struct QuantizedWeight {
   std::string_view op_type;
-  size_t first, last;
+  size_t codes, scale, zero_point;
+  int64_t axis;
 };
-constexpr WeightInputs kWeightInputs[] = {{"Conv", 1, 2},
-                                          {"ConvTranspose", 1, 2},
-                                          {"MatMul", 0, 1},
-                                          {"Gemm", 0, 2},
-                                          {"LSTM", 1, 3},
-                                          {"GRU", 1, 3},
-                                          {"RNN", 1, 3},
-                                          {"Gather", 0, 0},
-                                          {"BatchNormalization", 1, 2},
-                                          {"LayerNormalization", 1, 2},
-                                          {"InstanceNormalization", 1, 2},
-                                          {"GroupNormalization", 1, 2},
-                                          {"RMSNormalization", 1, 1}};
+constexpr QuantizedWeight kQuantizedWeights[] = {
+    {"DequantizeLinear", 0, 1, 2, 1},       {"QLinearConv", 3, 4, 5, 0},
+    {"QLinearMatMul", 3, 4, 5, -1},         {"QGemm", 3, 4, 5, 1},
+    {"DynamicQuantizeMatMul", 1, 2, 3, -1}, {"MatMulInteger", 1, kNoInput, 3, 0},
+    {"ConvInteger", 1, kNoInput, 3, 0}};
 
 constexpr uint32_t kNodeInput = 1, kNodeOutput = 2, kNodeName = 3, kNodeOpType = 4, kNodeAttribute = 5, kNodeDomain = 7;
 constexpr uint32_t kAttributeName = 1, kAttributeFloat = 2, kAttributeInt = 3, kAttributeString = 4,
@@ -85,9 +81,12 @@ class GraphWalker {
     ProtoReader reader(model, path_, 0);
     while (std::optional<ProtoField> field = reader.next())
       if (field->number == kModelGraph) graph(message(*field, reader), 0, "");
-    // Once every node is read: a consumer may follow the Constant it reads.
-    for (OnnxTensor& tensor : found_.tensors) tensor.weight_input = weight_inputs_.contains(tensor.name);
-    for (OnnxSparse& sparse : found_.sparse) sparse.values.weight_input = weight_inputs_.contains(sparse.values.name);
+    // Once every node is read: a consumer may follow the value it reads, and a graph's initializers follow its nodes.
+    for (OnnxTensor& tensor : found_.tensors) tensor.use = uses_.use(tensor.name);
+    for (OnnxSparse& sparse : found_.sparse) sparse.values.use = uses_.use(sparse.values.name);
+    for (OnnxDequantize& node : found_.dequantized)
+      for (std::string* input : {&node.codes, &node.scale, &node.zero_point})
+        if (!input->empty()) *input = uses_.resolve(node.scope, *input);
     return std::move(found_);
   }
 
@@ -107,12 +106,14 @@ class GraphWalker {
         OnnxTensor initializer = tensor(message(*part, reader));
         if (initializer.name.empty()) reader.fail("an initializer without a name");
         initializers.emplace_back(found_.tensors.size(), initializer.name);
+        uses_.stored(scope, initializer.name);
         initializer.name = scope + initializer.name;
         found_.tensors.push_back(std::move(initializer));
       }
       if (part->number == kGraphSparseInitializer) {
         OnnxSparse initializer = sparse(message(*part, reader));
         if (initializer.values.name.empty()) reader.fail("a sparse initializer without a name");
+        uses_.stored(scope, initializer.values.name);
         initializer.values.name = scope + initializer.values.name;
         found_.sparse.push_back(std::move(initializer));
       }
@@ -173,13 +174,12 @@ class GraphWalker {
 
   void node(const ProtoField& field, int depth, const std::string& scope) {
     ProtoReader reader(field.payload, path_, field.offset);
-    std::optional<std::string> output;
     std::string_view name, op_type, domain;
-    std::vector<std::string_view> inputs;
+    std::vector<std::string_view> inputs, outputs;
     std::vector<ProtoField> attributes;
     while (std::optional<ProtoField> part = reader.next()) {
       if (part->number == kNodeInput) inputs.push_back(field_text(*part, reader));
-      if (part->number == kNodeOutput && !output) output = field_text(*part, reader);
+      if (part->number == kNodeOutput) outputs.push_back(field_text(*part, reader));
       if (part->number == kNodeName) name = field_text(*part, reader);
       if (part->number == kNodeOpType) op_type = field_text(*part, reader);
       if (part->number == kNodeDomain) domain = field_text(*part, reader);
@@ -188,19 +188,41 @@ class GraphWalker {
     bool standard = domain.empty() || domain == "ai.onnx";
     bool constant = op_type == "Constant" && standard;
     if (op_type == "MatMul" && standard && inputs.size() == 2) matmul_weights_.insert(scope + std::string(inputs[1]));
-    if (standard) weight_inputs(op_type, inputs, scope);
-    Node node{.output = output.value_or(""), .constant = constant, .scope = scope};
+    uses_.node(scope, op_type, domain, inputs, outputs);
+    auto quantized = std::ranges::find(kQuantizedWeights, op_type, &QuantizedWeight::op_type);
+    if (quantized != std::end(kQuantizedWeights) && (standard || domain == "com.microsoft"))
+      dequantize(*quantized, inputs, attributes, scope);
+    Node node{.output = outputs.empty() ? "" : std::string(outputs.front()), .constant = constant, .scope = scope};
     // A subgraph's scope names the node: by its name, else its output, else its operator.
     node.label = std::string(!name.empty() ? name : !node.output.empty() ? std::string_view(node.output) : op_type);
     for (const ProtoField& attribute : attributes) this->attribute(attribute, depth, node);
   }
 
-  /// Notes the inputs of `op_type` that are weights (kWeightInputs), in `scope`.
-  void weight_inputs(std::string_view op_type, const std::vector<std::string_view>& inputs, const std::string& scope) {
-    auto found = std::ranges::find(kWeightInputs, op_type, &WeightInputs::op_type);
-    if (found == std::end(kWeightInputs)) return;
-    for (size_t i = found->first; i <= found->last && i < inputs.size(); ++i)
-      if (!inputs[i].empty()) weight_inputs_.insert(scope + std::string(inputs[i]));
+  /// A node that dequantizes a weight (kQuantizedWeights): its codes, scale and zero point as the graph names them
+  /// (resolved once every value is defined), and the axis its scales run along.
+  void dequantize(const QuantizedWeight& op, const std::vector<std::string_view>& inputs,
+                  const std::vector<ProtoField>& attributes, const std::string& scope) {
+    auto input = [&](size_t i) { return i < inputs.size() ? std::string(inputs[i]) : std::string(); };
+    OnnxDequantize node{.op_type = std::string(op.op_type),
+                        .scope = scope,
+                        .codes = input(op.codes),
+                        .scale = op.scale == kNoInput ? "" : input(op.scale),
+                        .zero_point = input(op.zero_point),
+                        .axis = op.axis};
+    if (node.codes.empty() || (op.scale != kNoInput && node.scale.empty())) return;  // onnx's checker refuses it
+    for (const ProtoField& attribute : attributes) {
+      ProtoReader reader(attribute.payload, path_, attribute.offset);
+      std::string_view name;
+      std::optional<int64_t> value;
+      while (std::optional<ProtoField> part = reader.next()) {
+        if (part->number == kAttributeName) name = field_text(*part, reader);
+        if (part->number == kAttributeInt) value = static_cast<int64_t>(field_varint(*part, reader));
+      }
+      if (value && name == "axis" && op.op_type == "DequantizeLinear") node.axis = *value;
+      if (value && name == "block_size") node.block_size = *value;
+      if (value && name == "transB" && op.op_type == "QGemm") node.axis = *value != 0 ? 0 : 1;  // B is [N, K]
+    }
+    found_.dequantized.push_back(std::move(node));
   }
 
   /// What a node's attributes need of it.
@@ -226,8 +248,11 @@ class GraphWalker {
       if (part->number == kAttributeSparseTensor || part->number == kAttributeSparseTensors)
         sparse.push_back(message(*part, reader));
     }
-    for (size_t i = 0; i < graphs.size(); ++i)
-      graph(graphs[i], depth + 1, fmt::format("{}{}/{}{}/", node.scope, node.label, name, ordinal(i, graphs.size())));
+    for (size_t i = 0; i < graphs.size(); ++i) {
+      std::string scope = fmt::format("{}{}/{}{}/", node.scope, node.label, name, ordinal(i, graphs.size()));
+      uses_.subgraph(scope, node.scope);
+      graph(graphs[i], depth + 1, scope);
+    }
     for (size_t i = 0; i < tensors.size(); ++i) {
       OnnxTensor tensor = this->tensor(tensors[i]);
       tensor.name = value_name(node, name, ordinal(i, tensors.size()), tensor.name, reader);
@@ -344,7 +369,7 @@ class GraphWalker {
   const std::filesystem::path& path_;
   OnnxGraph found_;
   std::set<std::string> matmul_weights_;  ///< the values MatMul nodes multiply by (their second input), scoped
-  std::set<std::string> weight_inputs_;   ///< the values operators take as weights (kWeightInputs), scoped
+  OnnxUses uses_;
 };
 
 }  // namespace

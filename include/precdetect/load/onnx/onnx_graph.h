@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "precdetect/load/onnx/onnx_provenance.h"
+#include "precdetect/load/onnx/onnx_uses.h"
 
 namespace precdetect {
 
@@ -57,10 +58,10 @@ struct OnnxTensor {
   /// value_floats 7, value_int 3, value_ints 8); 0: a TensorProto, whose data type names its typed field.
   uint32_t values_field = 0;
   bool constant = false;  ///< a node attribute's value (the exporter's), not an initializer
-  /// Taken as a weight by the operator that reads it (Conv's W and B, MatMul's, Gemm's, the recurrent layers', an
-  /// embedding's table, a normalization's scale and bias): a trained weight even where it is a Constant's value, as
-  /// exporters that keep every weight in a Constant node (Paddle2ONNX, spox) store them.
-  bool weight_input = false;
+  /// How the graph uses the value (onnx_uses.h): taken as a weight by an operator, read otherwise, or never read.
+  /// An initializer or a Constant's value alike: exporters that keep every weight in a Constant node (Paddle2ONNX,
+  /// spox) store weights there, and others store masks and shapes as initializers.
+  OnnxUse use = OnnxUse::kUnread;
   OnnxOrigin origin = OnnxOrigin::kUnknown;  ///< an initializer's, by its graph's value_info and metadata
   /// The parameter whose transpose this initializer is: the dynamo exporter folded a Linear's weight for the MatMul
   /// it feeds, and recorded which (OnnxProvenance::folded_weight); nullopt for any other.
@@ -79,9 +80,23 @@ struct OnnxSparse {
   uint64_t message_offset = 0;  ///< where the SparseTensorProto starts in the file
 };
 
+/// A node that dequantizes a weight it reads: a DequantizeLinear (QDQ models: onnxruntime's quantizer writes each
+/// quantized weight as its integer codes read by one), or a QOperator model's QLinearConv, QLinearMatMul, QGemm,
+/// DynamicQuantizeMatMul, MatMulInteger or ConvInteger. The scoped values it reads, as the graph resolves them
+/// (OnnxUses::resolve), and its attributes.
+struct OnnxDequantize {
+  std::string op_type;
+  std::string scope;                     ///< of the graph it is in
+  std::string codes, scale, zero_point;  ///< the weight's codes, scale and zero point (empty: absent; a scale is
+                                         ///< absent from MatMulInteger and ConvInteger, which take none)
+  int64_t axis = 1;                      ///< as stored: may be negative (counted from the last dimension)
+  int64_t block_size = 0;                ///< opset 21's blocks along `axis`; 0: per tensor or per axis
+};
+
 struct OnnxGraph {
   std::vector<OnnxTensor> tensors;  ///< in the order they are stored
   std::vector<OnnxSparse> sparse;   ///< the sparse initializers and sparse attributes, in the order they are stored
+  std::vector<OnnxDequantize> dequantized;  ///< every DequantizeLinear node, in the order they are stored
 };
 
 /// The tensors of the ModelProto `model`, the bytes of `path`. Throws Error(kInvalidOnnx) naming the path and the
