@@ -24,10 +24,10 @@ namespace {
 // quanto renames its codes to the weight's own name (`X.weight._data` becomes `X.weight`), so the schemes after it
 // see the weight by its name; no two schemes link the same weight; the unread schemes come last, to count what none
 // of the others read.
-const std::array<const QuantScheme*, 10> kSchemes = {
-    &kZeroPointScheme, &kBitsandbytesScheme,     &kQuantoScheme, &kMlxAffineScheme,
-    &kFp8ScalesScheme, &kMicroscalingScheme,     &kNvfp4Scheme,  &kInt8CodesScheme,
-    &kTorchaoScheme,   &kDequantizeLinearScheme, &kUnreadScheme};
+const auto kSchemes =
+    std::to_array<const QuantScheme*>({&kZeroPointScheme, &kBitsandbytesScheme, &kQuantoScheme, &kMlxAffineScheme,
+                                       &kFp8ScalesScheme, &kMicroscalingScheme, &kNvfp4Scheme, &kInt8CodesScheme,
+                                       &kTorchaoScheme, &kDequantizeLinearScheme, &kUnreadScheme});
 
 }  // namespace
 
