@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <iterator>
+#include <numeric>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -78,6 +80,24 @@ std::vector<TensorStats> cpu_analyze(const Checkpoint& checkpoint, const std::ve
   return stats;
 }
 
+/// cpu_analyze over `records` taken in the order their bytes lie, file by file (a read-ahead reads a remote file
+/// front to back: consecutive ranges, and a --verify hash that grows as it is read); statistics in `records`' order.
+std::vector<TensorStats> cpu_analyze_in_file_order(const Checkpoint& checkpoint,
+                                                   const std::vector<const TensorRecord*>& records,
+                                                   const ScaleRecords& scales) {
+  std::vector<size_t> order(records.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::tie(records[a]->file, records[a]->offset) < std::tie(records[b]->file, records[b]->offset);
+  });
+  std::vector<const TensorRecord*> sorted;
+  for (size_t i : order) sorted.push_back(records[i]);
+  std::vector<TensorStats> sorted_stats = cpu_analyze(checkpoint, sorted, scales);
+  std::vector<TensorStats> stats(records.size());
+  for (size_t k = 0; k < order.size(); ++k) stats[order[k]] = std::move(sorted_stats[k]);
+  return stats;
+}
+
 }  // namespace
 
 Analyzer::Analyzer(const ComputeDevice& device) {
@@ -97,7 +117,7 @@ std::vector<TensorStats> Analyzer::analyze(const Checkpoint& checkpoint, std::sp
   std::copy_if(records.begin(), records.end(), std::back_inserter(cpu_records), [&](auto* r) { return !on_gpu(r); });
   std::vector<TensorStats> gpu_stats =
       gpu_records.empty() ? std::vector<TensorStats>() : cuda_->analyze(checkpoint, gpu_records);
-  std::vector<TensorStats> cpu = cpu_analyze(checkpoint, cpu_records, scales);
+  std::vector<TensorStats> cpu = cpu_analyze_in_file_order(checkpoint, cpu_records, scales);
   std::vector<TensorStats> stats;
   size_t next_gpu = 0, next_cpu = 0;
   for (const TensorRecord* record : records) stats.push_back(on_gpu(record) ? gpu_stats[next_gpu++] : cpu[next_cpu++]);

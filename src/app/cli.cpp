@@ -332,10 +332,10 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     const Gates& gates = options.gates;
     if ((options.safety_only || options.headers_only) &&
         (gates.expect || !gates.fail_on.empty() || gates.fail_if_fp16_risk || gates.max_abs || gates.max_norm ||
-         gates.fail_if_nonfinite || text.verify))
+         gates.fail_if_nonfinite))
       throw CLI::ValidationError(
           options.safety_only ? "--safety-only" : "--headers-only",
-          "reads no tensor values: of the gates only --fail-if-unsafe and --strict-safety apply");
+          "reads no tensor values: of the gates only --fail-if-unsafe, --strict-safety and --verify apply");
     if (!text.shard.empty()) options.shard = *parse_shard(text.shard);
     take_github_environment(options);
     if (text.no_cache) options.cache.reset();
