@@ -231,7 +231,7 @@ class RemoteFile final : public ByteSource {
   std::string data_url_, etag_;
   std::optional<HttpCredentials> credentials_;
   std::atomic<uint64_t>* meter_ = TransferMeter::current();  ///< the model's, counting reads from any thread
-  std::shared_ptr<StreamedSha256> hash_;  ///< with --verify: the file's SHA-256 as it is read
+  std::shared_ptr<StreamedSha256> hash_;                     ///< with --verify: the file's SHA-256 as it is read
   uint64_t size_ = 0;
   std::byte* data_ = nullptr;
   mutable std::vector<bool> have_;  ///< per kBlock: fetched and not released

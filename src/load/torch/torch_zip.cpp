@@ -74,13 +74,12 @@ class TorchZipMembers {
     if (entry.method == kStored) return {entry.data_offset, entry.size};
     auto [region, fresh] = region_offsets_.try_emplace(entry.name, 0);
     if (fresh)
-      region->second = regions_->add_region(
-          entry.uncompressed,
-          [source = source_, entry](std::span<std::byte> dest) {
-            inflate_into(source->view(entry.data_offset, entry.size), 0, dest, source->path(), entry.name,
-                         entry.crc32);
-          },
-          {.offset = entry.data_offset, .length = entry.size});
+      region->second = regions_->add_region(entry.uncompressed,
+                                            [source = source_, entry](std::span<std::byte> dest) {
+                                              inflate_into(source->view(entry.data_offset, entry.size), 0, dest,
+                                                           source->path(), entry.name, entry.crc32);
+                                            },
+                                            {.offset = entry.data_offset, .length = entry.size});
     return {region->second, entry.uncompressed};
   }
 

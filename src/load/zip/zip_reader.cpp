@@ -39,6 +39,7 @@ class Archive {
   [[noreturn]] void fail_at(uint64_t offset, std::string_view what) const {
     fail_at_offset(ErrorCode::kInvalidZip, source_.path(), "zip archive", offset, what);
   }
+
  private:
   const ByteSource& source_;
 };
