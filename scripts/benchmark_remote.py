@@ -5,6 +5,8 @@ tests/e2e/remote_server.py (which counts the body bytes it sends per file), then
   safety-only   precdetect --safety-only INDEX_URL: bytes moved (the server's count) and wall time
   headers-only  precdetect --headers-only INDEX_URL: the same, with the census and footprint
   full          precdetect INDEX_URL: wall time, GB/s of the model's bytes, peak RSS (/usr/bin/time)
+  verify        precdetect --verify hf://bench/model (the same files through the server's Hub endpoints): the full
+                scan hashing each file as it reads it, against the Hub's LFS SHA-256
   curl          curl downloading the same four shards to /dev/null, one after another (what a user would do first)
   local         precdetect on the same files from the local disk (page cache warm), for reference
 
@@ -73,6 +75,10 @@ def main():
     with tempfile.TemporaryDirectory(prefix="precdetect-bench-remote-") as tmp:
         files = write_model(Path(tmp), args.size_gb, DTYPES[args.dtype])
         shards = sorted(files.glob("*.safetensors"))
+        hub = Path(tmp) / "hub" / "bench" / "model"  # the same files as a Hub repository (hard links)
+        hub.mkdir(parents=True)
+        for file in files.iterdir():
+            os.link(file, hub / file.name)
         total = sum(f.stat().st_size for f in shards)
         server = subprocess.Popen([sys.executable, str(REPO / "tests" / "e2e" / "remote_server.py"), tmp],
                                   stdout=subprocess.PIPE, text=True)
@@ -102,6 +108,20 @@ def main():
                 rounds.append((full_s, full_rss, curl_s))
                 print(f"round {len(rounds)}: full scan {full_s:.2f} s ({full_rss:.0f} MiB), curl {curl_s:.2f} s, "
                       f"ratio {curl_s / full_s:.2f}x", file=sys.stderr)
+            hub_env = dict(os.environ, HF_ENDPOINT=base)
+            # The server hashes each file on its first resolve (in Python): not the scan's time.
+            subprocess.run([BINARY, "--headers-only", "hf://bench/model"], capture_output=True, env=hub_env, check=True)
+            urllib.request.urlopen(base + "/__reset")
+            started = time.perf_counter()
+            verify = subprocess.run(["/usr/bin/time", "-v", BINARY, "--json", "--no-cache", "--verify", "hf://bench/model"],
+                                    capture_output=True, text=True, env=hub_env)
+            verify_s = time.perf_counter() - started
+            verify_rss = next(int(line.split()[-1]) for line in verify.stderr.splitlines()
+                              if "Maximum resident" in line) / 1024
+            verify_bytes = moved()
+            failures = json.loads(verify.stdout)["models"][0]["gate_failures"]
+            if verify.returncode != 0 or failures:
+                sys.exit(f"--verify failed: {failures or verify.stderr}")
             load_after = os.getloadavg()[0]
             full_s, curl_s = min(r[0] for r in rounds), min(r[2] for r in rounds)
             full_rss = max(r[1] for r in rounds)
@@ -118,6 +138,8 @@ def main():
     print(f"| precdetect --headers-only (remote) | {headers_s:.2f} | | {headers_bytes:,} | {headers_rss:.0f} |")
     print(f"| precdetect full scan (remote) | {full_s:.2f} | {gb / full_s:.2f} | {full_bytes:,} (report: "
           f"{transferred:,}) | {full_rss:.0f} |")
+    print(f"| precdetect --verify full scan (hf://, hashed as read) | {verify_s:.2f} | {gb / verify_s:.2f} | "
+          f"{verify_bytes:,} | {verify_rss:.0f} |")
     print(f"| curl, the 4 shards to /dev/null | {curl_s:.2f} | {gb / curl_s:.2f} | {total:,} | |")
     print(f"| precdetect full scan (local files) | {local_s:.2f} | {gb / local_s:.2f} | | {local_rss:.0f} |")
     ratios = sorted(r[2] / r[0] for r in rounds)

@@ -148,11 +148,11 @@ std::vector<TensorStats> cpu_analyze_in_file_order(const Checkpoint& checkpoint,
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return std::tie(records[a]->file, records[a]->offset) < std::tie(records[b]->file, records[b]->offset);
   });
-  std::vector<const TensorRecord*> sorted;
-  for (size_t i : order) sorted.push_back(records[i]);
+  std::vector<const TensorRecord*> sorted(records.size());
+  std::transform(order.begin(), order.end(), sorted.begin(), [&](size_t i) { return records[i]; });
   std::vector<TensorStats> sorted_stats = cpu_analyze(checkpoint, sorted, scales);
   std::vector<TensorStats> stats(records.size());
-  for (size_t k = 0; k < order.size(); ++k) stats[order[k]] = std::move(sorted_stats[k]);
+  for (size_t k = 0; k < order.size(); ++k) stats[order[k]] = sorted_stats[k];
   return stats;
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -144,8 +145,8 @@ std::map<std::string, Label> label_names() {
 }
 
 void add_gate_options(CLI::App& app, Gates& gates, ScanText& text) {
-  std::vector<std::string_view> names;
-  for (Label label : kLabels) names.push_back(label_name(label));
+  std::vector<std::string_view> names(kLabels.size());
+  std::transform(kLabels.begin(), kLabels.end(), names.begin(), label_name);
   app.add_option("--expect", gates.expect,
                  fmt::format("exit 1 unless every model is classified LABEL or a label within it ('bf16|fp32' "
                              "accepts bf16, fp32 and bf16|fp32); LABEL: {}",

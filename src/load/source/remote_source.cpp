@@ -115,8 +115,7 @@ class RemoteFile final : public ByteSource {
     done += copy_from_window(offset + done, dest.subspan(done));
     if (done == dest.size()) return;
     read_uncached(offset + done, dest.subspan(done));  // a tensor's bytes go straight to the caller, not the cache
-    std::lock_guard lock(mutex_);
-    hash_fetched(offset, dest);
+    hash_read(offset, dest);
   }
 
   void release(uint64_t offset, uint64_t length) const override {
@@ -182,6 +181,14 @@ class RemoteFile final : public ByteSource {
     hash_held();
   }
 
+  /// hash_fetched for bytes read outside the cache: hashed without mutex_, which the kernel's release() takes.
+  void hash_read(uint64_t offset, std::span<const std::byte> bytes) const {
+    if (!hash_) return;
+    hash_->take(offset, bytes);
+    std::lock_guard lock(mutex_);
+    hash_held();
+  }
+
   /// Extends the hash through the blocks held from where it stands (mutex_ held).
   void hash_held() const {
     if (!hash_) return;
@@ -208,8 +215,7 @@ class RemoteFile final : public ByteSource {
       get(offset, bytes);
       window_ = std::move(bytes);
       window_begin_ = offset;
-      std::lock_guard lock(mutex_);
-      hash_fetched(window_begin_, window_);
+      hash_read(window_begin_, window_);
     }
     std::memcpy(dest.data(), window_.data() + (offset - window_begin_), dest.size());
   }
