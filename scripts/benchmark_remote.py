@@ -4,6 +4,8 @@ tests/e2e/remote_server.py (which counts the body bytes it sends per file), then
 
   safety-only   precdetect --safety-only INDEX_URL: bytes moved (the server's count) and wall time
   headers-only  precdetect --headers-only INDEX_URL: the same, with the census and footprint
+  torch .bin    precdetect --safety-only on the same tensors saved by torch.save as one pytorch_model.bin: bytes
+                moved to read its zip directory and data.pkl by range
   full          precdetect INDEX_URL: wall time, GB/s of the model's bytes, peak RSS (/usr/bin/time)
   verify        precdetect --verify hf://bench/model (the same files through the server's Hub endpoints): the full
                 scan hashing each file as it reads it, against the Hub's LFS SHA-256
@@ -28,7 +30,7 @@ import urllib.request
 from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 
 REPO = Path(__file__).resolve().parents[1]
 BINARY = os.environ.get("PRECDETECT_BIN", str(REPO / "build" / "precdetect"))
@@ -75,6 +77,11 @@ def main():
     with tempfile.TemporaryDirectory(prefix="precdetect-bench-remote-") as tmp:
         files = write_model(Path(tmp), args.size_gb, DTYPES[args.dtype])
         shards = sorted(files.glob("*.safetensors"))
+        bin_folder = Path(tmp) / "files" / "bin"
+        bin_folder.mkdir()
+        torch.save({name: tensor for shard in shards for name, tensor in load_file(shard).items()},
+                   bin_folder / "pytorch_model.bin")
+        bin_size = (bin_folder / "pytorch_model.bin").stat().st_size
         hub = Path(tmp) / "hub" / "bench" / "model"  # the same files as a Hub repository (hard links)
         hub.mkdir(parents=True)
         for file in files.iterdir():
@@ -96,6 +103,9 @@ def main():
             urllib.request.urlopen(base + "/__reset")
             headers_s, headers_rss, _ = timed([BINARY, "--json", "--headers-only", index])
             headers_bytes = moved()
+            urllib.request.urlopen(base + "/__reset")
+            bin_s, bin_rss, _ = timed([BINARY, "--json", "--safety-only", f"{base}/files/bin/pytorch_model.bin"])
+            bin_bytes = moved()
             curl = ["curl", "-sf", *sum([["-o", "/dev/null", f"{base}/files/model/{f.name}"] for f in shards], [])]
             rounds = []  # (full scan s, its peak RSS MiB, curl s)
             load_before = os.getloadavg()[0]
@@ -136,6 +146,8 @@ def main():
     print("|---|---|---|---|---|")
     print(f"| precdetect --safety-only (remote) | {safety_s:.2f} | | {safety_bytes:,} | {safety_rss:.0f} |")
     print(f"| precdetect --headers-only (remote) | {headers_s:.2f} | | {headers_bytes:,} | {headers_rss:.0f} |")
+    print(f"| precdetect --safety-only of the same as one pytorch_model.bin ({bin_size:,} bytes) | {bin_s:.2f} | | "
+          f"{bin_bytes:,} | {bin_rss:.0f} |")
     print(f"| precdetect full scan (remote) | {full_s:.2f} | {gb / full_s:.2f} | {full_bytes:,} (report: "
           f"{transferred:,}) | {full_rss:.0f} |")
     print(f"| precdetect --verify full scan (hf://, hashed as read) | {verify_s:.2f} | {gb / verify_s:.2f} | "
