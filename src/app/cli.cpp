@@ -170,7 +170,7 @@ void add_gate_options(CLI::App& app, Gates& gates, ScanText& text) {
   auto* verify = app.add_flag(
       "--verify", text.verify,
       "exit 1 if a weight file's SHA-256 is not the one the HF cache names its blob by (or --verify-manifest "
-      "gives), naming the file");
+      "gives; for a remote file, the Hub's LFS SHA-256, hashed as the scan reads it), naming the file");
   app.add_option("--verify-manifest", text.verify_manifest,
                  "with --verify: sha256sum's output for files outside the HF cache (paths relative to FILE)")
       ->check(CLI::ExistingFile)
