@@ -110,12 +110,14 @@ class RemoteFile final : public ByteSource {
     // What is here already (blocks a view fetched, the small reads' window) is not fetched again: read in order,
     // each byte of a file moves once.
     uint64_t done = copy_held(offset, dest);
-    if (done == dest.size()) return;
-    if (dest.size() <= kSmallRead) return read_small(offset, dest);
-    done += copy_from_window(offset + done, dest.subspan(done));
-    if (done == dest.size()) return;
-    read_uncached(offset + done, dest.subspan(done));  // a tensor's bytes go straight to the caller, not the cache
-    hash_read(offset, dest);
+    if (done < dest.size() && dest.size() <= kSmallRead) {
+      read_small(offset, dest);
+    } else if (done < dest.size()) {
+      done += copy_from_window(offset + done, dest.subspan(done));
+      // A tensor's bytes go straight to the caller, never into the cache.
+      if (done < dest.size()) read_uncached(offset + done, dest.subspan(done));
+    }
+    hash_read(offset, dest);  // nothing when hashed already, as they were fetched
   }
 
   void release(uint64_t offset, uint64_t length) const override {
