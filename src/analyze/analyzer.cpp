@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <iterator>
+#include <mutex>
+#include <numeric>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -49,6 +52,54 @@ ScaleRecords scale_records(const Checkpoint& checkpoint) {
 /// going while the kernel runs (docs/benchmarks.md, "Remote models").
 constexpr uint64_t kReadAheadBudget = uint64_t{64} << 20;
 
+/// Free buffers kept for values read ahead: at most this many bytes (the largest kept first), so a model's tensors of
+/// up to that size cycle through buffers already in memory; none under kMinKeptBuffer (malloc keeps those itself).
+constexpr uint64_t kKeptBuffers = 2 * kReadAheadBudget;
+constexpr uint64_t kMinKeptBuffer = uint64_t{1} << 20;
+
+/// Buffers values are read ahead into, used again: a fresh buffer's pages are faulted in and zeroed by the kernel
+/// (and zeroed again by resize) for every tensor, a third of a remote full scan's CPU (docs/benchmarks.md, "Remote
+/// models"). Taken on the read-ahead's thread, given back on the kernel's.
+class BufferPool {
+ public:
+  /// The smallest free buffer that holds `bytes`, else an empty one.
+  std::vector<std::byte> take(uint64_t bytes) {
+    std::lock_guard lock(mutex_);
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if (it->capacity() >= bytes && (best == free_.end() || it->capacity() < best->capacity())) best = it;
+    if (best == free_.end()) return {};
+    std::vector<std::byte> buffer = std::move(*best);
+    free_.erase(best);
+    kept_ -= buffer.capacity();
+    return buffer;
+  }
+
+  void give(std::vector<std::byte> buffer) {
+    if (buffer.capacity() < kMinKeptBuffer) return;
+    std::lock_guard lock(mutex_);
+    kept_ += buffer.capacity();
+    free_.push_back(std::move(buffer));
+    while (kept_ > kKeptBuffers) {  // the smallest go first
+      auto smallest = std::min_element(free_.begin(), free_.end(),
+                                       [](const auto& a, const auto& b) { return a.capacity() < b.capacity(); });
+      kept_ -= smallest->capacity();
+      free_.erase(smallest);
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::vector<std::byte>> free_;
+  uint64_t kept_ = 0;
+};
+
+/// A tensor's values read ahead, in a buffer of the pool's that they may borrow.
+struct ReadValues {
+  std::vector<std::byte> buffer;
+  std::optional<HostValues> values;
+};
+
 /// True for a tensor whose values come through read() (a pread or remote source: no mapping to read in place)
 /// and need nothing beside them (no scales, no block codes): they can be read ahead, on a thread of their own.
 bool reads_ahead(const Checkpoint& checkpoint, const TensorRecord& record) {
@@ -64,17 +115,44 @@ std::vector<TensorStats> cpu_analyze(const Checkpoint& checkpoint, const std::ve
   std::vector<TensorStats> stats;
   auto ahead_of = [&](size_t i) { return reads_ahead(checkpoint, *records[i]); };
   bool any = std::any_of(records.begin(), records.end(), [&](auto* r) { return reads_ahead(checkpoint, *r); });
-  std::optional<ReadAhead<std::optional<HostValues>>> values;
+  BufferPool buffers;  // before the read-ahead, whose values borrow its buffers
+  std::optional<ReadAhead<ReadValues>> values;
   if (any)
     values.emplace(
         records.size(), kReadAheadBudget, [&](size_t i) { return ahead_of(i) ? records[i]->nbytes : 0; },
-        [&](size_t i) { return ahead_of(i) ? std::optional(read_values(checkpoint, *records[i])) : std::nullopt; });
+        [&](size_t i) {
+          ReadValues read;
+          if (!ahead_of(i)) return read;
+          read.buffer = buffers.take(records[i]->nbytes);
+          read.values.emplace(read_values(checkpoint, *records[i], &read.buffer));
+          return read;
+        });
   for (const TensorRecord* record : records) {
-    std::optional<HostValues> read = values ? values->next() : std::nullopt;
-    stats.push_back(read ? cpu_tensor_stats(read->data(), record->dtype, record->numel)
-                         : cpu_stats(checkpoint, *record, scales));
+    ReadValues read = values ? values->next() : ReadValues{};
+    stats.push_back(read.values ? cpu_tensor_stats(read.values->data(), record->dtype, record->numel)
+                                : cpu_stats(checkpoint, *record, scales));
+    read.values.reset();
+    buffers.give(std::move(read.buffer));
     release(checkpoint, *record);
   }
+  return stats;
+}
+
+/// cpu_analyze over `records` taken in the order their bytes lie, file by file (a read-ahead reads a remote file
+/// front to back: consecutive ranges, and a --verify hash that grows as it is read); statistics in `records`' order.
+std::vector<TensorStats> cpu_analyze_in_file_order(const Checkpoint& checkpoint,
+                                                   const std::vector<const TensorRecord*>& records,
+                                                   const ScaleRecords& scales) {
+  std::vector<size_t> order(records.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::tie(records[a]->file, records[a]->offset) < std::tie(records[b]->file, records[b]->offset);
+  });
+  std::vector<const TensorRecord*> sorted(records.size());
+  std::transform(order.begin(), order.end(), sorted.begin(), [&](size_t i) { return records[i]; });
+  std::vector<TensorStats> sorted_stats = cpu_analyze(checkpoint, sorted, scales);
+  std::vector<TensorStats> stats(records.size());
+  for (size_t k = 0; k < order.size(); ++k) stats[order[k]] = sorted_stats[k];
   return stats;
 }
 
@@ -97,7 +175,7 @@ std::vector<TensorStats> Analyzer::analyze(const Checkpoint& checkpoint, std::sp
   std::copy_if(records.begin(), records.end(), std::back_inserter(cpu_records), [&](auto* r) { return !on_gpu(r); });
   std::vector<TensorStats> gpu_stats =
       gpu_records.empty() ? std::vector<TensorStats>() : cuda_->analyze(checkpoint, gpu_records);
-  std::vector<TensorStats> cpu = cpu_analyze(checkpoint, cpu_records, scales);
+  std::vector<TensorStats> cpu = cpu_analyze_in_file_order(checkpoint, cpu_records, scales);
   std::vector<TensorStats> stats;
   size_t next_gpu = 0, next_cpu = 0;
   for (const TensorRecord* record : records) stats.push_back(on_gpu(record) ? gpu_stats[next_gpu++] : cpu[next_cpu++]);

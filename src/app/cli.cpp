@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -144,8 +145,8 @@ std::map<std::string, Label> label_names() {
 }
 
 void add_gate_options(CLI::App& app, Gates& gates, ScanText& text) {
-  std::vector<std::string_view> names;
-  for (Label label : kLabels) names.push_back(label_name(label));
+  std::vector<std::string_view> names(kLabels.size());
+  std::transform(kLabels.begin(), kLabels.end(), names.begin(), label_name);
   app.add_option("--expect", gates.expect,
                  fmt::format("exit 1 unless every model is classified LABEL or a label within it ('bf16|fp32' "
                              "accepts bf16, fp32 and bf16|fp32); LABEL: {}",
@@ -169,7 +170,7 @@ void add_gate_options(CLI::App& app, Gates& gates, ScanText& text) {
   auto* verify = app.add_flag(
       "--verify", text.verify,
       "exit 1 if a weight file's SHA-256 is not the one the HF cache names its blob by (or --verify-manifest "
-      "gives), naming the file");
+      "gives; for a remote file, the Hub's LFS SHA-256, hashed as the scan reads it), naming the file");
   app.add_option("--verify-manifest", text.verify_manifest,
                  "with --verify: sha256sum's output for files outside the HF cache (paths relative to FILE)")
       ->check(CLI::ExistingFile)
@@ -332,10 +333,10 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     const Gates& gates = options.gates;
     if ((options.safety_only || options.headers_only) &&
         (gates.expect || !gates.fail_on.empty() || gates.fail_if_fp16_risk || gates.max_abs || gates.max_norm ||
-         gates.fail_if_nonfinite || text.verify))
+         gates.fail_if_nonfinite))
       throw CLI::ValidationError(
           options.safety_only ? "--safety-only" : "--headers-only",
-          "reads no tensor values: of the gates only --fail-if-unsafe and --strict-safety apply");
+          "reads no tensor values: of the gates only --fail-if-unsafe, --strict-safety and --verify apply");
     if (options.safety_only && options.format == OutputFormat::kCsv)
       throw CLI::ValidationError("--format csv",
                                  "holds one row of statistics per tensor, and --safety-only reads none: use table, "

@@ -67,7 +67,8 @@ std::vector<GateFailure> gate_failures(const ModelReport& model, const Gates& ga
   add(Gate::kFailIfUnsafe, safety_failure(model, gates));
   if (gates.verify) {               // a model that could not be read too: a damaged file is often why
     Confined confined(model.root);  // a link out of the model is not hashed: its hash would tell of the file
-    for (GateFailure& failure : verify_files(model.files, *gates.verify)) failures.push_back(std::move(failure));
+    for (GateFailure& failure : verify_files(model.files, *gates.verify, model.streamed_digests))
+      failures.push_back(std::move(failure));
   }
   if (model.error) return failures;
   Label label = model.verdict.label;

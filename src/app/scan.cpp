@@ -19,6 +19,7 @@
 #include "precdetect/core/error.h"
 #include "precdetect/core/http.h"
 #include "precdetect/core/output_file.h"
+#include "precdetect/core/streamed_sha256.h"
 #include "precdetect/core/url.h"
 #include "precdetect/discover/discover.h"
 #include "precdetect/discover/hf_cache.h"
@@ -179,6 +180,12 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
   ModelReport report;
   report.input = report.path = input;
   TransferMeter meter;  // before the sources: a remote file counts into it until it is closed
+  // --verify of a remote model: each file hashed as it is read (before the sources, as the meter).
+  std::optional<StreamedVerification> verification;
+  if (options.gates.verify && is_url(input)) verification.emplace();
+  auto verified = [&](bool values_read) {
+    if (verification) report.streamed_digests = verification->finish(values_read);
+  };
   std::optional<ModelSource> source;
   std::optional<Checkpoint> checkpoint;
   std::optional<ComponentInput> component = component_input(input);
@@ -193,10 +200,12 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     if (options.safety_only || options.headers_only) {
       report.values_read = false;
       if (options.headers_only) read_headers(report, *checkpoint, options, judgement);
+      verified(false);
       return metered(examined(report, source, checkpoint), meter);
     }
     if (!checkpoint->metadata.empty()) report.metadata = nlohmann::ordered_json::parse(checkpoint->metadata);
     ModelAnalysis analysis = analyze_model(*checkpoint, options.filter, judgement.rules.buffers, analyzer, cache);
+    verified(true);  // what the analysis left unread (a cached tensor's bytes) is read to finish the hashes
     report.warnings = checkpoint->warnings;
     // A remote model's folder is its first file's (hf://org/name@commit names no folder that holds files).
     const std::filesystem::path& where = is_url(input) ? source->files.front() : source->path;
@@ -220,6 +229,7 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     // Not ours (libtorch, the standard library): still one model's failure, never the batch's.
     fail_model(report, {std::string(to_string(ErrorCode::kInternal)), fmt::format("{}: {}", input, e.what())});
   }
+  if (report.error && report.streamed_digests.empty()) verified(false);  // a failed scan verifies nothing
   return metered(examined(report, source, checkpoint), meter);
 }
 

@@ -1,7 +1,6 @@
 #include "precdetect/app/verify.h"
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,19 +11,15 @@
 
 #include "precdetect/core/error.h"
 #include "precdetect/core/open_file.h"
+#include "precdetect/core/sha256.h"
 #include "precdetect/core/text_file.h"
+#include "precdetect/core/url.h"
 
 namespace precdetect {
 namespace fs = std::filesystem;
 namespace {
 
 constexpr size_t kChunk = 1 << 20;
-
-bool is_sha256(std::string_view text) {
-  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
-           return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f');
-         });
-}
 
 fs::path canonical_or_absolute(const fs::path& path) {
   std::error_code ec;
@@ -67,27 +62,42 @@ std::optional<std::string> expected_sha256(const fs::path& file, const Manifest&
 std::string sha256_of_file(const fs::path& file) {
   // Through open_for_reading: beneath the model's root when its scan's confinement is on (gates.cpp).
   OpenFile in = open_for_reading(file, "file to verify");
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!context || EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr) != 1)
-    fail(ErrorCode::kInternal, file, "OpenSSL has no SHA-256");
+  Sha256 hash;
   std::string buffer(kChunk, '\0');
   for (ssize_t got; (got = ::read(in.fd(), buffer.data(), buffer.size())) != 0;) {
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) fail(ErrorCode::kIo, file, fmt::format("read failed while verifying it: {}", std::strerror(errno)));
-    EVP_DigestUpdate(context.get(), buffer.data(), static_cast<size_t>(got));
+    hash.update(std::as_bytes(std::span(buffer.data(), static_cast<size_t>(got))));
   }
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_DigestFinal_ex(context.get(), digest, &length);
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
-  return hex;
+  return hash.hex_digest();
 }
 
 namespace {
 
+std::string mismatch(const std::string& file, const std::string& actual, const std::string& expected) {
+  return fmt::format("{}: SHA-256 {} differs from the expected {} (--verify)", file, actual, expected);
+}
+
+/// Why remote `file` fails --verify, from what its scan's hash came to; nullopt when it matched.
+std::optional<std::string> streamed_failure(const std::string& file, std::span<const StreamedDigest> streamed) {
+  auto digest = std::find_if(streamed.begin(), streamed.end(), [&](const auto& d) { return d.url == file; });
+  if (digest == streamed.end()) return fmt::format("{}: not verified: the scan did not read it (--verify)", file);
+  if (digest->expected.empty())
+    return fmt::format(
+        "{}: no SHA-256 to check it against (its server names none: the Hub names an LFS file's in X-Linked-Etag) "
+        "(--verify)",
+        file);
+  if (!digest->actual)
+    return fmt::format("{}: not verified: the scan read {} of its {} bytes{} (--verify)", file, digest->hashed,
+                       digest->size, digest->unread.empty() ? "" : fmt::format(", then {}", digest->unread));
+  if (*digest->actual == digest->expected) return std::nullopt;
+  return mismatch(file, *digest->actual, digest->expected);
+}
+
 /// Why `file` fails --verify, or nullopt when its SHA-256 is the one expected.
-std::optional<std::string> verify_failure(const std::string& file, const Manifest& manifest) {
+std::optional<std::string> verify_failure(const std::string& file, const Manifest& manifest,
+                                          std::span<const StreamedDigest> streamed) {
+  if (is_url(file)) return streamed_failure(file, streamed);
   std::optional<std::string> expected = expected_sha256(file, manifest);
   if (!expected)
     return fmt::format(
@@ -95,7 +105,7 @@ std::optional<std::string> verify_failure(const std::string& file, const Manifes
   try {
     std::string actual = sha256_of_file(file);
     if (actual == *expected) return std::nullopt;
-    return fmt::format("{}: SHA-256 {} differs from the expected {} (--verify)", file, actual, *expected);
+    return mismatch(file, actual, *expected);
   } catch (const Error& e) {
     return fmt::format("{} (--verify)", e.what());
   }
@@ -103,10 +113,11 @@ std::optional<std::string> verify_failure(const std::string& file, const Manifes
 
 }  // namespace
 
-std::vector<GateFailure> verify_files(const std::vector<std::string>& files, const Manifest& manifest) {
+std::vector<GateFailure> verify_files(const std::vector<std::string>& files, const Manifest& manifest,
+                                      std::span<const StreamedDigest> streamed) {
   std::vector<GateFailure> failures;
   for (const std::string& file : files)
-    if (std::optional<std::string> reason = verify_failure(file, manifest))
+    if (std::optional<std::string> reason = verify_failure(file, manifest, streamed))
       failures.push_back({.gate = Gate::kVerify, .reason = std::move(*reason), .file = file});
   return failures;
 }

@@ -296,7 +296,7 @@ HttpResponse response_of(Transfer& transfer) {
 HttpResponse http_get(const HttpRequest& request, std::span<std::byte> into) {
   if (hf_offline())
     throw Error(ErrorCode::kRemote, fmt::format("{}: HF_HUB_OFFLINE is set: no network is used", request.url));
-  std::string url = request.url;
+  std::string url = request.url, linked_etag;
   int redirects = 0;
   for (int attempt = 0;;) {
     Transfer transfer{.request = request, .url = url, .into = into};
@@ -310,6 +310,8 @@ HttpResponse http_get(const HttpRequest& request, std::span<std::byte> into) {
     if (code != CURLE_OK)
       throw Error(ErrorCode::kRemote,
                   fmt::format("{}: {} (after {} attempts)", url, curl_easy_strerror(code), attempt));
+    if (linked_etag.empty() && transfer.headers.contains("x-linked-etag"))
+      linked_etag = transfer.headers["x-linked-etag"];
     if (is_redirect(transfer.status) && request.follow_redirects && transfer.headers.contains("location")) {
       if (++redirects > kMaxRedirects)
         throw Error(ErrorCode::kRemote, fmt::format("{}: too many redirects", request.url));
@@ -317,7 +319,9 @@ HttpResponse http_get(const HttpRequest& request, std::span<std::byte> into) {
       continue;
     }
     if (transfer.status < 200 || transfer.status >= 300) fail_status(transfer);
-    return response_of(transfer);
+    HttpResponse response = response_of(transfer);
+    response.linked_etag = std::move(linked_etag);
+    return response;
   }
 }
 

@@ -85,7 +85,7 @@ std::optional<std::span<const std::byte>> values_in_place(const Checkpoint& chec
   return file.view(record.offset + record.storage_offset * size, record.nbytes);
 }
 
-HostValues read_values(const Checkpoint& checkpoint, const TensorRecord& record) {
+HostValues read_values(const Checkpoint& checkpoint, const TensorRecord& record, std::vector<std::byte>* buffer) {
   size_t size = element_size(record.dtype);
   if (auto bytes = values_in_place(checkpoint, record); bytes && reinterpret_cast<uintptr_t>(bytes->data()) % size == 0)
     return HostValues(record.dtype, record.shape, *bytes);
@@ -101,6 +101,11 @@ HostValues read_values(const Checkpoint& checkpoint, const TensorRecord& record)
   if (file.zero_copy() && record.stride.empty()) {  // contiguous, misaligned or big-endian: one copy
     auto bytes = file.view(record.offset + record.storage_offset * size, record.nbytes);
     values.assign(bytes.begin(), bytes.end());
+  } else if (record.stride.empty() && buffer) {
+    buffer->resize(record.nbytes);
+    file.read(record.offset + record.storage_offset * size, *buffer);
+    if (record.big_endian) swap_bytes(*buffer, size);
+    return HostValues(record.dtype, record.shape, std::span<const std::byte>(*buffer));
   } else if (record.stride.empty()) {
     values.resize(record.nbytes);
     file.read(record.offset + record.storage_offset * size, values);

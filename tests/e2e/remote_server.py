@@ -1,9 +1,11 @@
 """A local server for remote-input tests (tests/e2e/test_remote.py), run as its own process on 127.0.0.1:
 
 - the Hub's documented endpoints over ROOT/hub/ORG/NAME/: model info at a revision (`/api/models/ORG/NAME[/revision/REV]`,
-  `siblings` and `sha`), file resolve (`/ORG/NAME/resolve/REV/FILE`, HEAD and GET) that redirects weight files to a
+  `siblings` and `sha`; with `?blobs=true` each weight file's `lfs` SHA-256 and size), file resolve (`/ORG/NAME/resolve/REV/FILE`, HEAD and GET) that redirects weight files to a
   second port acting as the CDN with the LFS headers huggingface_hub reads (X-Repo-Commit, X-Linked-Etag,
-  X-Linked-Size); repositories under ORG `private` answer 401 without `Authorization: Bearer hf_test_token`;
+  X-Linked-Size); repositories under ORG `private` answer 401 without `Authorization: Bearer hf_test_token`; a file
+  ROOT/lfs-sha256/ORG/NAME/FILE makes the Hub name the SHA-256 it holds for FILE, not the one of the bytes the CDN
+  serves (an LFS object that does not match its pointer);
 - the CDN port: blobs by SHA-256, Range honoured; a request carrying Authorization is counted (`auth_on_cdn`) and refused;
 - plain files (`/files/PATH`, Range honoured) and the same with a fault (`/fault/KIND/PATH`, KIND below);
 - `/__stats`: body bytes sent per served file (per path for other answers) and the count of tokens that reached the CDN; `/__reset` clears them.
@@ -41,6 +43,13 @@ def digest_of(path, size, mtime_ns):
 def sha256(path):
     status = path.stat()
     return digest_of(path, status.st_size, status.st_mtime_ns)
+
+
+def lfs_sha256(org, name, filename, file):
+    """The SHA-256 the Hub names a weight file by (its LFS pointer's): the file's own, unless
+    ROOT/lfs-sha256/ORG/NAME/FILE holds another."""
+    named = ROOT / "lfs-sha256" / org / name / filename
+    return named.read_text().strip() if named.is_file() else sha256(file)
 
 
 def read_range(path, first, last):
@@ -88,7 +97,7 @@ class Handler(BaseHTTPRequestHandler):
                 SEEN.clear()
             return self.reply(200, b"{}")
         if path.startswith("/api/models/"):
-            return self.model_info(path[len("/api/models/"):])
+            return self.model_info(path[len("/api/models/"):], "blobs=true" in urlsplit(self.path).query)
         if path.startswith("/files/"):
             return self.serve(ROOT / "files" / path[len("/files/"):], path)
         if path.startswith("/fault/"):
@@ -108,7 +117,7 @@ class Handler(BaseHTTPRequestHandler):
         folder = ROOT / "hub" / org / name
         return folder if folder.is_dir() else None
 
-    def model_info(self, rest):
+    def model_info(self, rest, blobs):
         parts = rest.split("/")
         org, name = parts[0], parts[1] if len(parts) > 1 else ""
         revision = unquote(parts[3]) if len(parts) >= 4 and parts[2] == "revision" else "main"
@@ -123,8 +132,18 @@ class Handler(BaseHTTPRequestHandler):
         info = {"_id": "0" * 24, "id": f"{org}/{name}", "modelId": f"{org}/{name}", "sha": COMMIT,
                 "private": org == "private", "gated": False, "disabled": False, "downloads": 0, "likes": 0,
                 "tags": [], "lastModified": "2026-01-01T00:00:00.000Z", "createdAt": "2026-01-01T00:00:00.000Z",
-                "siblings": [{"rfilename": f} for f in files]}
+                "siblings": [self.sibling(org, name, f, folder / f, blobs) for f in files]}
         self.reply(200, json.dumps(info).encode(), {"Content-Type": "application/json"})
+
+    @staticmethod
+    def sibling(org, name, filename, file, blobs):
+        entry = {"rfilename": filename}
+        if blobs:
+            entry["size"] = file.stat().st_size
+            if not filename.endswith(TEXT_SUFFIXES):  # stored in LFS, as the Hub's .gitattributes puts weights
+                entry["lfs"] = {"sha256": lfs_sha256(org, name, filename, file), "size": file.stat().st_size,
+                                "pointerSize": 134}
+        return entry
 
     def resolve(self, org, name, revision, filename):
         if not self.authorized(org):
@@ -136,10 +155,10 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(404, b"entry not found", {**common, "X-Error-Code": "EntryNotFound"})
         if filename.endswith(TEXT_SUFFIXES):
             return self.serve(file, f"/{org}/{name}/{filename}", etag=f'"{sha256(file)[:40]}"', extra=common)
-        digest = sha256(file)
+        digest, named = sha256(file), lfs_sha256(org, name, filename, file)
         self.reply(302, b"", {**common, "Location": f"http://127.0.0.1:{CDN_PORT[0]}/{digest}?expires=1",
-                               "X-Linked-Etag": f'"{digest}"', "X-Linked-Size": str(file.stat().st_size),
-                               "ETag": f'"{digest}"'})
+                               "X-Linked-Etag": f'"{named}"', "X-Linked-Size": str(file.stat().st_size),
+                               "ETag": f'"{named}"'})
 
     def cdn(self, path):
         if "Authorization" in self.headers:  # a token must never leave the Hub's host

@@ -4,6 +4,7 @@ faults, the Hub's documented endpoints and a CDN port, checked here by huggingfa
 server. Results must equal the local scan of the same files; --safety-only and --headers-only must move no tensor
 bytes; every fault is a named error (exit 2) while the other models of the batch are still scanned."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -53,10 +54,27 @@ def write_single(folder):
               folder / "model.safetensors")
 
 
+def write_torch_bin(folder):
+    """A pytorch_model.bin written by torch.save: tensors of 256 KiB to 2 MiB, far larger than the archive's
+    directory, data.pkl and the local headers a ranged reader needs for the safety check."""
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(2)
+    torch.save({"embed.weight": torch.randn(1024, 512),
+                "layers.0.mlp.weight": (torch.randn(512, 512) * 0.02).to(torch.bfloat16),
+                "layers.0.attn.weight": (torch.randn(512, 256) * 0.02).half(),
+                "layers.0.norm.weight": torch.ones(512),
+                "lm_head.weight": torch.randn(1024, 512)}, folder / "pytorch_model.bin")
+    (folder / "config.json").write_text(json.dumps({"model_type": "llama", "torch_dtype": "float32"}))
+
+
 def header_end(path):
     """Where a safetensors file's tensor data starts: 8 + its header's length."""
     with open(path, "rb") as f:
         return 8 + int.from_bytes(f.read(8), "little")
+
+
+def sha256_of(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def model_without_places(model, places):
@@ -89,11 +107,20 @@ class RemoteTestCase(unittest.TestCase):
         cls.files = cls.tmp / "files"
         write_sharded(cls.files / "sharded")
         write_single(cls.files / "single")
+        write_torch_bin(cls.files / "torch")
         hub = cls.tmp / "hub"
         shutil.copytree(cls.files / "sharded", hub / "org" / "sharded")
         shutil.copytree(cls.files / "single", hub / "private" / "single")
         shutil.copytree(cls.files / "sharded", hub / "org" / "broken")
         (hub / "org" / "broken" / "model-00003-of-00004.safetensors").unlink()
+        shutil.copytree(cls.files / "torch", hub / "org" / "torch")
+        # org/tampered: the Hub names its weights by a SHA-256 their bytes do not have.
+        shutil.copytree(cls.files / "single", hub / "org" / "tampered")
+        (hub / "org" / "tampered" / "model.safetensors").write_bytes(
+            (cls.files / "single" / "model.safetensors").read_bytes()[:-1] + b"\x01")
+        named = cls.tmp / "lfs-sha256" / "org" / "tampered" / "model.safetensors"
+        named.parent.mkdir(parents=True)
+        named.write_text(sha256_of(cls.files / "single" / "model.safetensors"))
         cls.server, ports = start_server([sys.executable, str(HERE / "remote_server.py"), str(cls.tmp)],
                                          lambda p: json.loads(p.stdout.readline()))
         cls.base = f"http://127.0.0.1:{ports['port']}"
@@ -159,6 +186,40 @@ class HttpTest(RemoteTestCase):
             self.assertLess(sent, shard.stat().st_size, shard.name)
         self.assertLess(sum(moved.values()), 1 << 20)
         self.assertEqual(model["bytes_transferred"], sum(moved.values()))
+
+    def test_a_torch_zip_is_read_by_range_for_its_pickle_and_streamed_for_its_tensors(self):
+        """A remote pytorch_model.bin: --safety-only and --headers-only read its central directory, the local
+        headers and data.pkl by range, never a tensor's storage; the full scan streams the storages; each JSON is
+        the local scan's."""
+        url = f"{self.base}/files/torch/pytorch_model.bin"
+        local = self.files / "torch" / "pytorch_model.bin"
+        size = local.stat().st_size
+        for tier in ("--safety-only", "--headers-only"):
+            with self.subTest(tier=tier):
+                self.get("/__reset")
+                code, remote, stderr = scan(tier, url)
+                self.assertEqual(code, 0, stderr)
+                sent = self.stats()["bytes"]["/files/torch/pytorch_model.bin"]
+                # The first 64 KiB, the directory at the end, a few KiB per member's local header and data.pkl:
+                # the file's smallest tensor alone is 256 KiB.
+                self.assertLess(sent, size // 8, sent)
+                self.assertEqual(remote["models"][0]["bytes_transferred"], sum(self.stats()["bytes"].values()))
+                code, here, _ = scan(tier, local)
+                self.assertEqual(without_places(remote, [f"{self.base}/files/torch"]),
+                                 without_places(here, [str(local.parent)]))
+        self.get("/__reset")
+        document = self.assert_same_as_local(url, local, f"{self.base}/files/torch")
+        self.assertTrue(document["models"][0]["values_read"])
+        # Each byte once, but for the tail read for the directory (the last 64 KiB), part of the last tensor.
+        self.assertLessEqual(self.stats()["bytes"]["/files/torch/pytorch_model.bin"], size + 2 * 65536)
+
+    def test_verify_without_a_named_sha256_fails(self):
+        """A plain https file comes without the Hub's LFS metadata: nothing to check it against."""
+        result = run("--json", "--verify", f"{self.base}/files/single/model.safetensors")
+        self.assertEqual(result.returncode, 1, result.stderr)
+        failures = json.loads(result.stdout)["models"][0]["gate_failures"]
+        self.assertEqual(len(failures), 1)
+        self.assertIn("no SHA-256 to check it against", failures[0])
 
     def test_headers_only_gives_the_census_and_moves_no_tensor_bytes(self):
         url = f"{self.base}/files/sharded/model.safetensors.index.json"
@@ -346,6 +407,68 @@ class HubTest(RemoteTestCase):
             sent = sum(count for key, count in moved.items() if key.startswith("cdn:") and key.endswith(shard.name))
             self.assertLessEqual(sent, max(65536, header_end(shard)), shard.name)
         self.assertLess(sum(moved.values()), 1 << 20)
+
+    def test_the_hub_names_each_weight_files_sha256_as_huggingface_hub_reads_it(self):
+        """The LFS SHA-256 --verify compares with: the resolve answer's X-Linked-Etag, which huggingface_hub's
+        get_hf_file_metadata reads, and the model info's siblings[].lfs.sha256 (files_metadata=True)."""
+        from huggingface_hub import HfApi, get_hf_file_metadata, hf_hub_url
+
+        api = HfApi(endpoint=self.base, token=TOKEN)
+        siblings = {s.rfilename: s for s in api.model_info("org/sharded", files_metadata=True).siblings}
+        for shard in sorted((self.files / "sharded").glob("*.safetensors")):
+            metadata = get_hf_file_metadata(hf_hub_url("org/sharded", shard.name, endpoint=self.base), token=TOKEN)
+            self.assertEqual(metadata.etag, sha256_of(shard))
+            self.assertEqual(siblings[shard.name].lfs.sha256, sha256_of(shard))
+        tampered = get_hf_file_metadata(hf_hub_url("org/tampered", "model.safetensors", endpoint=self.base))
+        self.assertEqual(tampered.etag, sha256_of(self.files / "single" / "model.safetensors"))
+
+    def test_verify_hashes_the_bytes_as_they_stream(self):
+        """--verify of a full remote scan: every file's bytes hashed as the scan reads them (each moved once) and
+        compared with the Hub's SHA-256; a torch zip's too, whose members lie between its tensors."""
+        shards = sorted((self.files / "sharded").glob("*.safetensors"))
+        code, document, stderr = scan("--verify", "hf://org/sharded", "hf://org/torch", env=self.hub_env)
+        self.assertEqual(code, 0, stderr)
+        for model in document["models"]:
+            self.assertEqual(model["gate_failures"], [], model["input"])
+        moved = self.stats()["bytes"]
+        for shard in shards:  # no second download: each byte once, but for a tensor begun in the first 64 KiB
+            # The CDN serves blobs by hash: org/broken holds the same files.
+            sent = sum(count for key, count in moved.items() if key.startswith("cdn:") and key.endswith(shard.name))
+            self.assertLessEqual(sent, shard.stat().st_size + 65536, shard.name)
+        torch_bin = self.files / "torch" / "pytorch_model.bin"
+        self.assertLessEqual(moved["cdn:org/torch/pytorch_model.bin"], torch_bin.stat().st_size + 2 * 65536)
+        # Bytes the scan leaves unread (the tensors --include leaves out, 3 MiB) are read at its end for the hash,
+        # from the first byte not hashed: lm_head (2 MiB), read before them, once more.
+        self.get("/__reset")
+        code, document, stderr = scan("--verify", "--include", "lm_head", "hf://org/torch", env=self.hub_env)
+        self.assertEqual(code, 0, stderr)
+        self.assertEqual(document["models"][0]["gate_failures"], [])
+        self.assertEqual(document["models"][0]["summary"]["tensors"], 1)
+        moved = self.stats()["bytes"]["cdn:org/torch/pytorch_model.bin"]
+        self.assertGreaterEqual(moved, torch_bin.stat().st_size)
+        self.assertLessEqual(moved, torch_bin.stat().st_size + (2 << 20) + 2 * 65536)
+
+    def test_verify_names_a_file_whose_bytes_differ_from_the_hubs_sha256(self):
+        code, document, stderr = scan("--verify", "hf://org/tampered", "hf://org/sharded", env=self.hub_env)
+        self.assertEqual(code, 1, stderr)
+        tampered, sharded = document["models"]
+        actual = sha256_of(self.tmp / "hub" / "org" / "tampered" / "model.safetensors")
+        named = sha256_of(self.files / "single" / "model.safetensors")
+        self.assertEqual(len(tampered["gate_failures"]), 1)
+        self.assertIn(f"model.safetensors: SHA-256 {actual} differs from the expected {named} (--verify)",
+                      tampered["gate_failures"][0])
+        self.assertIsNone(tampered["error"])  # the scan itself stands: the gate names the file
+        self.assertEqual(sharded["gate_failures"], [])
+
+    def test_verify_of_a_file_not_read_whole_is_not_verified(self):
+        for tier in ("--headers-only", "--safety-only"):
+            with self.subTest(tier=tier):
+                code, document, stderr = scan(tier, "--verify", "hf://org/sharded", env=self.hub_env)
+                self.assertEqual(code, 1, stderr)
+                failures = document["models"][0]["gate_failures"]
+                self.assertEqual(len(failures), 4)
+                for failure in failures:
+                    self.assertIn("not verified: the scan read", failure)
 
     def test_a_bare_id_stays_a_cache_lookup(self):
         code, document, _ = scan("org/sharded", env={**self.hub_env, "HF_HOME": str(self.tmp / "empty-home")})

@@ -44,6 +44,9 @@ struct HttpResponse {
   std::string body;                            ///< when read into a string
   uint64_t total = 0;                          ///< a ranged answer's total size, from Content-Range
   std::string etag;                            ///< ETag, else X-Linked-Etag (the Hub's resolve answer)
+  /// X-Linked-Etag of the first answer on the way that had one: the Hub's resolve answer names an LFS file's
+  /// SHA-256 there, before it redirects to the CDN (what huggingface_hub's get_hf_file_metadata reads).
+  std::string linked_etag;
 };
 
 /// Performs `request`. With `into` non-empty the request must carry a range of exactly into.size() bytes, read

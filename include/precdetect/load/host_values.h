@@ -37,8 +37,11 @@ class HostValues {
 std::optional<std::span<const std::byte>> values_in_place(const Checkpoint& checkpoint, const TensorRecord& record);
 
 /// `record`'s values (a floating dtype we analyze), in place when values_in_place allows and they are aligned.
-/// Throws Error(kMalformed) when the view (offset, shape, strides) reaches past its storage.
-HostValues read_values(const Checkpoint& checkpoint, const TensorRecord& record);
+/// Throws Error(kMalformed) when the view (offset, shape, strides) reaches past its storage. `buffer`, when given,
+/// takes contiguous values read through read() (resized to them; the values borrow it, so it must outlive them):
+/// a buffer used again for the next tensor is not faulted in and zeroed anew.
+HostValues read_values(const Checkpoint& checkpoint, const TensorRecord& record,
+                       std::vector<std::byte>* buffer = nullptr);
 
 /// Row-major strides of `shape`, in elements.
 std::vector<int64_t> contiguous_strides(std::span<const int64_t> shape);

@@ -13,6 +13,7 @@
 #include "precdetect/classify/verdict.h"
 #include "precdetect/core/confinement.h"
 #include "precdetect/core/error.h"
+#include "precdetect/core/streamed_sha256.h"
 #include "precdetect/core/warning.h"
 #include "precdetect/discover/input_list.h"
 #include "precdetect/report/gate_failure.h"
@@ -48,6 +49,9 @@ struct ModelReport {
   /// For a model read over the network (hf://, s3://, http(s)://): the body bytes its requests received, retries
   /// and refused answers included; nullopt for a local model.
   std::optional<uint64_t> bytes_transferred;
+  /// With --verify, for a model read over the network: what each remote file's hash, computed as it was read, came
+  /// to (app/verify.h judges it against the SHA-256 the server names the file by). Not in the JSON: its gate is.
+  std::vector<StreamedDigest> streamed_digests;
   /// What the file says of the model in its own header (Checkpoint::metadata: GGUF's key/values); null if none.
   nlohmann::ordered_json metadata;
   ModelSummary summary;  ///< the parameters: seed 000's summary, the verdict's input

@@ -11,12 +11,17 @@
 #include "precdetect/core/byte_cursor.h"
 #include "precdetect/core/error.h"
 #include "precdetect/core/http.h"
+#include "precdetect/core/sha256.h"
+#include "precdetect/core/streamed_sha256.h"
 #include "precdetect/core/worker_pool.h"
 
 namespace precdetect {
 namespace {
 
-constexpr uint64_t kBlock = uint64_t{64} << 10;  // a view fetches whole blocks: a header in one request or two
+// The first read of a file: a safetensors, GGUF or zip header is often inside it, read in one request.
+constexpr uint64_t kFirstRead = uint64_t{64} << 10;
+// A view fetches whole blocks of a page: a zip's local headers cost a few KiB each, not a tensor's worth.
+constexpr uint64_t kBlock = uint64_t{4} << 10;
 // A tensor is fetched in parts of at least 8 MiB, several at once: requests in flight hide a network's latency.
 constexpr uint64_t kMinReadPart = uint64_t{8} << 20;
 constexpr size_t kRequestsInFlight = 8;
@@ -24,6 +29,13 @@ constexpr size_t kRequestsInFlight = 8;
 // for the tensors that follow it: hundreds of requests of a few KiB each would cost a round trip apiece.
 constexpr uint64_t kSmallRead = uint64_t{256} << 10;
 constexpr uint64_t kSmallReadWindow = uint64_t{2} << 20;
+
+/// The SHA-256 an ETag names (`"HEX"`, the Hub's X-Linked-Etag of an LFS file), else "".
+std::string sha256_named(std::string etag) {
+  if (etag.starts_with("W/")) etag.erase(0, 2);
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
+  return is_sha256(etag) ? etag : "";
+}
 
 /// The threads ranges are fetched on: the process's worker pool is the kernel's, and a transfer queued behind its
 /// loops would stop the read-ahead from overlapping them; each thread keeps its connections (core/http.h).
@@ -39,19 +51,26 @@ class RemoteFile final : public ByteSource {
     if (!parsed) fail(ErrorCode::kRemote, path_, "not an http(s) URL");
     credentials_ = credentials_for(*parsed);
     HttpResponse probe =
-        http_get({.url = url, .credentials = credentials_, .range = HttpRange{0, kBlock - 1}, .meter = meter_});
+        http_get({.url = url, .credentials = credentials_, .range = HttpRange{0, kFirstRead - 1}, .meter = meter_});
     // Every later range goes where the first was answered (the Hub's CDN), without credentials when that is
     // another host, and must come from the same version of the file.
     data_url_ = probe.url;
     etag_ = probe.etag;
     size_ = probe.total;
     reserve();
+    if (StreamedVerification* verification = StreamedVerification::current()) {
+      hash_ = verification->add(url, sha256_named(probe.linked_etag), size_);
+      hash_->set_reader([this](uint64_t offset, std::span<std::byte> dest) { read(offset, dest); });
+    }
     if (size_ > 0) {
       std::memcpy(data_, probe.body.data(), probe.body.size());
+      std::lock_guard lock(mutex_);
       mark(0, probe.body.size(), true);
+      hash_fetched(0, {data_, probe.body.size()});
     }
   }
   ~RemoteFile() override {
+    if (hash_) hash_->set_reader({});
     if (data_) ::munmap(data_, size_);
   }
   RemoteFile(const RemoteFile&) = delete;
@@ -86,11 +105,19 @@ class RemoteFile final : public ByteSource {
   }
 
   void read(uint64_t offset, std::span<std::byte> dest) const override {
-    std::span<const std::byte> bytes = checked(offset, dest.size());
+    checked(offset, dest.size());
     if (dest.empty()) return;  // an empty tensor: nothing to fetch (and memcpy takes no null pointer)
-    if (held(offset, dest.size())) return (void)std::memcpy(dest.data(), bytes.data(), dest.size());
-    if (dest.size() <= kSmallRead) return read_small(offset, dest);
-    read_uncached(offset, dest);  // a tensor's bytes go straight to the caller, never into the cache
+    // What is here already (blocks a view fetched, the small reads' window) is not fetched again: read in order,
+    // each byte of a file moves once.
+    uint64_t done = copy_held(offset, dest);
+    if (done < dest.size() && dest.size() <= kSmallRead) {
+      read_small(offset, dest);
+    } else if (done < dest.size()) {
+      done += copy_from_window(offset + done, dest.subspan(done));
+      // A tensor's bytes go straight to the caller, never into the cache.
+      if (done < dest.size()) read_uncached(offset + done, dest.subspan(done));
+    }
+    hash_read(offset, dest);  // nothing when hashed already, as they were fetched
   }
 
   void release(uint64_t offset, uint64_t length) const override {
@@ -116,11 +143,23 @@ class RemoteFile final : public ByteSource {
     return file.at(offset, length, "bytes");
   }
 
-  bool held(uint64_t offset, uint64_t length) const {
+  /// Copies the start of dest's bytes that held blocks hold; returns how many.
+  uint64_t copy_held(uint64_t offset, std::span<std::byte> dest) const {
     std::lock_guard lock(mutex_);
-    for (uint64_t block = offset / kBlock; block < (offset + length + kBlock - 1) / kBlock; ++block)
-      if (!have_[block]) return false;
-    return true;
+    uint64_t end = offset;
+    while (end < offset + dest.size() && have_[end / kBlock]) end = std::min((end / kBlock + 1) * kBlock, size_);
+    uint64_t length = std::min<uint64_t>(end - offset, dest.size());
+    if (length > 0) std::memcpy(dest.data(), data_ + offset, length);
+    return length;
+  }
+
+  /// Copies the start of dest's bytes that the small reads' window holds; returns how many.
+  uint64_t copy_from_window(uint64_t offset, std::span<std::byte> dest) const {
+    std::lock_guard lock(window_mutex_);
+    if (offset < window_begin_ || offset >= window_begin_ + window_.size()) return 0;
+    uint64_t length = std::min<uint64_t>(window_begin_ + window_.size() - offset, dest.size());
+    std::memcpy(dest.data(), window_.data() + (offset - window_begin_), length);
+    return length;
   }
 
   /// Marks the blocks [begin, end) covers whole (or reaching the file's end) as held or not.
@@ -129,10 +168,35 @@ class RemoteFile final : public ByteSource {
       if ((block + 1) * kBlock <= end || end == size_) have_[block] = value;
   }
 
-  /// Bytes [begin, end) into the cache, in parallel parts when many.
+  /// Bytes [begin, end) into the cache, in parallel parts when many (mutex_ held).
   void fetch(uint64_t begin, uint64_t end) const {
     read_uncached(begin, {data_ + begin, static_cast<size_t>(end - begin)});
     mark(begin, end, true);
+    hash_fetched(begin, {data_ + begin, static_cast<size_t>(end - begin)});
+  }
+
+  /// --verify: bytes just fetched extend the file's hash where they continue it, and so do the blocks held after
+  /// them (a zip's local headers between two storages, fetched when its directory was read). mutex_ held.
+  void hash_fetched(uint64_t offset, std::span<const std::byte> bytes) const {
+    if (!hash_) return;
+    hash_->take(offset, bytes);
+    hash_held();
+  }
+
+  /// hash_fetched for bytes read outside the cache: hashed without mutex_, which the kernel's release() takes.
+  void hash_read(uint64_t offset, std::span<const std::byte> bytes) const {
+    if (!hash_) return;
+    hash_->take(offset, bytes);
+    std::lock_guard lock(mutex_);
+    hash_held();
+  }
+
+  /// Extends the hash through the blocks held from where it stands (mutex_ held).
+  void hash_held() const {
+    if (!hash_) return;
+    uint64_t begin = hash_->hashed(), end = begin;
+    while (end < size_ && have_[end / kBlock]) end = std::min((end / kBlock + 1) * kBlock, size_);
+    if (end > begin) hash_->take(begin, {data_ + begin, static_cast<size_t>(end - begin)});
   }
 
   void read_uncached(uint64_t offset, std::span<std::byte> dest) const {
@@ -153,6 +217,7 @@ class RemoteFile final : public ByteSource {
       get(offset, bytes);
       window_ = std::move(bytes);
       window_begin_ = offset;
+      hash_read(window_begin_, window_);
     }
     std::memcpy(dest.data(), window_.data() + (offset - window_begin_), dest.size());
   }
@@ -174,6 +239,7 @@ class RemoteFile final : public ByteSource {
   std::string data_url_, etag_;
   std::optional<HttpCredentials> credentials_;
   std::atomic<uint64_t>* meter_ = TransferMeter::current();  ///< the model's, counting reads from any thread
+  std::shared_ptr<StreamedSha256> hash_;                     ///< with --verify: the file's SHA-256 as it is read
   uint64_t size_ = 0;
   std::byte* data_ = nullptr;
   mutable std::vector<bool> have_;  ///< per kBlock: fetched and not released

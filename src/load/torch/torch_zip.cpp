@@ -67,17 +67,19 @@ class TorchZipMembers {
   }
 
   /// Where a storage record's bytes lie in the checkpoint's file: in place, or a region inflated when viewed
-  /// (one per record, however many tensors view it).
+  /// (one per record, however many tensors view it). Nothing is read here: a remote file's storages are fetched
+  /// when analyzed, never to be located (read_zip_entries checked that each lies within the file).
   StorageLocation storage(const ZipEntry& entry) {
-    std::span<const std::byte> raw = in_file(entry);
+    check_method(entry);
     if (entry.method == kStored) return {entry.data_offset, entry.size};
     auto [region, fresh] = region_offsets_.try_emplace(entry.name, 0);
     if (fresh)
-      region->second =
-          regions_->add_region(entry.uncompressed,
-                               [raw, path = source_->path(), name = entry.name, crc = entry.crc32](
-                                   std::span<std::byte> dest) { inflate_into(raw, 0, dest, path, name, crc); },
-                               {.offset = entry.data_offset, .length = entry.size});
+      region->second = regions_->add_region(entry.uncompressed,
+                                            [source = source_, entry](std::span<std::byte> dest) {
+                                              inflate_into(source->view(entry.data_offset, entry.size), 0, dest,
+                                                           source->path(), entry.name, entry.crc32);
+                                            },
+                                            {.offset = entry.data_offset, .length = entry.size});
     return {region->second, entry.uncompressed};
   }
 
@@ -85,11 +87,15 @@ class TorchZipMembers {
   static uint64_t pickle_base(const ZipEntry& entry) { return entry.method == kStored ? entry.data_offset : 0; }
 
  private:
-  std::span<const std::byte> in_file(const ZipEntry& entry) const {
+  void check_method(const ZipEntry& entry) const {
     if (entry.method != kStored && entry.method != kDeflated)
       fail(ErrorCode::kCompressedEntry, source_->path(),
            fmt::format("entry `{}` is compressed with method {}; torch.load reads stored and deflated entries only",
                        entry.name, entry.method));
+  }
+
+  std::span<const std::byte> in_file(const ZipEntry& entry) const {
+    check_method(entry);
     return source_->view(entry.data_offset, entry.size);
   }
 

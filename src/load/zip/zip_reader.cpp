@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "precdetect/core/byte_cursor.h"
 #include "precdetect/core/error.h"
@@ -18,28 +19,48 @@ constexpr uint32_t kZip64End = 0x06064b50;
 constexpr uint64_t kEndSize = 22, kLocatorSize = 20, kZip64EndSize = 56, kCentralSize = 46, kLocalSize = 30;
 constexpr uint64_t kMaxComment = 0xFFFF;
 
-/// The whole archive, for checked reads at the offsets its records give.
-ByteCursor archive(const ByteSource& source) {
-  return ByteCursor(source.view(0, source.size()), source.path(), ErrorCode::kInvalidZip, "zip archive");
-}
+/// The archive, read where its records point: each read views only the bytes it names (a remote archive is
+/// fetched by range, its central directory and the headers it points at, never whole), checked against the file's
+/// size first.
+class Archive {
+ public:
+  explicit Archive(const ByteSource& source) : source_(source) {}
+
+  std::span<const std::byte> at(uint64_t offset, uint64_t length, std::string_view what) const {
+    check(offset, length, what);
+    return source_.view(offset, length);
+  }
+  /// Throws unless [offset, +length) lies within the file; views nothing.
+  void check(uint64_t offset, uint64_t length, std::string_view what) const {
+    auto end = checked_add(offset, length);
+    if (!end || *end > source_.size())
+      fail_at(offset, fmt::format("{} [{}, +{}) runs past the end ({} bytes)", what, offset, length, source_.size()));
+  }
+  [[noreturn]] void fail_at(uint64_t offset, std::string_view what) const {
+    fail_at_offset(ErrorCode::kInvalidZip, source_.path(), "zip archive", offset, what);
+  }
+
+ private:
+  const ByteSource& source_;
+};
 
 struct Directory {
   uint64_t entries = 0, offset = 0, size = 0;
 };
 
 /// The end-of-central-directory record sits in the last 22 + 65535 bytes (it may carry a comment): search backwards.
-uint64_t find_end_record(const ByteCursor& zip, uint64_t size) {
+/// Returns its offset and its bytes, from one view of the archive's tail.
+std::pair<uint64_t, std::span<const std::byte>> find_end_record(const Archive& zip, uint64_t size) {
   if (size < kEndSize) zip.fail_at(0, "file too small for a zip directory");
   uint64_t lowest = size > kEndSize + kMaxComment ? size - kEndSize - kMaxComment : 0;
   auto tail = zip.at(lowest, size - lowest, "the archive's tail");
   for (uint64_t at = size - kEndSize + 1; at-- > lowest;)
-    if (read_le<uint32_t>(tail, at - lowest) == kEndOfDirectory) return at;
+    if (read_le<uint32_t>(tail, at - lowest) == kEndOfDirectory) return {at, tail.subspan(at - lowest, kEndSize)};
   zip.fail_at(size, "no end-of-central-directory record");
 }
 
-Directory read_directory_location(const ByteCursor& zip, uint64_t size) {
-  uint64_t end = find_end_record(zip, size);
-  auto record = zip.at(end, kEndSize, "end of central directory");
+Directory read_directory_location(const Archive& zip, uint64_t size) {
+  auto [end, record] = find_end_record(zip, size);
   Directory dir{read_le<uint16_t>(record, 10), read_le<uint32_t>(record, 16), read_le<uint32_t>(record, 12)};
   bool zip64 = dir.entries == 0xFFFF || dir.offset == 0xFFFFFFFF || dir.size == 0xFFFFFFFF;
   if (end >= kLocatorSize && read_le<uint32_t>(zip.at(end - kLocatorSize, 4, "ZIP64 locator"), 0) == kZip64Locator)
@@ -73,16 +94,16 @@ void apply_zip64_extra(std::span<const std::byte> extra, uint64_t& size, uint64_
 
 /// The data of an entry starts after its local header, whose name and extra lengths may differ from the
 /// central directory's (torch pads the local extra field so data lands on 64-byte boundaries).
-uint64_t data_offset(const ByteCursor& zip, uint64_t local, uint64_t size) {
+uint64_t data_offset(const Archive& zip, uint64_t local, uint64_t size) {
   auto header = zip.at(local, kLocalSize, "local file header");
   if (read_le<uint32_t>(header, 0) != kLocalHeader) zip.fail_at(local, "bad local file header signature");
   uint64_t start = local + kLocalSize + read_le<uint16_t>(header, 26) + read_le<uint16_t>(header, 28);
-  zip.at(start, size, "entry data");
+  zip.check(start, size, "entry data");
   return start;
 }
 
 /// Central directory record `number` of `count`, read from `central` (positioned at it).
-ZipEntry read_central_entry(ByteCursor& central, const ByteCursor& zip, uint64_t number, uint64_t count) {
+ZipEntry read_central_entry(ByteCursor& central, const Archive& zip, uint64_t number, uint64_t count) {
   central.mark();
   if (central.remaining() < kCentralSize || central.le<uint32_t>() != kCentralHeader)
     central.fail(fmt::format("central directory entry {} of {} is missing", number, count));
@@ -114,7 +135,7 @@ bool looks_like_zip(const ByteSource& source) {
 }
 
 std::vector<ZipEntry> read_zip_entries(const ByteSource& source) {
-  ByteCursor zip = archive(source);
+  Archive zip(source);
   Directory dir = read_directory_location(zip, source.size());
   ByteCursor central(zip.at(dir.offset, dir.size, "central directory"), source.path(), ErrorCode::kInvalidZip,
                      "zip archive", dir.offset);
