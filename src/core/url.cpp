@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 
 namespace precdetect {
@@ -34,6 +35,16 @@ std::optional<Url> parse_http_url(std::string_view text) {
   if (question != std::string_view::npos) url.query = std::string(rest.substr(question + 1));
   if (url.path.empty()) url.path = "/";
   return url;
+}
+
+std::optional<HubRef> parse_hub_url(std::string_view text) {
+  if (!text.starts_with("hf://")) return std::nullopt;
+  std::string_view spec = text.substr(std::string_view("hf://").size());
+  size_t at = spec.find('@');
+  std::string_view repo = spec.substr(0, at);
+  if (std::count(repo.begin(), repo.end(), '/') != 1 || repo.front() == '/' || repo.back() == '/') return std::nullopt;
+  return HubRef{.repo = std::string(repo),
+                .revision = at == std::string_view::npos ? "main" : std::string(spec.substr(at + 1))};
 }
 
 std::string resolve_location(const Url& base, std::string_view location) {

@@ -19,12 +19,16 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from helpers import CORPUS, run, scan
+from helpers import CORPUS, hub_snapshot, run, scan
 from s3_server import MotoS3, folder_objects, moto_available
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import malicious_corpus  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 TOKEN = "hf_test_token"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
+LABELLED = "EleutherAI/pythia-410m"  # documented fp16 in src/classify/registry.json
 # No retry waits longer than the test needs; a stalled read gives up after a second.
 FAST = {"HF_HUB_DOWNLOAD_TIMEOUT": "1"}
 
@@ -51,6 +55,19 @@ def write_single(folder):
     torch.manual_seed(1)
     save_file({"embed.weight": torch.randn(300, 128), "norm.weight": torch.ones(128, dtype=torch.float16)},
               folder / "model.safetensors")
+
+
+def write_trainer(folder):
+    """A Trainer's output folder: model.safetensors, the same weights as pytorch_model.bin, the Trainer's own
+    training_args.bin, an optimizer.pt that calls os.system when unpickled, and DeepSpeed's global_step1/ state."""
+    from transformers import TrainingArguments
+
+    write_single(folder)
+    torch.save({"embed.weight": torch.zeros(4, 4)}, folder / "pytorch_model.bin")
+    torch.save(TrainingArguments(output_dir=str(folder / "out"), report_to=[]), folder / "training_args.bin")
+    torch.save({"state": {}, "hook": malicious_corpus.Reduce(os.system, "true")}, folder / "optimizer.pt")
+    (folder / "global_step1").mkdir()
+    torch.save({"module": {"w": torch.zeros(2)}}, folder / "global_step1" / "mp_rank_00_model_states.pt")
 
 
 def header_end(path):
@@ -93,6 +110,9 @@ class RemoteTestCase(unittest.TestCase):
         shutil.copytree(cls.files / "sharded", hub / "org" / "sharded")
         shutil.copytree(cls.files / "single", hub / "private" / "single")
         shutil.copytree(cls.files / "sharded", hub / "org" / "broken")
+        shutil.copytree(cls.files / "sharded", hub / LABELLED)
+        write_trainer(cls.files / "trainer")
+        shutil.copytree(cls.files / "trainer", hub / "org" / "trainer")
         (hub / "org" / "broken" / "model-00003-of-00004.safetensors").unlink()
         cls.server, ports = start_server([sys.executable, str(HERE / "remote_server.py"), str(cls.tmp)],
                                          lambda p: json.loads(p.stdout.readline()))
@@ -284,6 +304,16 @@ class FaultTest(RemoteTestCase):
         self.assertLess(sum(self.stats()["bytes"].values()), 1 << 20)
 
 
+def assert_trainer_examined(test, model):
+    """write_trainer's folder was judged unsafe for its optimizer.pt, each of its pickles examined."""
+    test.assertEqual(model["safety"]["verdict"], "unsafe")
+    examined = [file.rsplit("/", 2)[-2:] for file in model["safety"]["files"]]
+    for name in (["trainer", "optimizer.pt"], ["trainer", "training_args.bin"], ["trainer", "pytorch_model.bin"],
+                 ["global_step1", "mp_rank_00_model_states.pt"]):
+        test.assertTrue(any(place[-1] == name[-1] for place in examined), (name, examined))
+    test.assertIn("other_formats", [warning["code"] for warning in model["warnings"]])
+
+
 class HubTest(RemoteTestCase):
     def test_huggingface_hub_agrees_with_the_server(self):
         """The server is faithful where huggingface_hub, the Hub's own client, reads it without complaint."""
@@ -311,6 +341,39 @@ class HubTest(RemoteTestCase):
         document = self.assert_same_as_local("hf://org/sharded@main", self.files / "sharded",
                                              f"{self.base}/org/sharded/resolve/{COMMIT}", env=self.hub_env)
         self.assertEqual(document["models"][0]["path"], f"hf://org/sharded@{COMMIT}")
+
+    def test_a_labelled_repository_is_named_by_its_hub_id_as_in_the_local_cache(self):
+        """hf://EleutherAI/pythia-410m is identified as the typed id of the local cache is: the registry's documented
+        precision, in the full scan's verdict and under --headers-only (which reads no values and weighs no
+        verdict, and shows it on its own)."""
+        cache = self.tmp / "hf-cache-local"
+        snapshot = hub_snapshot(cache, LABELLED, COMMIT)
+        shutil.copytree(self.files / "sharded", snapshot, dirs_exist_ok=True)
+        resolve = f"{self.base}/{LABELLED}/resolve/{COMMIT}"
+        for tier in ([], ["--headers-only"]):
+            with self.subTest(tier=tier):
+                code, remote, stderr = scan(*tier, f"hf://{LABELLED}", env=self.hub_env)
+                self.assertEqual(code, 0, stderr)
+                code, local, stderr = scan(*tier, LABELLED, env={"HF_HUB_CACHE": str(cache)})
+                self.assertEqual(code, 0, stderr)
+                self.assertEqual(without_places(remote, [resolve]), without_places(local, [str(snapshot)]))
+                model = remote["models"][0]
+                documented = model["documented"] if tier else model["verdict"]["documented"]
+                self.assertEqual((documented["id"], documented["precision"], documented["matched_by"]),
+                                 (LABELLED, "fp16", "hub_id"))
+        self.assertEqual(model["verdict"], None)
+        # A repository the registry does not know has none, under --headers-only too.
+        code, document, _ = scan("--headers-only", "hf://org/sharded", env=self.hub_env)
+        self.assertIsNone(document["models"][0]["documented"])
+        table = run("--headers-only", f"hf://{LABELLED}", env=self.hub_env).stdout
+        self.assertIn(f"headers only: safe; documented fp16 for {LABELLED} (high, by hub_id)", table)
+
+    def test_pickles_beside_the_weights_are_examined_as_in_a_local_folder(self):
+        """training_args.bin, optimizer.pt, a pytorch_model.bin beside model.safetensors and global_step1/'s state
+        are examined for safety as a local folder's are: the unsafe optimizer.pt makes the model unsafe."""
+        document = self.assert_same_as_local("hf://org/trainer", self.files / "trainer",
+                                             f"{self.base}/org/trainer/resolve/{COMMIT}", env=self.hub_env)
+        assert_trainer_examined(self, document["models"][0])
 
     def test_a_private_repository_needs_the_token_which_never_reaches_the_cdn(self):
         code, document, stderr = scan("hf://private/single", env=self.hub_env)
@@ -363,8 +426,10 @@ class S3Test(unittest.TestCase):
         cls.tmp = Path(tempfile.mkdtemp(prefix="precdetect-s3-"))
         write_sharded(cls.tmp / "sharded")
         write_single(cls.tmp / "single")
+        write_trainer(cls.tmp / "trainer")
         objects = {**folder_objects("run-42/sharded", cls.tmp / "sharded"),
-                   **folder_objects("run-42/single", cls.tmp / "single")}
+                   **folder_objects("run-42/single", cls.tmp / "single"),
+                   **folder_objects("run-42/trainer", cls.tmp / "trainer")}
         cls.s3 = MotoS3("team-models", objects, FAST)
         cls.endpoint, cls.env = cls.s3.endpoint, cls.s3.env
 
@@ -386,6 +451,11 @@ class S3Test(unittest.TestCase):
         self.same_as_local("s3://team-models/run-42/sharded/model.safetensors.index.json",
                            self.tmp / "sharded" / "model.safetensors.index.json",
                            f"{self.endpoint}/team-models/run-42/sharded")
+
+    def test_pickles_beside_the_weights_are_examined_as_in_a_local_folder(self):
+        model = RemoteTestCase.assert_same_as_local(self, "s3://team-models/run-42/trainer/", self.tmp / "trainer",
+                                                    f"{self.endpoint}/team-models/run-42/trainer", env=self.env)
+        assert_trainer_examined(self, model["models"][0])
 
     def test_wrong_credentials_are_an_auth_error(self):
         code, document, _ = scan("s3://team-models/run-42/single/model.safetensors",

@@ -26,6 +26,16 @@ bool is_url(std::string_view text);
 /// first, discover/remote.h).
 std::optional<Url> parse_http_url(std::string_view text);
 
+/// A Hub model named by URL: `hf://org/name[@revision]`.
+struct HubRef {
+  std::string repo;      ///< "org/name"
+  std::string revision;  ///< a branch, tag or commit; "main" when none is given
+};
+
+/// `text` split when it is `hf://org/name[@revision]` (one '/' in the repository's name, neither first nor last);
+/// nullopt for anything else.
+std::optional<HubRef> parse_hub_url(std::string_view text);
+
 /// Where a redirect's `Location` leads from `base`: an absolute URL as it is, `/path` on base's authority, a
 /// relative one beside base's path.
 std::string resolve_location(const Url& base, std::string_view location);
