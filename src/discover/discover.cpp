@@ -348,7 +348,7 @@ bool holds_model_parts(const fs::path& folder) {
 }
 
 std::vector<std::string> models_in(const std::string& input, const fs::path& hf_cache, bool all_formats) {
-  if (is_url(input)) return {input};  // a remote input is one model: listing it is discovery's, with the network
+  if (is_url(input)) return remote_models_in(input);
   try {
     fs::path path = resolve_path(input, hf_cache);
     if (!fs::is_directory(path)) return {input};

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -148,12 +149,11 @@ void add_training_state(ModelSource& source, const Listing& listing) {
 }
 
 /// `hf://org/name[@revision]`: the Hub's revision API lists the repository's files at the commit it names.
-ModelSource discover_hub(const std::string& input) {
-  std::optional<HubRef> hub = parse_hub_url(input);
-  if (!hub) fail(ErrorCode::kNotFound, input, "a Hub model is named hf://org/name[@revision]");
-  const std::string& repo = hub->repo;
+/// A Hub repository's files at the commit its revision names, as a listing of `hub.folder` (the repository's top
+/// when empty); `commit` is set to that commit.
+Listing list_hub(const std::string& input, const HubRef& hub, std::string& commit) {
   std::string api =
-      fmt::format("{}/api/models/{}/revision/{}", hf_endpoint(), repo, percent_encode(hub->revision, false));
+      fmt::format("{}/api/models/{}/revision/{}", hf_endpoint(), hub.repo, percent_encode(hub.revision, false));
   nlohmann::json info;
   try {
     info = nlohmann::json::parse(fetch_text(api, "the Hub's model info"));
@@ -162,12 +162,31 @@ ModelSource discover_hub(const std::string& input) {
   }
   if (!info.is_object() || !info.contains("sha") || !info["sha"].is_string() || !info.contains("siblings"))
     fail(ErrorCode::kRemote, api, "the Hub's answer has no `sha` and `siblings`");
-  std::string commit = info["sha"].get<std::string>();
-  Listing listing{.base = fmt::format("{}/{}/resolve/{}/", hf_endpoint(), repo, commit), .complete = true};
+  commit = info["sha"].get<std::string>();
+  std::string folder = hub.folder.empty() ? "" : hub.folder + "/";
+  Listing listing{
+      .base = fmt::format("{}/{}/resolve/{}/{}", hf_endpoint(), hub.repo, commit, percent_encode(folder, true)),
+      .complete = true};
   for (const auto& sibling : info["siblings"])
     if (sibling.is_object() && sibling.contains("rfilename") && sibling["rfilename"].is_string())
-      listing.names.insert(sibling["rfilename"].get<std::string>());
-  ModelSource source{.input = input, .path = fmt::format("hf://{}@{}", repo, commit)};
+      if (std::string name = sibling["rfilename"].get<std::string>(); name.starts_with(folder))
+        listing.names.insert(name.substr(folder.size()));
+  if (listing.names.empty()) fail(ErrorCode::kNotFound, input, "no such folder in the repository");
+  return listing;
+}
+
+/// The name of the Hub model `hub` at `commit`: `hf://org/name@<commit>[/folder]`.
+std::string hub_path(const HubRef& hub, const std::string& commit, const std::string& folder) {
+  return fmt::format("hf://{}@{}{}", hub.repo, commit, folder.empty() ? "" : "/" + folder);
+}
+
+/// `hf://org/name[@revision][/folder]`: the Hub's revision API lists the repository's files at the commit it names.
+ModelSource discover_hub(const std::string& input) {
+  std::optional<HubRef> hub = parse_hub_url(input);
+  if (!hub) fail(ErrorCode::kNotFound, input, "a Hub model is named hf://org/name[@revision][/folder]");
+  std::string commit;
+  Listing listing = list_hub(input, *hub, commit);
+  ModelSource source{.input = input, .path = hub_path(*hub, commit, hub->folder)};
   add_folder(source, listing);
   add_texts(source, listing, "");
   add_training_state(source, listing);
@@ -271,7 +290,65 @@ ModelSource discover_http(const std::string& input) {
   return source;
 }
 
+/// Whether a listed folder holds weights at its top, in a format a remote folder is read in (add_folder's choice).
+bool holds_weights(const Listing& listing) {
+  for (const WeightFormat& format : weight_formats())
+    if (format.read_remotely && ((!format.index.empty() && listing.names.contains(std::string(format.index))) ||
+                                 !files_of(listing, format).empty()))
+      return true;
+  return false;
+}
+
+/// The sub-folders of a listed diffusers pipeline (model_index.json, no weights of its own) that hold weights, in
+/// name order: its components, as a local pipeline's (discover.cpp's pipeline_components).
+std::vector<std::string> components_of(const Listing& listing) {
+  if (!listing.names.contains("model_index.json") || holds_weights(listing)) return {};
+  std::map<std::string, Listing> folders;
+  for (const std::string& name : listing.names)
+    if (size_t slash = name.find('/'); slash != std::string::npos)
+      folders[name.substr(0, slash)].names.insert(name.substr(slash + 1));
+  std::vector<std::string> components;
+  for (const auto& [folder, inside] : folders)
+    if (holds_weights(inside)) components.push_back(folder);
+  return components;
+}
+
+/// An S3 folder's listing with its sub-folders' files (one level down): what components_of looks at.
+Listing list_s3_pipeline(const std::string& bucket, const std::string& prefix) {
+  Listing listing{.base = fmt::format("{}/{}/", s3_endpoint(), bucket), .complete = true};
+  S3Level level = list_s3_level(bucket, prefix);
+  for (const std::string& key : level.keys) listing.names.insert(key.substr(prefix.size()));
+  if (!listing.names.contains("model_index.json")) return listing;
+  for (const std::string& folder : level.folders)
+    for (const std::string& key : list_s3_level(bucket, folder).keys) listing.names.insert(key.substr(prefix.size()));
+  return listing;
+}
+
 }  // namespace
+
+std::vector<std::string> remote_models_in(const std::string& input) {
+  try {
+    if (hf_offline()) return {input};  // scanning it names why nothing is read
+    if (std::optional<HubRef> hub = parse_hub_url(input)) {
+      std::string commit;
+      std::vector<std::string> models;
+      // Each component at the commit listed: the pipeline's parts are read from one version of it.
+      for (const std::string& component : components_of(list_hub(input, *hub, commit)))
+        models.push_back(hub_path(*hub, commit, hub->folder.empty() ? component : hub->folder + "/" + component));
+      if (!models.empty()) return models;
+    } else if (input.starts_with("s3://") && input.ends_with('/')) {
+      std::string spec = input.substr(std::string_view("s3://").size());
+      size_t slash = spec.find('/');
+      std::vector<std::string> models;
+      for (const std::string& component :
+           components_of(list_s3_pipeline(spec.substr(0, slash), spec.substr(slash + 1))))
+        models.push_back(input + component + "/");
+      if (!models.empty()) return models;
+    }
+  } catch (const Error&) {  // scanning the input names the problem
+  }
+  return {input};
+}
 
 ModelSource discover_remote(const std::string& input) {
   if (hf_offline()) fail(ErrorCode::kRemote, input, "HF_HUB_OFFLINE is set: no network is used");

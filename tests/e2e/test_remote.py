@@ -71,6 +71,35 @@ def write_trainer(folder):
     torch.save({"module": {"w": torch.zeros(2)}}, folder / "global_step1" / "mp_rank_00_model_states.pt")
 
 
+def write_pipeline(folder):
+    """A diffusers-shaped pipeline: model_index.json, three components with weights and their config.json (unet/,
+    vae/, text_encoder/), and two folders without weights (scheduler/, tokenizer/), which are no components."""
+    torch.manual_seed(2)
+    parts = {"unet": ("diffusion_pytorch_model.safetensors", torch.float16),
+             "vae": ("diffusion_pytorch_model.safetensors", torch.float32),
+             "text_encoder": ("model.safetensors", torch.bfloat16)}
+    for component, (name, dtype) in parts.items():
+        (folder / component).mkdir(parents=True)
+        save_file({f"{component}.proj.weight": (torch.randn(64, 64) * 0.1).to(dtype)}, folder / component / name)
+        (folder / component / "config.json").write_text(json.dumps({"_class_name": component}))
+    for other, name in (("scheduler", "scheduler_config.json"), ("tokenizer", "vocab.json")):
+        (folder / other).mkdir()
+        (folder / other / name).write_text("{}")
+    (folder / "model_index.json").write_text(json.dumps(
+        {"_class_name": "StableDiffusionPipeline", **{c: ["diffusers", c] for c in [*parts, "scheduler", "tokenizer"]}}))
+
+
+def assert_components_as_local(test, remote, local_folder, places, env):
+    """`remote` (a pipeline) scans into the components the local folder's scan gives, each the same but for paths."""
+    code, remote_doc, stderr = scan(remote, env=env)
+    test.assertEqual(code, 0, stderr)
+    code, local_doc, stderr = scan(local_folder)
+    test.assertEqual(code, 0, stderr)
+    test.assertEqual(len(local_doc["models"]), 3)
+    test.assertEqual(without_places(remote_doc, places), without_places(local_doc, [str(local_folder)]))
+    return remote_doc
+
+
 def header_end(path):
     """Where a safetensors file's tensor data starts: 8 + its header's length."""
     with open(path, "rb") as f:
@@ -114,6 +143,8 @@ class RemoteTestCase(unittest.TestCase):
         shutil.copytree(cls.files / "sharded", hub / LABELLED)
         write_trainer(cls.files / "trainer")
         shutil.copytree(cls.files / "trainer", hub / "org" / "trainer")
+        write_pipeline(cls.files / "pipeline")
+        shutil.copytree(cls.files / "pipeline", hub / "org" / "pipeline")
         (hub / "org" / "broken" / "model-00003-of-00004.safetensors").unlink()
         cls.server, ports = start_server([sys.executable, str(HERE / "remote_server.py"), str(cls.tmp)],
                                          lambda p: json.loads(p.stdout.readline()))
@@ -394,6 +425,18 @@ class HubTest(RemoteTestCase):
         self.assertEqual(document["models"][0]["verdict"]["label"], "unknown")
         self.assertEqual(document["models"][0]["tensors"], [])
 
+    def test_a_pipeline_scans_as_its_components_as_locally(self):
+        """A diffusers-shaped repository is its components, each read at the commit listed, as a local pipeline
+        folder is; a component is named by its folder in the repository."""
+        document = assert_components_as_local(self, "hf://org/pipeline", self.files / "pipeline",
+                                              [f"{self.base}/org/pipeline/resolve/{COMMIT}"], self.hub_env)
+        self.assertEqual([model["input"] for model in document["models"]],
+                         [f"hf://org/pipeline@{COMMIT}/{c}" for c in ("text_encoder", "unet", "vae")])
+        code, single, stderr = scan("hf://org/pipeline/unet", env=self.hub_env)
+        self.assertEqual(code, 0, stderr)
+        self.assertEqual(model_without_places(single["models"][0], [f"{self.base}/org/pipeline/resolve/{COMMIT}"]),
+                         model_without_places(document["models"][1], [f"{self.base}/org/pipeline/resolve/{COMMIT}"]))
+
     def test_a_private_repository_needs_the_token_which_never_reaches_the_cdn(self):
         code, document, stderr = scan("hf://private/single", env=self.hub_env)
         self.assertEqual(code, 0, stderr)
@@ -452,7 +495,8 @@ class S3Test(unittest.TestCase):
         write_single(cls.tmp / "single")
         write_trainer(cls.tmp / "trainer")
         write_sharded(cls.tmp / "reserved")
-        return {**folder_objects("run-42/sharded", cls.tmp / "sharded"),
+        write_pipeline(cls.tmp / "pipeline")
+        return {**folder_objects("run-42/pipeline", cls.tmp / "pipeline"),**folder_objects("run-42/sharded", cls.tmp / "sharded"),
                 **folder_objects("run-42/single", cls.tmp / "single"),
                 **folder_objects("run-42/trainer", cls.tmp / "trainer"),
                 **folder_objects(f"odd/{RESERVED}", cls.tmp / "reserved"),
@@ -493,6 +537,12 @@ class S3Test(unittest.TestCase):
                                  env={**self.env, "AWS_SECRET_ACCESS_KEY": "wrong"})
         self.assertEqual(code, 2)
         self.assertEqual(document["models"][0]["error"]["code"], "auth_error")
+
+    def test_a_pipeline_folder_scans_as_its_components_as_locally(self):
+        document = assert_components_as_local(self, "s3://team-models/run-42/pipeline/", self.tmp / "pipeline",
+                                              [f"{self.endpoint}/team-models/run-42/pipeline"], self.env)
+        self.assertEqual([model["input"] for model in document["models"]],
+                         [f"s3://team-models/run-42/pipeline/{c}/" for c in ("text_encoder", "unet", "vae")])
 
     def test_keys_with_reserved_characters(self):
         """A folder (its listing asked with that prefix, its index, shards and config.json under it) and an object

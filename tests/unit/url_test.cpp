@@ -70,11 +70,17 @@ TEST(Url, HubUrlsSplitIntoRepositoryAndRevision) {
   ASSERT_TRUE(plain);
   EXPECT_EQ(plain->repo, "EleutherAI/pythia-410m");
   EXPECT_EQ(plain->revision, "main");
-  std::optional<HubRef> pinned = parse_hub_url("hf://org/name@refs/pr/1");
+  EXPECT_EQ(plain->folder, "");
+  std::optional<HubRef> pinned = parse_hub_url("hf://org/name@refs%2Fpr%2F1/unet/");
   ASSERT_TRUE(pinned);
   EXPECT_EQ(pinned->repo, "org/name");
   EXPECT_EQ(pinned->revision, "refs/pr/1");
-  for (const char* bad : {"hf://", "hf://name", "hf://org/", "hf:///name", "hf://a/b/c", "org/name", "s3://org/name"})
+  EXPECT_EQ(pinned->folder, "unet");
+  std::optional<HubRef> component = parse_hub_url("hf://org/name/a/b");
+  ASSERT_TRUE(component);
+  EXPECT_EQ((std::pair{component->revision, component->folder}), (std::pair<std::string, std::string>{"main", "a/b"}));
+  for (const char* bad : {"hf://", "hf://name", "hf://org/", "hf:///name", "hf://org/@main", "hf://org/name@",
+                          "hf://org/name@%2", "hf://org/name@/unet", "org/name", "s3://org/name"})
     EXPECT_FALSE(parse_hub_url(bad)) << bad;
 }
 
