@@ -158,12 +158,16 @@ ModelReport examined(ModelReport& report, const std::optional<ModelSource>& sour
 }
 
 /// --headers-only: what the checkpoint's records say, without their values: each tensor's dtype, shape and size,
-/// the census and footprint (census_model), and what the file's own header says (GGUF's key/values).
-void read_headers(ModelReport& report, const Checkpoint& checkpoint, const ScanOptions& options,
-                  const Judgement& judgement) {
+/// the census and footprint (census_model), what the file's own header says (GGUF's key/values), and the
+/// documented precision of the model its name or config.json names (the registry needs no values; no verdict
+/// weighs it).
+void read_headers(ModelReport& report, const ModelSource& source, const Checkpoint& checkpoint,
+                  const ScanOptions& options, const Judgement& judgement) {
   if (!checkpoint.metadata.empty()) report.metadata = nlohmann::ordered_json::parse(checkpoint.metadata);
   report.warnings = checkpoint.warnings;
   take_analysis(report, census_model(checkpoint, options.filter, judgement.rules.buffers));
+  report.verdict.documented =
+      find_documented(judgement.registry, identify_model(report.input, source.path, source.config));
   report.headers_read = true;
 }
 
@@ -199,7 +203,7 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     report.format = checkpoint->format;
     if (options.safety_only || options.headers_only) {
       report.values_read = false;
-      if (options.headers_only) read_headers(report, *checkpoint, options, judgement);
+      if (options.headers_only) read_headers(report, *source, *checkpoint, options, judgement);
       verified(false);
       return metered(examined(report, source, checkpoint), meter);
     }

@@ -1,6 +1,7 @@
 #include "precdetect/classify/model_identity.h"
 
 #include "precdetect/core/text_file.h"
+#include "precdetect/core/url.h"
 #include "precdetect/discover/hf_cache.h"
 
 namespace precdetect {
@@ -76,9 +77,13 @@ std::string_view match_kind_name(MatchKind kind) {
 ModelIdentity identify_model(const std::string& input, const std::filesystem::path& path,
                              const std::optional<std::filesystem::path>& config_json) {
   ModelIdentity identity{.config = read_config(config_json)};
-  // A hub id is known only where the weights lie in the cache; it was typed when the input resolved to it there
-  // (an input of id shape that names no path, such as a `folder/group` shard group, is no hub id).
-  if (std::optional<std::string> cached = cached_repo_id(path)) {
+  // A hub id is known where the weights lie in the cache, or where they are read from the Hub (`hf://org/name`);
+  // it was typed when the input resolved to it there (an input of id shape that names no path, such as a
+  // `folder/group` shard group, is no hub id).
+  if (std::optional<HubRef> hub = parse_hub_url(input)) {
+    identity.hub_id = hub->repo;
+    identity.hub_id_source = MatchKind::kHubId;
+  } else if (std::optional<std::string> cached = cached_repo_id(path)) {
     std::error_code ec;
     bool typed = !std::filesystem::exists(input, ec) && repo_of(input) == cached;
     identity.hub_id = cached;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 
 namespace precdetect {
@@ -34,6 +35,49 @@ std::optional<Url> parse_http_url(std::string_view text) {
   if (question != std::string_view::npos) url.query = std::string(rest.substr(question + 1));
   if (url.path.empty()) url.path = "/";
   return url;
+}
+
+namespace {
+
+/// `text` with each `%XX` decoded; nullopt when a `%` is not followed by two hex digits.
+std::optional<std::string> percent_decoded(std::string_view text) {
+  std::string out;
+  for (size_t at = 0; at < text.size(); ++at) {
+    if (text[at] != '%') {
+      out += text[at];
+      continue;
+    }
+    if (at + 2 >= text.size() || !std::isxdigit(static_cast<unsigned char>(text[at + 1])) ||
+        !std::isxdigit(static_cast<unsigned char>(text[at + 2])))
+      return std::nullopt;
+    out += static_cast<char>(std::stoi(std::string(text.substr(at + 1, 2)), nullptr, 16));
+    at += 2;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<HubRef> parse_hub_url(std::string_view text) {
+  if (!text.starts_with("hf://")) return std::nullopt;
+  std::string_view spec = text.substr(std::string_view("hf://").size());
+  size_t org_end = spec.find('/');
+  if (org_end == 0 || org_end == std::string_view::npos) return std::nullopt;
+  size_t name_end = std::min(spec.find_first_of("@/", org_end + 1), spec.size());
+  if (name_end == org_end + 1) return std::nullopt;
+  HubRef ref{.repo = std::string(spec.substr(0, name_end)), .revision = "main"};
+  std::string_view rest = spec.substr(name_end);
+  if (rest.starts_with('@')) {
+    size_t slash = std::min(rest.find('/'), rest.size());
+    std::optional<std::string> revision = percent_decoded(rest.substr(1, slash - 1));
+    if (!revision || revision->empty()) return std::nullopt;
+    ref.revision = std::move(*revision);
+    rest = rest.substr(slash);
+  }
+  while (rest.starts_with('/')) rest.remove_prefix(1);
+  while (rest.ends_with('/')) rest.remove_suffix(1);
+  ref.folder = std::string(rest);
+  return ref;
 }
 
 std::string resolve_location(const Url& base, std::string_view location) {

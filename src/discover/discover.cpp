@@ -13,73 +13,55 @@
 #include "precdetect/discover/remote.h"
 #include "precdetect/discover/shard_index.h"
 #include "precdetect/discover/shard_pattern.h"
+#include "precdetect/discover/training_state.h"
+#include "precdetect/discover/weight_format.h"
 
 namespace precdetect {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr std::string_view kSafetensorsIndex = "model.safetensors.index.json";
-constexpr std::string_view kPytorchIndex = "pytorch_model.bin.index.json";
 constexpr std::string_view kPipelineIndex = "model_index.json";  // a diffusers pipeline: one model per component
-// torch.distributed.checkpoint: the pickle that says where each tensor's chunks lie in the folder's .distcp files.
-constexpr std::string_view kDcpMetadata = ".metadata";
-// ... or, saved without collectives, rank 0's of one metadata file per rank (its reader finds the others).
+// torch.distributed.checkpoint's index (kDcpMetadata) or, saved without collectives, rank 0's of one metadata
+// file per rank (its reader finds the others).
 constexpr std::string_view kDcpRankMetadata = "__0.metadata";
-const std::initializer_list<std::string_view> kPytorchExtensions = {".bin", ".pt", ".pth", ".ckpt", ".jit", ".nemo"};
-// Training state saved beside the weights, not the model: the HF Trainer's files, DeepSpeed ZeRO's optimizer
-// partitions, Megatron-LM's distributed optimizer.
-constexpr std::string_view kTrainerState[] = {"training_args.bin", "optimizer.pt", "scheduler.pt", "scaler.pt",
-                                              "distrib_optim.pt"};
 
-bool is_trainer_state(const fs::path& file) {
-  std::string name = file.filename().string();
-  return name.starts_with("rng_state") || name.ends_with("_optim_states.pt") ||
-         std::find(std::begin(kTrainerState), std::end(kTrainerState), name) != std::end(kTrainerState);
-}
-
-/// Training state whose records precdetect reads: the HF Trainer's arguments and GradScaler state, ESPnet's
-/// config.yaml (the run's arguments beside its model).
-constexpr std::string_view kRecordFiles[] = {"training_args.bin", "scaler.pt", "config.yaml"};
+bool is_trainer_state_file(const fs::path& file) { return is_trainer_state(file.filename().string()); }
 
 /// Where a Trainer checkpoint keeps its training state: the folder, and its `global_step*` folders (DeepSpeed's).
 std::vector<fs::path> training_state_folders(const fs::path& folder) {
   std::vector<fs::path> folders = {folder};
   for (const auto& entry : fs::directory_iterator(folder))
     // A linked folder is not walked: one that leaves the model is named by links_leaving, never listed.
-    if (entry.is_directory() && !entry.is_symlink() && entry.path().filename().string().starts_with("global_step"))
+    if (entry.is_directory() && !entry.is_symlink() && is_training_state_folder(entry.path().filename().string()))
       folders.push_back(entry.path());
   return folders;
 }
 
-/// A folder's training-state files that record the run's precision, in path order: kRecordFiles, and DeepSpeed's
-/// bf16 ZeRO shards (by name only) in its training_state_folders.
+/// A folder's training-state files that record the run's precision, in path order: its record files (is_record_file),
+/// and DeepSpeed's bf16 ZeRO shards (by name only) in its training_state_folders.
 std::vector<fs::path> training_files_in(const fs::path& folder) {
   std::vector<fs::path> found;
-  for (std::string_view name : kRecordFiles)
-    if (fs::is_regular_file(folder / name)) found.push_back(folder / name);
+  for (const auto& entry : fs::directory_iterator(folder))
+    if (is_record_file(entry.path().filename().string()) && entry.is_regular_file()) found.push_back(entry.path());
   for (const fs::path& where : training_state_folders(folder))
     for (const auto& entry : fs::directory_iterator(where))
-      if (entry.path().filename().string().starts_with("bf16_zero_pp_rank_") && entry.is_regular_file())
+      if (is_bf16_zero_shard(entry.path().filename().string()) && entry.is_regular_file())
         found.push_back(entry.path());
   std::sort(found.begin(), found.end());
   return found;
 }
 
-bool has_extension(const fs::path& path, std::initializer_list<std::string_view> extensions) {
+bool has_extension(const fs::path& path, std::span<const std::string_view> extensions) {
   std::string ext = path.extension().string();
   return std::find(extensions.begin(), extensions.end(), ext) != extensions.end();
 }
-
-/// Extensions of files that torch.load, pickle.load, joblib or numpy may unpickle.
-const std::initializer_list<std::string_view> kPickleExtensions = {
-    ".bin", ".pt", ".pth", ".ckpt", ".jit", ".nemo", ".pkl", ".pickle", ".joblib", ".dill", ".npy", ".npz"};
 
 /// A folder's files that may hold pickles, in its training_state_folders, other than `weights`.
 std::vector<fs::path> pickles_beside(const fs::path& folder, const std::vector<fs::path>& weights) {
   std::vector<fs::path> found;
   for (const fs::path& where : training_state_folders(folder))
     for (const auto& entry : fs::directory_iterator(where))
-      if (entry.is_regular_file() && has_extension(entry.path(), kPickleExtensions) &&
+      if (entry.is_regular_file() && may_hold_pickle(entry.path().filename().string()) &&
           std::find(weights.begin(), weights.end(), entry.path()) == weights.end())
         found.push_back(entry.path());
   std::sort(found.begin(), found.end());
@@ -124,7 +106,7 @@ std::vector<EscapingLink> links_leaving(const ModelRoot& root, const fs::path& f
   return found;
 }
 
-std::vector<fs::path> files_with_extension(const fs::path& folder, std::initializer_list<std::string_view> exts) {
+std::vector<fs::path> files_with_extension(const fs::path& folder, std::span<const std::string_view> exts) {
   std::vector<fs::path> found;
   for (const auto& entry : fs::directory_iterator(folder))
     if (entry.is_regular_file() && has_extension(entry.path(), exts)) found.push_back(entry.path());
@@ -149,25 +131,6 @@ void add_sharded(ModelSource& source, const fs::path& index_path) {
   source.weight_map = std::move(index.weight_map);
 }
 
-/// The weight formats a folder may hold, in the order a folder's verdict prefers them (docs/using.md): each with
-/// its shard index's name and its files' extensions.
-struct WeightFormat {
-  std::string_view name;
-  std::string_view index;  ///< empty: the format has no shard index
-  std::initializer_list<std::string_view> extensions;
-};
-const WeightFormat kWeightFormats[] = {
-    {"safetensors", kSafetensorsIndex, {".safetensors"}},
-    {"pytorch", kPytorchIndex, kPytorchExtensions},
-    {"flax", "flax_model.msgpack.index.json", {".msgpack"}},
-    {"keras", "", {".keras"}},  // Keras 3's own format: its model.weights.h5 is the weights any .h5 beside holds
-    {"tf", "tf_model.h5.index.json", {".h5", ".hdf5"}},
-    {"gguf", "", {".gguf"}},
-    {"numpy", "", {".npz", ".npy"}},
-    {"dcp", kDcpMetadata, {".distcp"}},
-    {"onnx", "", {".onnx"}},  // an export: its external data files (model.onnx_data) are read through it
-};
-
 /// One format's weights in a folder: its shard index, or its files (without the training state).
 struct FolderFormat {
   std::string_view name;
@@ -178,11 +141,11 @@ struct FolderFormat {
 /// The formats a folder holds weights in, most preferred first.
 std::vector<FolderFormat> formats_in(const fs::path& folder) {
   std::vector<FolderFormat> found;
-  for (const WeightFormat& format : kWeightFormats) {
+  for (const WeightFormat& format : weight_formats()) {
     FolderFormat held{.name = format.name};
     if (!format.index.empty() && fs::is_regular_file(folder / format.index)) held.index = folder / format.index;
     held.files = files_with_extension(folder, format.extensions);
-    std::erase_if(held.files, is_trainer_state);
+    std::erase_if(held.files, is_trainer_state_file);
     bool dcp = format.index == kDcpMetadata;  // `.metadata` alone is too common a name to mean DCP
     if ((held.index && !dcp) || !held.files.empty()) found.push_back(std::move(held));
   }
@@ -385,7 +348,7 @@ bool holds_model_parts(const fs::path& folder) {
 }
 
 std::vector<std::string> models_in(const std::string& input, const fs::path& hf_cache, bool all_formats) {
-  if (is_url(input)) return {input};  // a remote input is one model: listing it is discovery's, with the network
+  if (is_url(input)) return remote_models_in(input);
   try {
     fs::path path = resolve_path(input, hf_cache);
     if (!fs::is_directory(path)) return {input};

@@ -5,13 +5,18 @@
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "precdetect/core/error.h"
 #include "precdetect/core/http.h"
+#include "precdetect/core/xml_text.h"
 #include "precdetect/discover/shard_index.h"
 #include "precdetect/discover/shard_pattern.h"
+#include "precdetect/discover/training_state.h"
+#include "precdetect/discover/weight_format.h"
 
 namespace precdetect {
 namespace {
@@ -35,34 +40,16 @@ std::string fetch_text(const std::string& url, const char* what) {
   }
 }
 
-/// The weight formats a remote folder is read in, in the order a local folder prefers them (discover.cpp): its
-/// index, or its files by extension. Only the top level of the folder is looked at.
-struct RemoteFormat {
-  std::string_view index;
-  std::initializer_list<std::string_view> extensions;
-};
 /// The text files beside the weights a loader reads and may act on (discover.cpp's texts_beside), in name order.
 constexpr std::array<std::string_view, 4> kTextNames = {"chat_template.jinja", "chat_template.json", "config.json",
                                                         "tokenizer_config.json"};
-constexpr std::array<std::string_view, 5> kTrainerState = {"training_args.bin", "optimizer.pt", "scheduler.pt",
-                                                           "scaler.pt", "distrib_optim.pt"};
 
-const RemoteFormat kRemoteFormats[] = {
-    {"model.safetensors.index.json", {".safetensors"}},
-    {"pytorch_model.bin.index.json", {".bin", ".pt", ".pth", ".ckpt", ".nemo"}},
-    {"flax_model.msgpack.index.json", {".msgpack"}},
-    {"", {".gguf"}},
-    {"", {".npz", ".npy"}},
-    {"", {".onnx"}},
-};
-
-bool has_extension(const std::string& name, std::initializer_list<std::string_view> extensions) {
+bool has_extension(const std::string& name, std::span<const std::string_view> extensions) {
   return std::any_of(extensions.begin(), extensions.end(), [&](std::string_view ext) { return name.ends_with(ext); });
 }
 
 bool is_weight_candidate(const std::string& name) {
-  return name.find('/') == std::string::npos && name.find('\0') == std::string::npos &&
-         std::find(kTrainerState.begin(), kTrainerState.end(), name) == kTrainerState.end();
+  return name.find('/') == std::string::npos && name.find('\0') == std::string::npos && !is_trainer_state(name);
 }
 
 /// A sharded model: the index's shards, each beside it; missing when the listing is complete and lacks one.
@@ -98,17 +85,34 @@ void add_files(ModelSource& source, const Listing& listing, const std::vector<st
   for (const std::string& name : files) source.files.emplace_back(url_of(listing, name));
 }
 
-/// A folder's model, as discover() picks one from a local folder: the preferred format's index, else its files.
+/// A format's files at the top of a listed folder (the trainer's state aside).
+std::vector<std::string> files_of(const Listing& listing, const WeightFormat& format) {
+  std::vector<std::string> files;
+  for (const std::string& name : listing.names)
+    if (is_weight_candidate(name) && has_extension(name, format.extensions)) files.push_back(name);
+  return files;
+}
+
+/// A folder's model, as discover() picks one from a local folder: the preferred format's index, else its files;
+/// the other formats it holds are named (ModelSource::other_formats) as a local folder's are.
 void add_folder(ModelSource& source, const Listing& listing) {
-  for (const RemoteFormat& format : kRemoteFormats) {
-    if (!format.index.empty() && listing.names.contains(std::string(format.index)))
-      return add_index(source, listing, std::string(format.index));
-    std::vector<std::string> files;
-    for (const std::string& name : listing.names)
-      if (is_weight_candidate(name) && has_extension(name, format.extensions)) files.push_back(name);
-    if (!files.empty()) return add_files(source, listing, files);
+  const WeightFormat* picked = nullptr;
+  for (const WeightFormat& format : weight_formats()) {
+    bool indexed =
+        !format.index.empty() && format.index != kDcpMetadata && listing.names.contains(std::string(format.index));
+    std::vector<std::string> files = files_of(listing, format);
+    if (!indexed && files.empty()) continue;
+    if (picked || !format.read_remotely) {
+      source.other_formats.emplace_back(format.name);
+      continue;
+    }
+    picked = &format;
+    if (indexed)
+      add_index(source, listing, std::string(format.index));
+    else
+      add_files(source, listing, files);
   }
-  fail(ErrorCode::kNoWeights, listing.base, "no weight files in this remote folder");
+  if (!picked) fail(ErrorCode::kNoWeights, listing.base, "no weight files in this remote folder");
 }
 
 /// config.json and the text files a loader acts on (ModelSource::texts_beside), where the listing holds them.
@@ -122,14 +126,34 @@ void add_texts(ModelSource& source, const Listing& listing, const std::string& f
   if (listing.names.contains(folder + "config.json")) source.config = url_of(listing, folder + "config.json");
 }
 
+/// The training state beside a listed folder's weights, as discover() finds it beside a local folder's: its
+/// record files and DeepSpeed's bf16 shards (ModelSource::training_files), and every file other than the weights
+/// that a load may unpickle (ModelSource::pickles_beside), at the top and in its `global_step*/` folders; each in
+/// path order.
+void add_training_state(ModelSource& source, const Listing& listing) {
+  std::vector<std::filesystem::path> names;  // relative, ordered as paths: as a local folder's are
+  for (const std::string& name : listing.names) {
+    size_t slash = name.find('/');
+    if (slash == std::string::npos ||
+        (name.find('/', slash + 1) == std::string::npos && is_training_state_folder(name.substr(0, slash))))
+      names.emplace_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  for (const std::filesystem::path& name : names) {
+    std::string file = name.filename().string(), url = url_of(listing, name.generic_string());
+    if ((is_record_file(file) && !name.has_parent_path()) || is_bf16_zero_shard(file))
+      source.training_files.emplace_back(url);
+    if (may_hold_pickle(file) && std::find(source.files.begin(), source.files.end(), url) == source.files.end())
+      source.pickles_beside.emplace_back(url);
+  }
+}
+
 /// `hf://org/name[@revision]`: the Hub's revision API lists the repository's files at the commit it names.
-ModelSource discover_hub(const std::string& input) {
-  std::string spec = input.substr(std::string_view("hf://").size());
-  size_t at = spec.find('@');
-  std::string repo = spec.substr(0, at), revision = at == std::string::npos ? "main" : spec.substr(at + 1);
-  if (std::count(repo.begin(), repo.end(), '/') != 1 || repo.front() == '/' || repo.back() == '/')
-    fail(ErrorCode::kNotFound, input, "a Hub model is named hf://org/name[@revision]");
-  std::string api = fmt::format("{}/api/models/{}/revision/{}", hf_endpoint(), repo, percent_encode(revision, false));
+/// A Hub repository's files at the commit its revision names, as a listing of `hub.folder` (the repository's top
+/// when empty); `commit` is set to that commit.
+Listing list_hub(const std::string& input, const HubRef& hub, std::string& commit) {
+  std::string api =
+      fmt::format("{}/api/models/{}/revision/{}", hf_endpoint(), hub.repo, percent_encode(hub.revision, false));
   nlohmann::json info;
   try {
     info = nlohmann::json::parse(fetch_text(api, "the Hub's model info"));
@@ -138,33 +162,35 @@ ModelSource discover_hub(const std::string& input) {
   }
   if (!info.is_object() || !info.contains("sha") || !info["sha"].is_string() || !info.contains("siblings"))
     fail(ErrorCode::kRemote, api, "the Hub's answer has no `sha` and `siblings`");
-  std::string commit = info["sha"].get<std::string>();
-  Listing listing{.base = fmt::format("{}/{}/resolve/{}/", hf_endpoint(), repo, commit), .complete = true};
+  commit = info["sha"].get<std::string>();
+  std::string folder = hub.folder.empty() ? "" : hub.folder + "/";
+  Listing listing{
+      .base = fmt::format("{}/{}/resolve/{}/{}", hf_endpoint(), hub.repo, commit, percent_encode(folder, true)),
+      .complete = true};
   for (const auto& sibling : info["siblings"])
     if (sibling.is_object() && sibling.contains("rfilename") && sibling["rfilename"].is_string())
-      listing.names.insert(sibling["rfilename"].get<std::string>());
-  ModelSource source{.input = input, .path = fmt::format("hf://{}@{}", repo, commit)};
-  add_folder(source, listing);
-  add_texts(source, listing, "");
-  return source;
+      if (std::string name = sibling["rfilename"].get<std::string>(); name.starts_with(folder))
+        listing.names.insert(name.substr(folder.size()));
+  if (listing.names.empty()) fail(ErrorCode::kNotFound, input, "no such folder in the repository");
+  return listing;
 }
 
-/// The text of each `<tag>` element in `xml`, in order: enough of ListObjectsV2's answer (keys, the token).
-std::vector<std::string> xml_values(const std::string& xml, const std::string& tag) {
-  std::vector<std::string> values;
-  std::string open = "<" + tag + ">", close = "</" + tag + ">";
-  for (size_t at = xml.find(open); at != std::string::npos; at = xml.find(open, at)) {
-    size_t begin = at + open.size(), end = xml.find(close, begin);
-    if (end == std::string::npos) break;
-    std::string value = xml.substr(begin, end - begin);
-    for (auto [entity, text] :
-         {std::pair{"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}})
-      for (size_t e = value.find(entity); e != std::string::npos; e = value.find(entity, e + 1))
-        value.replace(e, std::string_view(entity).size(), text);
-    values.push_back(std::move(value));
-    at = end;
-  }
-  return values;
+/// The name of the Hub model `hub` at `commit`: `hf://org/name@<commit>[/folder]`.
+std::string hub_path(const HubRef& hub, const std::string& commit, const std::string& folder) {
+  return fmt::format("hf://{}@{}{}", hub.repo, commit, folder.empty() ? "" : "/" + folder);
+}
+
+/// `hf://org/name[@revision][/folder]`: the Hub's revision API lists the repository's files at the commit it names.
+ModelSource discover_hub(const std::string& input) {
+  std::optional<HubRef> hub = parse_hub_url(input);
+  if (!hub) fail(ErrorCode::kNotFound, input, "a Hub model is named hf://org/name[@revision][/folder]");
+  std::string commit;
+  Listing listing = list_hub(input, *hub, commit);
+  ModelSource source{.input = input, .path = hub_path(*hub, commit, hub->folder)};
+  add_folder(source, listing);
+  add_texts(source, listing, "");
+  add_training_state(source, listing);
+  return source;
 }
 
 /// config.json and the other text files beside a file or index that came without a listing (an http(s) URL, an S3
@@ -184,23 +210,46 @@ void add_texts_beside(ModelSource& source, const Listing& beside) {
   }
 }
 
-/// `s3://bucket/prefix/`: ListObjectsV2, page by page, the folder's own files (a delimiter keeps sub-folders out).
-Listing list_s3_folder(const std::string& bucket, const std::string& prefix) {
-  Listing listing{.base = fmt::format("{}/{}/", s3_endpoint(), bucket), .complete = true};
+/// One level of an S3 folder: its keys, and the prefixes of its sub-folders.
+struct S3Level {
+  std::vector<std::string> keys;
+  std::vector<std::string> folders;
+};
+
+/// `s3://bucket/prefix/`'s own level: ListObjectsV2, page by page (a delimiter keeps sub-folders' keys out).
+S3Level list_s3_level(const std::string& bucket, const std::string& prefix) {
+  S3Level level;
   std::string token;
-  // '/' stays as it is in the query: libcurl 7.88's SigV4 encodes the query again for the signature, so a `%2F`
-  // would be signed as `%252F` (a prefix or token with other reserved characters meets the same limit).
+  // The query is SigV4's canonical one as it stands (libcurl 7.88 signs it as written): its parameters in name
+  // order, each value percent-encoded whole, '/' too (a `/` left as it is is signed as `/`, where S3 and SeaweedFS
+  // sign `%2F`, and the request is refused; moto's server lets it pass).
   do {
-    std::string url =
-        fmt::format("{}/{}?delimiter=/&list-type=2&prefix={}", s3_endpoint(), bucket, percent_encode(prefix, true));
-    if (!token.empty())
-      url = fmt::format("{}/{}?continuation-token={}&delimiter=/&list-type=2&prefix={}", s3_endpoint(), bucket,
-                        percent_encode(token, true), percent_encode(prefix, true));
+    std::string query = fmt::format("delimiter=%2F&list-type=2&prefix={}", percent_encode(prefix, false));
+    if (!token.empty()) query = fmt::format("continuation-token={}&{}", percent_encode(token, false), query);
+    std::string url = fmt::format("{}/{}?{}", s3_endpoint(), bucket, query);
     std::string xml = fetch_text(url, "S3 ListObjectsV2");
-    for (std::string& key : xml_values(xml, "Key")) listing.names.insert(std::move(key));
-    std::vector<std::string> next = xml_values(xml, "NextContinuationToken");
+    for (std::string& key : xml_element_texts(xml, "Key")) level.keys.push_back(std::move(key));
+    // The answer's own <Prefix> is the one asked; each sub-folder's is a longer one, ending with the delimiter.
+    for (std::string& folder : xml_element_texts(xml, "Prefix"))
+      if (folder.size() > prefix.size() && folder.starts_with(prefix) && folder.ends_with('/'))
+        level.folders.push_back(std::move(folder));
+    std::vector<std::string> next = xml_element_texts(xml, "NextContinuationToken");
     token = next.empty() ? "" : next.front();
   } while (!token.empty());
+  return level;
+}
+
+/// An S3 folder's files, and those of its `global_step*/` folders (the training state a local folder's discovery
+/// looks at too), as keys.
+Listing list_s3_folder(const std::string& bucket, const std::string& prefix) {
+  Listing listing{.base = fmt::format("{}/{}/", s3_endpoint(), bucket), .complete = true};
+  S3Level level = list_s3_level(bucket, prefix);
+  listing.names.insert(level.keys.begin(), level.keys.end());
+  for (const std::string& folder : level.folders)
+    if (is_training_state_folder(folder.substr(prefix.size()))) {
+      S3Level state = list_s3_level(bucket, folder);
+      listing.names.insert(state.keys.begin(), state.keys.end());
+    }
   return listing;
 }
 
@@ -225,6 +274,7 @@ ModelSource discover_s3(const std::string& input) {
     if (name.starts_with(key)) folder.names.insert(name.substr(key.size()));
   add_folder(source, folder);
   add_texts(source, folder, "");
+  add_training_state(source, folder);
   return source;
 }
 
@@ -240,7 +290,65 @@ ModelSource discover_http(const std::string& input) {
   return source;
 }
 
+/// Whether a listed folder holds weights at its top, in a format a remote folder is read in (add_folder's choice).
+bool holds_weights(const Listing& listing) {
+  for (const WeightFormat& format : weight_formats())
+    if (format.read_remotely && ((!format.index.empty() && listing.names.contains(std::string(format.index))) ||
+                                 !files_of(listing, format).empty()))
+      return true;
+  return false;
+}
+
+/// The sub-folders of a listed diffusers pipeline (model_index.json, no weights of its own) that hold weights, in
+/// name order: its components, as a local pipeline's (discover.cpp's pipeline_components).
+std::vector<std::string> components_of(const Listing& listing) {
+  if (!listing.names.contains("model_index.json") || holds_weights(listing)) return {};
+  std::map<std::string, Listing> folders;
+  for (const std::string& name : listing.names)
+    if (size_t slash = name.find('/'); slash != std::string::npos)
+      folders[name.substr(0, slash)].names.insert(name.substr(slash + 1));
+  std::vector<std::string> components;
+  for (const auto& [folder, inside] : folders)
+    if (holds_weights(inside)) components.push_back(folder);
+  return components;
+}
+
+/// An S3 folder's listing with its sub-folders' files (one level down): what components_of looks at.
+Listing list_s3_pipeline(const std::string& bucket, const std::string& prefix) {
+  Listing listing{.base = fmt::format("{}/{}/", s3_endpoint(), bucket), .complete = true};
+  S3Level level = list_s3_level(bucket, prefix);
+  for (const std::string& key : level.keys) listing.names.insert(key.substr(prefix.size()));
+  if (!listing.names.contains("model_index.json")) return listing;
+  for (const std::string& folder : level.folders)
+    for (const std::string& key : list_s3_level(bucket, folder).keys) listing.names.insert(key.substr(prefix.size()));
+  return listing;
+}
+
 }  // namespace
+
+std::vector<std::string> remote_models_in(const std::string& input) {
+  try {
+    if (hf_offline()) return {input};  // scanning it names why nothing is read
+    if (std::optional<HubRef> hub = parse_hub_url(input)) {
+      std::string commit;
+      std::vector<std::string> models;
+      // Each component at the commit listed: the pipeline's parts are read from one version of it.
+      for (const std::string& component : components_of(list_hub(input, *hub, commit)))
+        models.push_back(hub_path(*hub, commit, hub->folder.empty() ? component : hub->folder + "/" + component));
+      if (!models.empty()) return models;
+    } else if (input.starts_with("s3://") && input.ends_with('/')) {
+      std::string spec = input.substr(std::string_view("s3://").size());
+      size_t slash = spec.find('/');
+      std::vector<std::string> models;
+      for (const std::string& component :
+           components_of(list_s3_pipeline(spec.substr(0, slash), spec.substr(slash + 1))))
+        models.push_back(input + component + "/");
+      if (!models.empty()) return models;
+    }
+  } catch (const Error&) {  // scanning the input names the problem
+  }
+  return {input};
+}
 
 ModelSource discover_remote(const std::string& input) {
   if (hf_offline()) fail(ErrorCode::kRemote, input, "HF_HUB_OFFLINE is set: no network is used");

@@ -382,6 +382,8 @@ ordered_json model_json(const ModelReport& model) {
                        {"error", error},
                        {"gate_failures", gate_reasons(model.gate_failures)}};
   if (model.bytes_transferred) json["bytes_transferred"] = *model.bytes_transferred;  // remote models only
+  // --headers-only weighs no verdict; the documented precision needs no values and is shown on its own.
+  if (model.headers_read) json["documented"] = documented_json(model.verdict.documented);
   return json;
 }
 

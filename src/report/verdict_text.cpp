@@ -108,7 +108,10 @@ std::string model_verdict_text(const ModelReport& model) {
   if (model.error) return "error: " + model.error->code + safety_cell(model) + gate;
   if (!model.values_read) {  // --safety-only, --headers-only: no values, no verdict
     std::string cell = safety_cell(model);
-    return fmt::format("{} only:{}{}", model.headers_read ? "headers" : "safety", cell.empty() ? " safe" : cell, gate);
+    // --headers-only: the documented precision of the model its name names, which needs no values.
+    std::string documented = model.headers_read && model.verdict.documented ? ";" + basis_text(model.verdict) : "";
+    return fmt::format("{} only:{}{}{}", model.headers_read ? "headers" : "safety", cell.empty() ? " safe" : cell,
+                       documented, gate);
   }
   return fmt::format("{}{}{}{}{}{}", label_text(model.verdict), adapter_text(model), basis_text(model.verdict),
                      risk_text(model.verdict), safety_cell(model), gate);

@@ -8,7 +8,11 @@
   serves (an LFS object that does not match its pointer);
 - the CDN port: blobs by SHA-256, Range honoured; a request carrying Authorization is counted (`auth_on_cdn`) and refused;
 - plain files (`/files/PATH`, Range honoured) and the same with a fault (`/fault/KIND/PATH`, KIND below);
-- `/__stats`: body bytes sent per served file (per path for other answers) and the count of tokens that reached the CDN; `/__reset` clears them.
+- `/__stats`: body bytes sent per served file (per path for other answers), the count of tokens that reached the CDN
+  and of requests refused for an expired link; `/__reset` clears them and the expiry;
+- `/__expire?after=N[&change=1]`: from now on each CDN link (one per resolve answer) serves N requests, then answers
+  403 as a signed URL past its expiry does; with `change=1` a file's later links serve another version of it (another
+  ETag), as if it had been replaced on the Hub meanwhile.
 
 Prints `{"port": P, "cdn_port": C}` on its first line of stdout, then serves until killed.
 """
@@ -23,13 +27,15 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 ROOT = Path(sys.argv[1])
 TOKEN = "hf_test_token"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 TEXT_SUFFIXES = (".json", ".md", ".txt", ".py", ".jinja", ".yaml")  # served by the Hub itself, not the CDN
-STATS = {"bytes": {}, "auth_on_cdn": 0, "requests": 0}
+STATS = {"bytes": {}, "auth_on_cdn": 0, "requests": 0, "expired": 0}
+EXPIRY = {"after": 0, "change": False}  # after 0: links never expire
+LINKS = {"issued": 0, "uses": {}, "first": {}}  # link id -> requests served; digest -> its first link
 LOCK = threading.Lock()
 SEEN = {}  # fault state per path: requests seen
 CDN_PORT = [0]
@@ -93,8 +99,15 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(200, json.dumps(STATS).encode(), {"Content-Type": "application/json"})
         if path == "/__reset":
             with LOCK:
-                STATS.update(bytes={}, auth_on_cdn=0, requests=0)
+                STATS.update(bytes={}, auth_on_cdn=0, requests=0, expired=0)
                 SEEN.clear()
+                EXPIRY.update(after=0, change=False)
+                LINKS.update(uses={}, first={})
+            return self.reply(200, b"{}")
+        if path == "/__expire":
+            query = parse_qs(urlsplit(self.path).query)
+            with LOCK:
+                EXPIRY.update(after=int(query["after"][0]), change=query.get("change") == ["1"])
             return self.reply(200, b"{}")
         if path.startswith("/api/models/"):
             return self.model_info(path[len("/api/models/"):], "blobs=true" in urlsplit(self.path).query)
@@ -156,7 +169,10 @@ class Handler(BaseHTTPRequestHandler):
         if filename.endswith(TEXT_SUFFIXES):
             return self.serve(file, f"/{org}/{name}/{filename}", etag=f'"{sha256(file)[:40]}"', extra=common)
         digest, named = sha256(file), lfs_sha256(org, name, filename, file)
-        self.reply(302, b"", {**common, "Location": f"http://127.0.0.1:{CDN_PORT[0]}/{digest}?expires=1",
+        with LOCK:
+            LINKS["issued"] += 1
+            link = LINKS["issued"]
+        self.reply(302, b"", {**common, "Location": f"http://127.0.0.1:{CDN_PORT[0]}/{digest}?link={link}",
                                "X-Linked-Etag": f'"{named}"', "X-Linked-Size": str(file.stat().st_size),
                                "ETag": f'"{named}"'})
 
@@ -166,9 +182,18 @@ class Handler(BaseHTTPRequestHandler):
                 STATS["auth_on_cdn"] += 1
             return self.reply(400, b"credentials sent to the CDN")
         digest = path.strip("/")
+        link = parse_qs(urlsplit(self.path).query).get("link", ["0"])[0]
+        with LOCK:
+            uses = LINKS["uses"][link] = LINKS["uses"].get(link, 0) + 1
+            first = LINKS["first"].setdefault(digest, link)
+            expired = EXPIRY["after"] and uses > EXPIRY["after"]
+            STATS["expired"] += bool(expired)
+        if expired:
+            return self.reply(403, b"<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>")
+        etag = f'"{digest}"' if not EXPIRY["change"] or link == first else '"another-version"'
         for file in (ROOT / "hub").rglob("*"):
             if file.is_file() and not file.name.endswith(TEXT_SUFFIXES) and sha256(file) == digest:
-                return self.serve(file, f"cdn:{file.relative_to(ROOT / 'hub').as_posix()}", etag=f'"{digest}"')
+                return self.serve(file, f"cdn:{file.relative_to(ROOT / 'hub').as_posix()}", etag=etag)
         self.reply(404, b"no such blob")
 
     # -- files, with faults --

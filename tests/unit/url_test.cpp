@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "precdetect/core/remote_env.h"
+#include "precdetect/core/xml_text.h"
 
 namespace precdetect {
 namespace {
@@ -62,6 +63,35 @@ TEST(RemoteEnv, TheHubTokenGoesToTheHubsHostOnly) {
   EXPECT_FALSE(credentials_for(*parse_http_url("http://127.0.0.1:9001/blob")));  // the CDN: another port
   ::unsetenv("HF_ENDPOINT");
   ::unsetenv("HF_TOKEN");
+}
+
+TEST(Url, HubUrlsSplitIntoRepositoryAndRevision) {
+  std::optional<HubRef> plain = parse_hub_url("hf://EleutherAI/pythia-410m");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->repo, "EleutherAI/pythia-410m");
+  EXPECT_EQ(plain->revision, "main");
+  EXPECT_EQ(plain->folder, "");
+  std::optional<HubRef> pinned = parse_hub_url("hf://org/name@refs%2Fpr%2F1/unet/");
+  ASSERT_TRUE(pinned);
+  EXPECT_EQ(pinned->repo, "org/name");
+  EXPECT_EQ(pinned->revision, "refs/pr/1");
+  EXPECT_EQ(pinned->folder, "unet");
+  std::optional<HubRef> component = parse_hub_url("hf://org/name/a/b");
+  ASSERT_TRUE(component);
+  EXPECT_EQ((std::pair{component->revision, component->folder}), (std::pair<std::string, std::string>{"main", "a/b"}));
+  for (const char* bad : {"hf://", "hf://name", "hf://org/", "hf:///name", "hf://org/@main", "hf://org/name@",
+                          "hf://org/name@%2", "hf://org/name@/unet", "org/name", "s3://org/name"})
+    EXPECT_FALSE(parse_hub_url(bad)) << bad;
+}
+
+TEST(XmlText, ElementTextsDecodeEntitiesAndCharacterReferencesOnce) {
+  // As SeaweedFS writes a key holding `'` and `&`; `&amp;lt;` is the text `&lt;`, never `<`.
+  std::string xml =
+      "<R><Prefix>p/</Prefix><Key>a &#39;b&#39; &amp; &#x263A; &amp;lt;</Key><Key>&bogus; &#0; &#xD800; &</Key>"
+      "<Key>unterminated";
+  EXPECT_EQ(xml_element_texts(xml, "Key"),
+            (std::vector<std::string>{"a 'b' & \u263A &lt;", "&bogus; &#0; &#xD800; &"}));
+  EXPECT_EQ(xml_element_texts(xml, "Prefix"), std::vector<std::string>{"p/"});
 }
 
 TEST(RemoteEnv, AwsKeysGoToTheS3EndpointOnly) {

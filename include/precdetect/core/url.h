@@ -26,6 +26,18 @@ bool is_url(std::string_view text);
 /// first, discover/remote.h).
 std::optional<Url> parse_http_url(std::string_view text);
 
+/// A Hub model named by URL: `hf://org/name[@revision][/folder]`.
+struct HubRef {
+  std::string repo;      ///< "org/name"
+  std::string revision;  ///< a branch, tag or commit; "main" when none is given
+  std::string folder;    ///< a folder of the repository ("unet": a diffusers pipeline's component); empty: its top
+};
+
+/// `text` split when it is `hf://org/name[@revision][/folder]`: a revision that holds '/' is written with `%2F`
+/// (`@refs%2Fpr%2F1`, as huggingface_hub's HfFileSystem writes it), and is decoded here; the folder keeps its '/'s,
+/// none at either end. nullopt for anything else (an empty org, name or revision).
+std::optional<HubRef> parse_hub_url(std::string_view text);
+
 /// Where a redirect's `Location` leads from `base`: an absolute URL as it is, `/path` on base's authority, a
 /// relative one beside base's path.
 std::string resolve_location(const Url& base, std::string_view location);

@@ -225,18 +225,38 @@ class RemoteFile final : public ByteSource {
   /// One ranged request for exactly dest.size() bytes at `offset`, held to the file's size and ETag.
   void get(uint64_t offset, std::span<std::byte> dest) const {
     if (dest.empty()) return;
-    http_get({.url = data_url_,
-              .credentials = credentials_,
-              .range = HttpRange{offset, offset + dest.size() - 1},
-              .etag = etag_,
-              .total = size_,
-              .follow_redirects = false,
-              .meter = meter_},
-             dest);
+    std::string url = data_url();
+    HttpRequest request{.url = url,
+                        .credentials = credentials_,
+                        .range = HttpRange{offset, offset + dest.size() - 1},
+                        .etag = etag_,
+                        .total = size_,
+                        .follow_redirects = false,
+                        .meter = meter_};
+    try {
+      http_get(request, dest);
+    } catch (const Error& e) {
+      // The Hub's CDN links are signed and expire, and a long scan may outlive one: a refusal from where the file
+      // was redirected is asked once more through its own URL, whose redirect gives a fresh link. The answer is
+      // held to the same ETag, so the bytes are still the file's.
+      if (e.code() != ErrorCode::kRemoteAuth || url == path_.string()) throw;
+      request.url = path_.string();
+      request.follow_redirects = true;
+      std::string fresh = http_get(request, dest).url;
+      std::lock_guard lock(url_mutex_);
+      data_url_ = fresh;
+    }
+  }
+
+  std::string data_url() const {
+    std::lock_guard lock(url_mutex_);
+    return data_url_;
   }
 
   std::filesystem::path path_;
-  std::string data_url_, etag_;
+  mutable std::string data_url_;  ///< where ranges are asked: the Hub's CDN link, renewed when it expires
+  mutable std::mutex url_mutex_;
+  std::string etag_;
   std::optional<HttpCredentials> credentials_;
   std::atomic<uint64_t>* meter_ = TransferMeter::current();  ///< the model's, counting reads from any thread
   std::shared_ptr<StreamedSha256> hash_;                     ///< with --verify: the file's SHA-256 as it is read

@@ -1,0 +1,81 @@
+#include "precdetect/core/xml_text.h"
+
+#include <array>
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+namespace precdetect {
+namespace {
+
+/// `code` in UTF-8.
+std::string utf8_of(uint32_t code) {
+  std::string out;
+  if (code < 0x80) {
+    out += static_cast<char>(code);
+  } else if (code < 0x800) {
+    out += static_cast<char>(0xC0 | (code >> 6));
+    out += static_cast<char>(0x80 | (code & 0x3F));
+  } else if (code < 0x10000) {
+    out += static_cast<char>(0xE0 | (code >> 12));
+    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (code & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (code >> 18));
+    out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (code & 0x3F));
+  }
+  return out;
+}
+
+/// What the reference `&name;` stands for; nullopt when it is none XML defines.
+std::optional<std::string> entity_text(std::string_view name) {
+  constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kNamed = {
+      {{"amp", "&"}, {"lt", "<"}, {"gt", ">"}, {"quot", "\""}, {"apos", "'"}}};
+  for (auto [entity, text] : kNamed)
+    if (name == entity) return std::string(text);
+  if (!name.starts_with('#')) return std::nullopt;
+  bool hex = name.size() > 1 && (name[1] == 'x' || name[1] == 'X');
+  std::string_view digits = name.substr(hex ? 2 : 1);
+  uint32_t code = 0;
+  auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), code, hex ? 16 : 10);
+  bool surrogate = code >= 0xD800 && code <= 0xDFFF;
+  if (digits.empty() || error != std::errc() || end != digits.data() + digits.size() || code == 0 || surrogate ||
+      code > 0x10FFFF)
+    return std::nullopt;
+  return utf8_of(code);
+}
+
+std::string unescaped(std::string_view text) {
+  std::string out;
+  for (size_t at = 0; at < text.size(); ++at) {
+    size_t semicolon = text[at] == '&' ? text.find(';', at) : std::string_view::npos;
+    std::optional<std::string> decoded;
+    if (semicolon != std::string_view::npos) decoded = entity_text(text.substr(at + 1, semicolon - at - 1));
+    if (!decoded) {
+      out += text[at];
+      continue;
+    }
+    out += *decoded;
+    at = semicolon;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> xml_element_texts(std::string_view xml, std::string_view tag) {
+  std::vector<std::string> values;
+  std::string open = "<" + std::string(tag) + ">", close = "</" + std::string(tag) + ">";
+  for (size_t at = xml.find(open); at != std::string_view::npos; at = xml.find(open, at)) {
+    size_t begin = at + open.size(), end = xml.find(close, begin);
+    if (end == std::string_view::npos) break;
+    values.push_back(unescaped(xml.substr(begin, end - begin)));
+    at = end;
+  }
+  return values;
+}
+
+}  // namespace precdetect
