@@ -40,7 +40,7 @@ TORCH_LIBRARIES = {"libtorch_cpu.so", "libc10.so"}  # the CUDA plugin's alone
 # source tree as build/ is, paths under the tree hashed relative to it. They take that build's objects from the cache
 # rather than compiling the project twice more (minutes in CI: docs/benchmarks.md); CMake still configures and
 # ninja still runs every compile and link, from the source pip was given.
-CACHED_BUILD = {"CCACHE_BASEDIR": str(REPO), "SKBUILD_BUILD_DIR": "build", "SKBUILD_CMAKE_DEFINE":
+CACHED_BUILD = {"CCACHE_BASEDIR": str(REPO), "SKBUILD_CMAKE_DEFINE":
                 "CMAKE_CXX_COMPILER_LAUNCHER=ccache;CMAKE_C_COMPILER_LAUNCHER=ccache;CMAKE_DISABLE_PRECOMPILE_HEADERS=ON"}
 
 
@@ -287,8 +287,10 @@ class PreCommit(InstalledProgramTestCase):
                   cls.scratch / "fp16_range.safetensors")
         (cls.scratch / "notes.txt").write_text("not a checkpoint: the hook never sees it\n")
         checked("git", "add", ".", cwd=cls.scratch)
-        # PRE_COMMIT_HOME lies under the build folder, hence its clone under CCACHE_BASEDIR.
-        cls.env = dict(os.environ, PRE_COMMIT_HOME=str(cls.tmp / "home"), PRE_COMMIT_COLOR="never", **CACHED_BUILD)
+        # PRE_COMMIT_HOME lies under the build folder, hence its clone under CCACHE_BASEDIR; pip builds in the clone's
+        # build/ (scripts/build_wheel.sh names its own folder, which this variable would override).
+        cls.env = dict(os.environ, PRE_COMMIT_HOME=str(cls.tmp / "home"), PRE_COMMIT_COLOR="never",
+                       SKBUILD_BUILD_DIR="build", **CACHED_BUILD)
         cls.pre_commit = REPO / ".venv" / "bin" / "pre-commit"
         head = checked("git", "rev-parse", "HEAD", cwd=REPO).stdout.strip()
         (cls.scratch / ".pre-commit-config.yaml").write_text(json.dumps({"repos": [{"repo": str(REPO), "rev": head, "hooks": [
