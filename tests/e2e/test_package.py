@@ -40,7 +40,9 @@ TORCH_LIBRARIES = {"libtorch_cpu.so", "libc10.so"}  # the CUDA plugin's alone
 # source tree as build/ is, paths under the tree hashed relative to it. They take that build's objects from the cache
 # rather than compiling the project twice more (minutes in CI: docs/benchmarks.md); CMake still configures and
 # ninja still runs every compile and link, from the source pip was given.
-CACHED_BUILD = {"CCACHE_BASEDIR": str(REPO), "SKBUILD_CMAKE_DEFINE":
+# CXX: the compiler by the name that build used (ccache hashes the name: c++ and g++ are two keys), where
+# scikit-build-core would otherwise name Python's (sysconfig's CXX).
+CACHED_BUILD = {"CCACHE_BASEDIR": str(REPO), "CXX": "c++", "SKBUILD_CMAKE_DEFINE":
                 "CMAKE_CXX_COMPILER_LAUNCHER=ccache;CMAKE_C_COMPILER_LAUNCHER=ccache;CMAKE_DISABLE_PRECOMPILE_HEADERS=ON"}
 
 
