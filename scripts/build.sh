@@ -18,11 +18,22 @@ python=()
 configure() {
   cmake -S . -G Ninja "${python[@]}" -DPRECDETECT_BUILD_TESTS="$tests" "$@" >/dev/null
 }
+# With the tests, the Release build goes through ccache (scripts/setup.sh --tests installs it), without precompiled
+# headers (each build folder compiles its own, so objects made with one are never shared): the package tests build
+# the same sources twice more (the wheel, pip's from-source install: tests/e2e/test_package.py, CACHED_BUILD) and
+# take their objects from the cache. Paths under the tree are hashed relative to the build folder
+# (CCACHE_BASEDIR), so that a clone's build/ matches.
+cached=()
+if [ "$tests" = ON ]; then
+  command -v ccache >/dev/null || { echo "build.sh: $mode builds through ccache: run scripts/setup.sh --tests" >&2; exit 1; }
+  cached=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON)
+  export CCACHE_BASEDIR=$PWD
+fi
 sanitized_dir=""
 if [ "$mode" = "--sanitized" ]; then
   CXX=clang++ configure -B build-sanitized -DCMAKE_BUILD_TYPE=Sanitize
   cmake --build build-sanitized
   sanitized_dir="$PWD/build-sanitized"
 fi
-configure -B build -DCMAKE_BUILD_TYPE=Release -DPRECDETECT_SANITIZED_DIR="$sanitized_dir"
+configure -B build -DCMAKE_BUILD_TYPE=Release -DPRECDETECT_SANITIZED_DIR="$sanitized_dir" "${cached[@]}"
 cmake --build build

