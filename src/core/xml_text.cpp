@@ -6,29 +6,10 @@
 #include <optional>
 #include <utility>
 
+#include "precdetect/core/utf8.h"
+
 namespace precdetect {
 namespace {
-
-/// `code` in UTF-8.
-std::string utf8_of(uint32_t code) {
-  std::string out;
-  if (code < 0x80) {
-    out += static_cast<char>(code);
-  } else if (code < 0x800) {
-    out += static_cast<char>(0xC0 | (code >> 6));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  } else if (code < 0x10000) {
-    out += static_cast<char>(0xE0 | (code >> 12));
-    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (code >> 18));
-    out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  }
-  return out;
-}
 
 /// What the reference `&name;` stands for; nullopt when it is none XML defines.
 std::optional<std::string> entity_text(std::string_view name) {
@@ -45,7 +26,9 @@ std::optional<std::string> entity_text(std::string_view name) {
   if (digits.empty() || error != std::errc() || end != digits.data() + digits.size() || code == 0 || surrogate ||
       code > 0x10FFFF)
     return std::nullopt;
-  return utf8_of(code);
+  std::string text;
+  append_utf8(text, code);
+  return text;
 }
 
 std::string unescaped(std::string_view text) {

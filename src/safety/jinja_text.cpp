@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "precdetect/core/utf8.h"
 #include "precdetect/safety/jinja_lexer.h"
 
 namespace precdetect::jinja {
@@ -37,24 +38,6 @@ std::pair<uint32_t, size_t> decode_utf8(std::string_view text, size_t p) {
   constexpr uint32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};
   if (cp < kLeast[width] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return {0, 0};
   return {cp, width};
-}
-
-void append_utf8(std::string& out, uint32_t cp) {  // surrogates too, as Python's str may hold them
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 /// `(\d+_)*\d+` at `p`: the end of the match, or `p` when there is none.
