@@ -167,8 +167,10 @@ class Walker {
     if (args.size() > 1 && !data.contains("dtype"))
       if (std::optional<nlohmann::json> dtype = attribute_json(args[1])) data["dtype"] = std::move(*dtype);
     const std::string type = std::get<Global>(args[0]->v).name;
+    // A pickle's strings need not be UTF-8 (the fuzzer's find): JSON gets U+FFFD in their place, never an exception.
     const std::string description =
-        nlohmann::json{{"_type", type}, {"_data", data}, {"_tensor_data_names", parts}}.dump();
+        nlohmann::json{{"_type", type}, {"_data", data}, {"_tensor_data_names", parts}}.dump(
+            -1, ' ', false, nlohmann::json::error_handler_t::replace);
     for (const auto& [key, item] : state.items)
       if (const auto* tensor = std::get_if<Tensor>(&item->v))
         found.push_back({.name = subclass_part_name(name, key_text(key)),
