@@ -265,6 +265,35 @@ class HttpTest(RemoteTestCase):
         # Each byte once, but for the tail read for the directory (the last 64 KiB), part of the last tensor.
         self.assertLessEqual(self.stats()["bytes"]["/files/torch/pytorch_model.bin"], size + 2 * 65536)
 
+    def test_a_legacy_torch_file_over_256_mib_is_read_by_range(self):
+        """A pytorch_model.bin in torch's format before 1.6 (pickles, then each storage after an element count),
+        larger than a remote view may hold: its pickles are read from a window that grows until it holds them, its
+        storages are streamed; --safety-only moves its pickles and the counts, and each JSON is the local scan's."""
+        folder = self.files / "legacy"
+        folder.mkdir(exist_ok=True)
+        local = folder / "pytorch_model.bin"
+        torch.manual_seed(3)
+        torch.save({"embed.weight": (torch.randn(40960, 1024) * 0.02).half(),  # 80 MiB each
+                    **{f"layers.{i}.mlp.weight": torch.randn(5120, 4096) * 0.02 for i in range(3)},
+                    "norm.weight": torch.ones(1024)}, local, _use_new_zipfile_serialization=False)
+        self.assertGreater(local.stat().st_size, 256 << 20)
+        url = f"{self.base}/files/legacy/pytorch_model.bin"
+        try:
+            code, remote, stderr = scan("--safety-only", url)
+            self.assertEqual(code, 0, stderr)
+            # The first 64 KiB (the pickles) and a block around each storage's element count.
+            self.assertLess(self.stats()["bytes"]["/files/legacy/pytorch_model.bin"], 256 << 10)
+            code, here, _ = scan("--safety-only", local)
+            self.assertEqual(without_places(remote, [f"{self.base}/files/legacy"]), without_places(here, [str(folder)]))
+            self.get("/__reset")
+            document = self.assert_same_as_local(url, local, f"{self.base}/files/legacy")
+            self.assertEqual(document["models"][0]["format"], "pytorch-legacy")
+            self.assertEqual(document["models"][0]["summary"]["tensors"], 5)
+            self.assertLessEqual(self.stats()["bytes"]["/files/legacy/pytorch_model.bin"],
+                                 local.stat().st_size + (2 << 20))
+        finally:
+            shutil.rmtree(folder)
+
     def test_verify_without_a_named_sha256_fails(self):
         """A plain https file comes without the Hub's LFS metadata: nothing to check it against."""
         result = run("--json", "--verify", f"{self.base}/files/single/model.safetensors")

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "precdetect/core/bytes.h"
@@ -15,9 +16,35 @@ constexpr unsigned char kLegacyMagic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x
                                           0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, 0x2e};
 constexpr int64_t kLegacyProtocol = 1001;
 constexpr size_t kLegacyPickles = 5;  // magic number, protocol, sys_info, the object, the storage keys
+// The pickles come before the storages, their length unknown until read: each is read from a window of the file
+// that grows until it holds the pickle, so that a remote file moves its pickles, not its storages (a remote view is
+// capped: remote_source.h). A local file's first window holds them.
+constexpr uint64_t kFirstWindow = uint64_t{64} << 10;
 
+/// The pickle at `at`: run on windows of the file from `at`, four times larger each time the pickle machine finds
+/// the window too short (or the pickle malformed, which the whole rest of the file then shows).
 pickle::Result next_pickle(const ByteSource& source, uint64_t at) {
-  return pickle::run(source.view(at, source.size() - at), source.path(), at);
+  uint64_t rest = source.size() - at;
+  for (uint64_t window = std::min(rest, kFirstWindow);; window = std::min(rest, window * 4)) {
+    try {
+      return pickle::run(source.view(at, window), source.path(), at);
+    } catch (const Error& e) {
+      if (window == rest || e.code() != ErrorCode::kInvalidPickle) throw;
+    }
+  }
+}
+
+/// Where the five pickles end: the bytes the safety check reads. The whole file when they cannot be followed, for
+/// the safety check to say why.
+uint64_t pickles_end(const ByteSource& source) {
+  try {
+    uint64_t at = 0;
+    for (size_t i = 0; i < kLegacyPickles; ++i) at = next_pickle(source, at).end;
+    return at;
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kInvalidPickle) throw;
+    return source.size();
+  }
 }
 
 /// sys_info {'little_endian': bool, ...}: true when the file was written big-endian.
@@ -87,7 +114,7 @@ std::unique_ptr<FormatFile> open_torch_legacy(const ByteSource& source) {
   if (!looks_like_torch_legacy(source)) return nullptr;
   return plain_format_file(source, FileFormat::kTorchLegacy, read_torch_legacy,
                            [](const ByteSource& file, const std::string& where, PickleVisitor& visitor) {
-                             visitor.pickles(file.view(0, file.size()), where, 0, kLegacyPickles);
+                             visitor.pickles(file.view(0, pickles_end(file)), where, 0, kLegacyPickles);
                            });
 }
 
