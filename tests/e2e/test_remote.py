@@ -294,6 +294,27 @@ class HttpTest(RemoteTestCase):
         finally:
             shutil.rmtree(folder)
 
+    def test_every_labelled_model_scans_over_http_as_locally(self):
+        """Each labelled model shipped in a PyPI wheel (docs/labelled-models.csv: torch zips, legacy .pth, Keras HDF5,
+        NumPy .npz), served over HTTP, gives the document its local scan gives, paths aside."""
+        from test_labelled import shipped_rows
+
+        installed = [path for _, path in shipped_rows() if path is not None]
+        self.assertGreater(len(installed), 0, "scripts/setup.sh --tests installs the labelled models' wheels")
+        urls = []
+        for i, path in enumerate(installed):
+            (self.files / "labelled" / str(i)).mkdir(parents=True)
+            (self.files / "labelled" / str(i) / Path(path).name).symlink_to(path)
+            urls.append(f"{self.base}/files/labelled/{i}/{Path(path).name}")
+        _, remote, stderr = scan(*urls)
+        _, local, _ = scan(*installed)
+        self.assertEqual(len(remote["models"]), len(installed), stderr)
+        for i, (path, there, here) in enumerate(zip(installed, remote["models"], local["models"])):
+            with self.subTest(model=str(path)):
+                self.assertIsNone(here["error"])
+                self.assertEqual(model_without_places(there, [f"{self.base}/files/labelled/{i}"]),
+                                 model_without_places(here, [str(Path(path).parent)]))
+
     def test_verify_without_a_named_sha256_fails(self):
         """A plain https file comes without the Hub's LFS metadata: nothing to check it against."""
         result = run("--json", "--verify", f"{self.base}/files/single/model.safetensors")
