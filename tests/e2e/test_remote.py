@@ -103,6 +103,18 @@ def write_pipeline(folder):
         {"_class_name": "StableDiffusionPipeline", **{c: ["diffusers", c] for c in [*parts, "scheduler", "tokenizer"]}}))
 
 
+def write_single_file_pipeline(folder):
+    """A Stable Diffusion checkpoint in one file, as A1111 loads it: the UNet, the VAE and the text encoder under
+    their prefixes (load/components.h) and a scheduler's table under none; each tensor larger than the reader's
+    first 64 KiB read and its small reads' window (256 KiB), so a component's scan asks for its own tensors only."""
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(3)
+    save_file({"model.diffusion_model.input_blocks.0.weight": (torch.randn(512, 512) * 0.02).half(),
+               "first_stage_model.decoder.conv_in.weight": torch.randn(512, 256) * 0.02,
+               "cond_stage_model.transformer.embeddings.weight": (torch.randn(512, 384) * 0.02).half(),
+               "alphas_cumprod": torch.linspace(1, 0.01, 80000)}, folder / "sd.safetensors")
+
+
 def assert_components_as_local(test, remote, local_folder, places, env):
     """`remote` (a pipeline) scans into the components the local folder's scan gives, each the same but for paths."""
     code, remote_doc, stderr = scan(remote, env=env)
@@ -155,6 +167,7 @@ class RemoteTestCase(unittest.TestCase):
         write_sharded(cls.files / "sharded")
         write_single(cls.files / "single")
         write_torch_bin(cls.files / "torch")
+        write_single_file_pipeline(cls.files / "sd")
         hub = cls.tmp / "hub"
         shutil.copytree(cls.files / "sharded", hub / "org" / "sharded")
         shutil.copytree(cls.files / "single", hub / "private" / "single")
@@ -265,6 +278,23 @@ class HttpTest(RemoteTestCase):
         # Each byte once, but for the tail read for the directory (the last 64 KiB), part of the last tensor.
         self.assertLessEqual(self.stats()["bytes"]["/files/torch/pytorch_model.bin"], size + 2 * 65536)
 
+    def test_a_single_file_pipeline_is_its_components_as_locally(self):
+        """A single-file pipeline checkpoint by URL is split into its components as the local file is
+        (URL#diffusion_model, URL#vae, ...), each scanned as the local component; one named alone too. The run
+        plan reads the header by range, each component's scan its own tensors: the file's bytes move about once."""
+        url = f"{self.base}/files/sd/sd.safetensors"
+        local = self.files / "sd" / "sd.safetensors"
+        document = self.assert_same_as_local(url, local, f"{self.base}/files/sd")
+        components = ("diffusion_model", "vae", "text_encoder", "other")
+        self.assertEqual([model["input"] for model in document["models"]], [f"{url}#{c}" for c in components])
+        sent = self.stats()["bytes"]["/files/sd/sd.safetensors"]
+        # The plan's read and each component's first read are 64 KiB each; every tensor is read by its component.
+        self.assertLessEqual(sent, local.stat().st_size + len(components) * 65536, sent)
+        # Each model counts its own reads; the plan's (a first read) is no model's, as a listing made to plan is not.
+        self.assertEqual(sum(model["bytes_transferred"] for model in document["models"]),
+                         sum(self.stats()["bytes"].values()) - 65536)
+        self.assert_same_as_local(f"{url}#vae", Path(f"{local}#vae"), f"{self.base}/files/sd")
+
     def test_verify_without_a_named_sha256_fails(self):
         """A plain https file comes without the Hub's LFS metadata: nothing to check it against."""
         result = run("--json", "--verify", f"{self.base}/files/single/model.safetensors")
@@ -329,14 +359,14 @@ class CorpusTest(RemoteTestCase):
         self.assertGreater(len(files), 10)
         _, remote, _ = scan(*(f"{self.base}/files/corpus/{f.relative_to(CORPUS).as_posix()}" for f in files))
         _, local, _ = scan(*files)
-        local_models = {model["input"]: model for model in local["models"]}
-        for file, there in zip(files, remote["models"]):
-            here = local_models.get(str(file))
-            if here is None:  # split into its components locally (file#unet, ...), not remotely (docs/using.md)
-                continue
+        # A single-file pipeline is its components (FILE#vae, ...) here and there alike: models pair by input.
+        self.assertEqual([m["input"].replace(f"{self.base}/files/corpus", str(CORPUS)) for m in remote["models"]],
+                         [m["input"] for m in local["models"]])
+        for there, here in zip(remote["models"], local["models"]):
+            name = here["input"]
             there = model_without_places(there, [f"{self.base}/files/corpus"])
             here = model_without_places(here, [str(CORPUS)])
-            with self.subTest(file=str(file.relative_to(CORPUS))):
+            with self.subTest(model=name):
                 if here["error"] and here["error"]["code"] == "missing_shard":
                     # A remote index comes without a listing: its first absent shard is named when it is opened
                     # (a 404), where discovery counts the local ones.
