@@ -8,8 +8,10 @@
   serves (an LFS object that does not match its pointer);
 - the CDN port: blobs by SHA-256, Range honoured; a request carrying Authorization is counted (`auth_on_cdn`) and refused;
 - plain files (`/files/PATH`, Range honoured) and the same with a fault (`/fault/KIND/PATH`, KIND below);
-- `/__stats`: body bytes sent per served file (per path for other answers), the count of tokens that reached the CDN
+- `/__stats`: body bytes sent and answers given per served file (per path for other answers), the count of tokens that reached the CDN
   and of requests refused for an expired link; `/__reset` clears them and the expiry;
+- `/__latency?ms=N`: from now on each request waits N ms before it is answered, as on a link with that round trip
+  (a benchmark's; `/__reset` sets it back to 0);
 - `/__expire?after=N[&change=1]`: from now on each CDN link (one per resolve answer) serves N requests, then answers
   403 as a signed URL past its expiry does; with `change=1` a file's later links serve another version of it (another
   ETag), as if it had been replaced on the Hub meanwhile.
@@ -33,8 +35,9 @@ ROOT = Path(sys.argv[1])
 TOKEN = "hf_test_token"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 TEXT_SUFFIXES = (".json", ".md", ".txt", ".py", ".jinja", ".yaml")  # served by the Hub itself, not the CDN
-STATS = {"bytes": {}, "auth_on_cdn": 0, "requests": 0, "expired": 0}
+STATS = {"bytes": {}, "answers": {}, "auth_on_cdn": 0, "requests": 0, "expired": 0}
 EXPIRY = {"after": 0, "change": False}  # after 0: links never expire
+LATENCY = {"seconds": 0.0}
 LINKS = {"issued": 0, "uses": {}, "first": {}}  # link id -> requests served; digest -> its first link
 LOCK = threading.Lock()
 SEEN = {}  # fault state per path: requests seen
@@ -93,16 +96,23 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             STATS["requests"] += 1
         path = unquote(urlsplit(self.path).path)
+        if not path.startswith("/__"):
+            time.sleep(LATENCY["seconds"])
         if self.server.server_port == CDN_PORT[0]:
             return self.cdn(path)
         if path == "/__stats":
             return self.reply(200, json.dumps(STATS).encode(), {"Content-Type": "application/json"})
         if path == "/__reset":
             with LOCK:
-                STATS.update(bytes={}, auth_on_cdn=0, requests=0, expired=0)
+                STATS.update(bytes={}, answers={}, auth_on_cdn=0, requests=0, expired=0)
                 SEEN.clear()
                 EXPIRY.update(after=0, change=False)
                 LINKS.update(uses={}, first={})
+                LATENCY.update(seconds=0.0)
+            return self.reply(200, b"{}")
+        if path == "/__latency":
+            with LOCK:
+                LATENCY.update(seconds=int(parse_qs(urlsplit(self.path).query)["ms"][0]) / 1000)
             return self.reply(200, b"{}")
         if path == "/__expire":
             query = parse_qs(urlsplit(self.path).query)
@@ -250,6 +260,7 @@ class Handler(BaseHTTPRequestHandler):
     def count(self, key, length):
         with LOCK:
             STATS["bytes"][key] = STATS["bytes"].get(key, 0) + length
+            STATS["answers"][key] = STATS["answers"].get(key, 0) + 1
 
     def reply(self, status, body, headers=None, key=None):
         self.send_response(status)
