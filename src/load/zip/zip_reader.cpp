@@ -138,6 +138,7 @@ CentralRecord read_central_entry(ByteCursor& central, uint64_t number, uint64_t 
 /// Where each record's local header lies, its name and a padded extra field included: what data_offset() views.
 std::vector<ByteRange> local_headers(const std::vector<CentralRecord>& records) {
   std::vector<ByteRange> ranges;
+  ranges.reserve(records.size());
   for (const CentralRecord& record : records)
     ranges.push_back({record.local, kLocalSize + record.entry.name.size() + kLocalPadding});
   return ranges;
@@ -159,6 +160,7 @@ std::vector<ZipEntry> read_zip_entries(const ByteSource& source) {
   // Every local header asked for at once: a remote archive's members would each cost a round trip.
   source.prefetch(local_headers(records));
   std::vector<ZipEntry> entries;
+  entries.reserve(records.size());
   for (CentralRecord& record : records) {
     record.entry.data_offset = data_offset(zip, record.local, record.entry.size);
     entries.push_back(std::move(record.entry));
