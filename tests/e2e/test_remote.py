@@ -659,6 +659,83 @@ class HubTest(RemoteTestCase):
         self.assertEqual(self.stats()["requests"], 1)  # the reset's own
 
 
+class S3KeyTest(RemoteTestCase):
+    """S3 keys are opaque strings: `run-42/./model.safetensors` and `run-42/../secret.bin` are objects under the
+    prefix `run-42/`, distinct from `run-42/model.safetensors` and `secret.bin`, and must be asked for exactly as
+    spelled (libcurl would remove the dot segments of a URL path, RFC 3986, and read those other objects: outside the
+    model's prefix for `..`). remote_server.py's bucket `raw-keys` serves them, checks each SigV4 signature over the
+    path as sent, and logs that path: SeaweedFS (S3Test) refuses to store such keys, and logs no request's path. An https URL
+    keeps standard URL semantics: its dot segments are resolved as any HTTP client resolves them."""
+
+    OBJECTS = {"run-42/./model.safetensors": "files/single/model.safetensors",
+               "run-42/model.safetensors": "files/sharded/model-00001-of-00004.safetensors",  # another object
+               "run-42/../secret.bin": "files/trainer/pytorch_model.bin",
+               "secret.bin": "files/trainer/optimizer.pt",  # calls os.system when unpickled
+               "run-42/sharded/model.safetensors.index.json": "dotted/model.safetensors.index.json",
+               "run-42/sharded/config.json": "files/sharded/config.json",
+               **{f"run-42/sharded/model-{k:05d}-of-00004.safetensors":
+                  f"files/sharded/model-{k:05d}-of-00004.safetensors" for k in range(1, 5)}}
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        (cls.tmp / "raw-keys.json").write_text(json.dumps(cls.OBJECTS))
+        # The sharded model's index, each shard named `./model-...`: a path from the index's folder.
+        index = json.loads((cls.files / "sharded" / "model.safetensors.index.json").read_text())
+        index["weight_map"] = {name: f"./{shard}" for name, shard in index["weight_map"].items()}
+        (cls.tmp / "dotted").mkdir()
+        (cls.tmp / "dotted" / "model.safetensors.index.json").write_text(json.dumps(index))
+        cls.s3_env = {"AWS_ENDPOINT_URL": cls.base, "AWS_ACCESS_KEY_ID": "key", "AWS_SECRET_ACCESS_KEY": "secret",
+                      **FAST}
+
+    def assert_asked_exactly(self, key, never):
+        paths = self.stats()["paths"]
+        self.assertIn(f"/raw-keys/{key}", paths)
+        self.assertNotIn(f"/raw-keys/{never}", paths)
+        self.assertNotIn("/raw-keys/run-42/config.json", paths)  # the texts beside, looked for beside the key too
+
+    def test_a_key_with_a_dot_segment_is_that_object(self):
+        self.assert_same_as_local("s3://raw-keys/run-42/./model.safetensors",
+                                  self.files / "single" / "model.safetensors", f"{self.base}/raw-keys/run-42/.",
+                                  env=self.s3_env)
+        self.assert_asked_exactly("run-42/./model.safetensors", "run-42/model.safetensors")
+        self.assertIn("/raw-keys/run-42/./config.json", self.stats()["paths"])
+
+    def test_a_key_with_a_dotdot_segment_stays_inside_its_prefix(self):
+        code, document, stderr = scan("s3://raw-keys/run-42/../secret.bin", env=self.s3_env)
+        self.assertEqual(code, 0, stderr)
+        self.assertEqual(document["models"][0]["safety"]["verdict"], "safe", document["models"][0]["safety"])
+        self.assert_asked_exactly("run-42/../secret.bin", "secret.bin")
+
+    def test_the_path_as_sent_is_the_path_signed(self):
+        """The server checks each SigV4 signature over the path as sent, as S3 does (botocore's S3SigV4Auth): the
+        scans above pass it; a wrong secret does not."""
+        code, document, _ = scan("s3://raw-keys/run-42/../secret.bin",
+                                 env={**self.s3_env, "AWS_SECRET_ACCESS_KEY": "wrong"})
+        self.assertEqual(code, 2)
+        self.assertEqual(document["models"][0]["error"]["code"], "auth_error")
+
+    def test_a_folder_whose_prefix_has_a_dot_segment(self):
+        self.assert_same_as_local("s3://raw-keys/run-42/./", self.files / "single",
+                                  f"{self.base}/raw-keys/run-42/.", env=self.s3_env)
+        self.assert_asked_exactly("run-42/./model.safetensors", "run-42/model.safetensors")
+
+    def test_an_index_names_its_shards_by_path(self):
+        """A shard index names files relative to its folder, as a loader joins them: `./model-00001-of-00004...`
+        beside an S3 index is the key `run-42/sharded/model-00001-of-00004...`, whose `.` segment is no part of it."""
+        self.assert_same_as_local("s3://raw-keys/run-42/sharded/model.safetensors.index.json",
+                                  self.files / "sharded" / "model.safetensors.index.json",
+                                  f"{self.base}/raw-keys/run-42/sharded", env=self.s3_env)
+        self.assert_asked_exactly("run-42/sharded/model-00001-of-00004.safetensors",
+                                  "run-42/sharded/./model-00001-of-00004.safetensors")
+
+    def test_an_https_url_is_resolved_as_a_url(self):
+        code, document, stderr = scan(f"{self.base}/files/sd/../single/model.safetensors")
+        self.assertEqual(code, 0, stderr)
+        self.assertIn("/files/single/model.safetensors", self.stats()["paths"])
+        self.assertFalse([path for path in self.stats()["paths"] if "/../" in path])
+
+
 # Where a key holds every kind of character SigV4 encodes: a space, `+`, `=`, `%`, non-ASCII, and the sub-delimiters
 # `!'()*`, which RFC 3986 reserves and S3's canonical URI encodes.
 RESERVED = "run 1+2=3 %25 ü !'()*"
