@@ -3,7 +3,8 @@
 - the Hub's documented endpoints over ROOT/hub/ORG/NAME/: model info at a revision (`/api/models/ORG/NAME[/revision/REV]`,
   `siblings` and `sha`; with `?blobs=true` each weight file's `lfs` SHA-256 and size), file resolve (`/ORG/NAME/resolve/REV/FILE`, HEAD and GET) that redirects weight files to a
   second port acting as the CDN with the LFS headers huggingface_hub reads (X-Repo-Commit, X-Linked-Etag,
-  X-Linked-Size); repositories under ORG `private` answer 401 without `Authorization: Bearer hf_test_token`; a file
+  X-Linked-Size); the names ROOT/extra-siblings/ORG/NAME lists, one a line, are listed too (what no Hub lists: a
+  name with a `..` segment); repositories under ORG `private` answer 401 without `Authorization: Bearer hf_test_token`; a file
   ROOT/lfs-sha256/ORG/NAME/FILE makes the Hub name the SHA-256 it holds for FILE, not the one of the bytes the CDN
   serves (an LFS object that does not match its pointer);
 - the CDN port: blobs by SHA-256, Range honoured; a request carrying Authorization is counted (`auth_on_cdn`) and refused;
@@ -165,6 +166,8 @@ class Handler(BaseHTTPRequestHandler):
         if revision not in ("main", COMMIT):
             return self.reply(404, b'{"error": "Invalid rev id"}', {"X-Error-Code": "RevisionNotFound"})
         files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+        extra = ROOT / "extra-siblings" / org / name
+        files += extra.read_text().split() if extra.is_file() else []
         info = {"_id": "0" * 24, "id": f"{org}/{name}", "modelId": f"{org}/{name}", "sha": COMMIT,
                 "private": org == "private", "gated": False, "disabled": False, "downloads": 0, "likes": 0,
                 "tags": [], "lastModified": "2026-01-01T00:00:00.000Z", "createdAt": "2026-01-01T00:00:00.000Z",

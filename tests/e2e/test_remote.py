@@ -188,6 +188,7 @@ class RemoteTestCase(unittest.TestCase):
         shutil.copytree(cls.files / "pipeline", hub / "org" / "pipeline")
         (hub / "org" / "broken" / "model-00003-of-00004.safetensors").unlink()
         shutil.copytree(cls.files / "torch", hub / "org" / "torch")
+        shutil.copytree(cls.files / "sd", hub / "org" / "sd")
         # org/tampered: the Hub names its weights by a SHA-256 their bytes do not have.
         shutil.copytree(cls.files / "single", hub / "org" / "tampered")
         (hub / "org" / "tampered" / "model.safetensors").write_bytes(
@@ -195,6 +196,10 @@ class RemoteTestCase(unittest.TestCase):
         named = cls.tmp / "lfs-sha256" / "org" / "tampered" / "model.safetensors"
         named.parent.mkdir(parents=True)
         named.write_text(sha256_of(cls.files / "single" / "model.safetensors"))
+        # org/dotted: the Hub's listing names a file outside the repository (remote_server.py's extra-siblings).
+        shutil.copytree(cls.files / "single", hub / "org" / "dotted")
+        (cls.tmp / "extra-siblings" / "org").mkdir(parents=True)
+        (cls.tmp / "extra-siblings" / "org" / "dotted").write_text("../sharded/model-00001-of-00004.safetensors\n")
         cls.server, ports = start_server([sys.executable, str(HERE / "remote_server.py"), str(cls.tmp)],
                                          lambda p: json.loads(p.stdout.readline()))
         cls.base = f"http://127.0.0.1:{ports['port']}"
@@ -491,6 +496,22 @@ class HubTest(RemoteTestCase):
         document = self.assert_same_as_local("hf://org/sharded@main", self.files / "sharded",
                                              f"{self.base}/org/sharded/resolve/{COMMIT}", env=self.hub_env)
         self.assertEqual(document["models"][0]["path"], f"hf://org/sharded@{COMMIT}")
+
+    def test_a_repository_of_one_pipeline_file_is_its_components(self):
+        """A repository holding one single-file pipeline checkpoint is its components, as the local file is."""
+        document = self.assert_same_as_local("hf://org/sd", self.files / "sd" / "sd.safetensors",
+                                             f"{self.base}/org/sd/resolve/{COMMIT}", env=self.hub_env)
+        self.assertEqual([model["input"] for model in document["models"]],
+                         [f"hf://org/sd#{c}" for c in ("diffusion_model", "vae", "text_encoder", "other")])
+        self.assertEqual({model["path"] for model in document["models"]}, {f"hf://org/sd@{COMMIT}"})
+
+    def test_a_listing_naming_a_dot_segment_is_refused(self):
+        """git holds no `.` or `..` segment: a mirror listing `../sharded/...` would have its URL read another
+        repository's file; the model is path_escape, nothing of it read."""
+        code, document, _ = scan("hf://org/dotted", env=self.hub_env)
+        self.assertEqual(code, 2)
+        self.assertEqual(document["models"][0]["error"]["code"], "path_escape")
+        self.assertFalse([path for path in self.stats()["paths"] if "/resolve/" in path])
 
     def test_a_labelled_repository_is_named_by_its_hub_id_as_in_the_local_cache(self):
         """hf://EleutherAI/pythia-410m is identified as the typed id of the local cache is: the registry's documented
