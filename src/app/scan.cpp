@@ -19,6 +19,7 @@
 #include "precdetect/core/error.h"
 #include "precdetect/core/http.h"
 #include "precdetect/core/output_file.h"
+#include "precdetect/core/remote_env.h"
 #include "precdetect/core/streamed_sha256.h"
 #include "precdetect/core/url.h"
 #include "precdetect/discover/discover.h"
@@ -250,22 +251,35 @@ struct RunPlan {
   std::vector<ListPosition> positions;
 };
 
+/// The one weight file of `model`, when it is one file, and the root its opens are confined to. A file named by URL
+/// (an https file, an S3 object) is known without a request: its discovery would ask for the texts beside it, which
+/// its scan does anyway. A Hub repository or S3 folder is listed (as its scan lists it again).
+std::optional<std::pair<std::filesystem::path, ModelRoot>> single_file_of(const std::string& model) {
+  if (std::optional<std::string> url = http_url_of(model); url && !model.ends_with('/')) {
+    if (url_file_name(*url).ends_with(".index.json")) return std::nullopt;
+    return std::pair{std::filesystem::path(*url), ModelRoot{}};
+  }
+  ModelSource source = discover(model, hf_hub_cache());
+  if (source.files.size() != 1) return std::nullopt;
+  return std::pair{source.files.front(), source.root};
+}
+
 /// A single-file pipeline checkpoint as its components ("sd_xl_base_1.0.safetensors#vae", ...: load/components.h);
 /// any other model as itself. Only a model of one file is opened to see (a folder of one file too: ComfyUI's
 /// models/checkpoints may hold one); a folder of several models was split into them by models_in.
 std::vector<std::string> components_of(const std::string& model) {
   try {
-    // A remote model is not opened to see: that would read it twice (its components are not split, docs/using.md).
-    if (component_input(model) || is_url(model)) return {model};
-    ModelSource source = discover(model, hf_hub_cache());
-    // The layouts are saved as safetensors and as torch's .ckpt: other formats are not opened twice to see.
+    if (component_input(model)) return {model};
+    std::optional<std::pair<std::filesystem::path, ModelRoot>> file = single_file_of(model);
+    // The layouts are saved as safetensors and as torch's .ckpt: other formats are not opened twice to see. A
+    // remote file is read here by range, its header only: a remote torch file's directory and pickle would move
+    // twice, so it is split only when a component is named (URL#vae, docs/using.md).
     static const std::set<std::string> kPipelineExtensions = {".safetensors", ".ckpt", ".pt", ".pth", ".bin"};
-    if (source.files.size() != 1 || !kPipelineExtensions.contains(source.files.front().extension().string()))
-      return {model};
+    std::string extension = file ? file->first.extension().string() : "";
+    if (!kPipelineExtensions.contains(extension) || (is_url(model) && extension != ".safetensors")) return {model};
     std::vector<std::string> parts;
-    Confined confined(source.root);
-    for (const std::string& name : file_components(source.files.front()))
-      parts.push_back(fmt::format("{}#{}", model, name));
+    Confined confined(file->second);
+    for (const std::string& name : file_components(file->first)) parts.push_back(fmt::format("{}#{}", model, name));
     if (!parts.empty()) return parts;
   } catch (const std::exception&) {  // scanning it as typed names the problem
   }

@@ -213,6 +213,9 @@ CURLcode perform(Transfer& transfer) {
   long timeout = download_timeout_seconds();
   curl_slist* headers = request_headers(curl, transfer.request, *url);
   curl_easy_setopt(curl, CURLOPT_URL, transfer.url.c_str());
+  // An S3 key's `.` and `..` segments are part of the key (S3 signs the path unnormalized): libcurl would otherwise
+  // remove them, as RFC 3986 does for a URL, and read another object, perhaps outside the model's prefix.
+  if (is_s3_url(*url)) curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);

@@ -65,6 +65,8 @@ std::string s3_endpoint() {
   return "https://s3." + (region.empty() ? std::string("us-east-1") : region) + ".amazonaws.com";
 }
 
+bool is_s3_url(const Url& url) { return url.authority == authority_of(s3_endpoint()); }
+
 std::optional<std::string> http_url_of(std::string_view input) {
   if (parse_http_url(input)) return std::string(input);
   if (!input.starts_with("s3://")) return std::nullopt;
@@ -87,7 +89,7 @@ std::optional<HttpCredentials> credentials_for(const Url& url) {
     std::string token = hf_token();
     if (!token.empty()) return HttpCredentials{.authority = url.authority, .bearer = token};
   }
-  if (url.authority == authority_of(s3_endpoint()) && !env("AWS_ACCESS_KEY_ID").empty()) {
+  if (is_s3_url(url) && !env("AWS_ACCESS_KEY_ID").empty()) {
     std::string region = env("AWS_REGION").empty() ? env("AWS_DEFAULT_REGION") : env("AWS_REGION");
     return HttpCredentials{.authority = url.authority,
                            .aws_key = env("AWS_ACCESS_KEY_ID"),

@@ -70,7 +70,8 @@ std::optional<HubRef> parse_hub_url(std::string_view text) {
   if (rest.starts_with('@')) {
     size_t slash = std::min(rest.find('/'), rest.size());
     std::optional<std::string> revision = percent_decoded(rest.substr(1, slash - 1));
-    if (!revision || revision->empty()) return std::nullopt;
+    // git's ref names hold no `.` or `..` segment, and the API's URL would lose it: another revision's answer.
+    if (!revision || revision->empty() || has_dot_segment(*revision)) return std::nullopt;
     ref.revision = std::move(*revision);
     rest = rest.substr(slash);
   }
@@ -96,6 +97,15 @@ std::string url_file_name(std::string_view url) {
 std::string url_folder(std::string_view url) {
   url = url.substr(0, url.find('?'));
   return std::string(url.substr(0, url.rfind('/') + 1));
+}
+
+bool has_dot_segment(std::string_view path) {
+  for (size_t begin = 0; begin <= path.size();) {
+    size_t end = std::min(path.find('/', begin), path.size());
+    if (std::string_view segment = path.substr(begin, end - begin); segment == "." || segment == "..") return true;
+    begin = end + 1;
+  }
+  return false;
 }
 
 std::string percent_encode(std::string_view text, bool keep_slash) {

@@ -61,8 +61,11 @@ void add_index(ModelSource& source, const Listing& listing, const std::string& i
   for (const std::string& shard : index.shards) {
     if (shard.find_first_of("?#") != std::string::npos || shard.find("://") != std::string::npos)
       fail(ErrorCode::kPathEscape, index_url, fmt::format("weight_map names `{}`, which is no file beside it", shard));
-    if (listing.complete && !listing.names.contains(folder + shard)) missing.push_back(shard);
-    source.files.emplace_back(url_of(listing, folder + shard));
+    // A shard is a path from the index's folder, as a loader joins it (`./x` is `x`; `..` was refused): its `.`
+    // segments go before it names a file, which an S3 key would keep.
+    std::string name = folder + std::filesystem::path(shard).lexically_normal().generic_string();
+    if (listing.complete && !listing.names.contains(name)) missing.push_back(shard);
+    source.files.emplace_back(url_of(listing, name));
   }
   if (!missing.empty())
     fail(ErrorCode::kMissingShard, index_url,
@@ -169,8 +172,13 @@ Listing list_hub(const std::string& input, const HubRef& hub, std::string& commi
       .complete = true};
   for (const auto& sibling : info["siblings"])
     if (sibling.is_object() && sibling.contains("rfilename") && sibling["rfilename"].is_string())
-      if (std::string name = sibling["rfilename"].get<std::string>(); name.starts_with(folder))
+      if (std::string name = sibling["rfilename"].get<std::string>(); name.starts_with(folder)) {
+        // git holds no such path: a listing that names one (a mirror's) would have us read another file.
+        if (has_dot_segment(name))
+          fail(ErrorCode::kPathEscape, api,
+               fmt::format("the Hub lists `{}`, whose `.` or `..` segment would name another file", name));
         listing.names.insert(name.substr(folder.size()));
+      }
   if (listing.names.empty()) fail(ErrorCode::kNotFound, input, "no such folder in the repository");
   return listing;
 }

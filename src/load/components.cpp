@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
 #include "precdetect/core/open_file.h"
+#include "precdetect/core/url.h"
 #include "precdetect/load/checkpoint.h"
 
 namespace precdetect {
@@ -39,17 +41,33 @@ bool is_component(std::string_view name) {
          std::any_of(kPrefixes.begin(), kPrefixes.end(), [&](const ComponentPrefix& p) { return p.component == name; });
 }
 
-/// The tensor names of a safetensors header, read with pread (8 bytes of length, then the JSON).
-std::vector<TensorRecord> safetensors_names(const std::filesystem::path& file) {
-  OpenFile open = open_for_reading(file, "weights file");
+/// A safetensors header's JSON: from a local file with pread (nothing is mapped), from a remote one by range (its
+/// first read holds a header of up to 64 KiB).
+std::string safetensors_header(const std::filesystem::path& file) {
+  auto fail_unless = [&](bool ok) {
+    if (!ok) fail(ErrorCode::kInvalidHeader, file, "not a safetensors header");
+  };
   uint64_t length = 0;
-  if (::pread(open.fd(), &length, sizeof length, 0) != sizeof length || length > kMaxHeader ||
-      length + sizeof length > open.size())
-    fail(ErrorCode::kInvalidHeader, file, "not a safetensors header");
+  if (is_url(file.native())) {
+    std::unique_ptr<ByteSource> source = map_file(file);
+    fail_unless(source->size() >= sizeof length);
+    length = read_le<uint64_t>(source->view(0, sizeof length), 0);
+    fail_unless(length <= kMaxHeader && length + sizeof length <= source->size());
+    auto header = source->view(sizeof length, length);
+    return {reinterpret_cast<const char*>(header.data()), header.size()};
+  }
+  OpenFile open = open_for_reading(file, "weights file");
+  fail_unless(::pread(open.fd(), &length, sizeof length, 0) == sizeof length && length <= kMaxHeader &&
+              length + sizeof length <= open.size());
   std::string header(length, '\0');
   if (::pread(open.fd(), header.data(), length, sizeof length) != static_cast<ssize_t>(length))
     fail(ErrorCode::kIo, file, "the header could not be read");
-  nlohmann::json document = nlohmann::json::parse(header, nullptr, /*allow_exceptions=*/false);
+  return header;
+}
+
+/// The tensor names of a safetensors header.
+std::vector<TensorRecord> safetensors_names(const std::filesystem::path& file) {
+  nlohmann::json document = nlohmann::json::parse(safetensors_header(file), nullptr, /*allow_exceptions=*/false);
   if (!document.is_object()) fail(ErrorCode::kInvalidJson, file, "the header is not a JSON object");
   std::vector<TensorRecord> names;
   for (const auto& [name, entry] : document.items())

@@ -3,13 +3,22 @@
 - the Hub's documented endpoints over ROOT/hub/ORG/NAME/: model info at a revision (`/api/models/ORG/NAME[/revision/REV]`,
   `siblings` and `sha`; with `?blobs=true` each weight file's `lfs` SHA-256 and size), file resolve (`/ORG/NAME/resolve/REV/FILE`, HEAD and GET) that redirects weight files to a
   second port acting as the CDN with the LFS headers huggingface_hub reads (X-Repo-Commit, X-Linked-Etag,
-  X-Linked-Size); repositories under ORG `private` answer 401 without `Authorization: Bearer hf_test_token`; a file
+  X-Linked-Size); the names ROOT/extra-siblings/ORG/NAME lists, one a line, are listed too (what no Hub lists: a
+  name with a `..` segment); repositories under ORG `private` answer 401 without `Authorization: Bearer hf_test_token`; a file
   ROOT/lfs-sha256/ORG/NAME/FILE makes the Hub name the SHA-256 it holds for FILE, not the one of the bytes the CDN
   serves (an LFS object that does not match its pointer);
 - the CDN port: blobs by SHA-256, Range honoured; a request carrying Authorization is counted (`auth_on_cdn`) and refused;
 - plain files (`/files/PATH`, Range honoured) and the same with a fault (`/fault/KIND/PATH`, KIND below);
-- `/__stats`: body bytes sent per served file (per path for other answers), the count of tokens that reached the CDN
+- a path-style S3 bucket `raw-keys` (AWS_ENDPOINT_URL = this server): ranged GetObject of the keys ROOT/raw-keys.json
+  maps to files, each key exactly as its path spells it (`run-42/../x.bin` is a key, not `x.bin`), and a minimal
+  ListObjectsV2 (prefix, delimiter); a request signed with SigV4 is checked as S3 checks it (botocore's
+  S3SigV4Auth over the path as sent, which S3 does not normalize, with the secret `secret`), a mismatch answered 403
+  SignatureDoesNotMatch;
+- `/__stats`: body bytes sent and answers given per served file (per path for other answers), every request's path
+  as sent (`paths`), the count of tokens that reached the CDN
   and of requests refused for an expired link; `/__reset` clears them and the expiry;
+- `/__latency?ms=N`: from now on each request waits N ms before it is answered, as on a link with that round trip
+  (a benchmark's; `/__reset` sets it back to 0);
 - `/__expire?after=N[&change=1]`: from now on each CDN link (one per resolve answer) serves N requests, then answers
   403 as a signed URL past its expiry does; with `change=1` a file's later links serve another version of it (another
   ETag), as if it had been replaced on the Hub meanwhile.
@@ -28,13 +37,16 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
+from xml.sax.saxutils import escape
 
 ROOT = Path(sys.argv[1])
 TOKEN = "hf_test_token"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 TEXT_SUFFIXES = (".json", ".md", ".txt", ".py", ".jinja", ".yaml")  # served by the Hub itself, not the CDN
-STATS = {"bytes": {}, "auth_on_cdn": 0, "requests": 0, "expired": 0}
+STATS = {"bytes": {}, "answers": {}, "paths": [], "auth_on_cdn": 0, "requests": 0, "expired": 0}
+BUCKET = "raw-keys"
 EXPIRY = {"after": 0, "change": False}  # after 0: links never expire
+LATENCY = {"seconds": 0.0}
 LINKS = {"issued": 0, "uses": {}, "first": {}}  # link id -> requests served; digest -> its first link
 LOCK = threading.Lock()
 SEEN = {}  # fault state per path: requests seen
@@ -93,16 +105,26 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             STATS["requests"] += 1
         path = unquote(urlsplit(self.path).path)
+        if not path.startswith("/__"):
+            with LOCK:
+                STATS["paths"].append(urlsplit(self.path).path)
+        if not path.startswith("/__"):
+            time.sleep(LATENCY["seconds"])
         if self.server.server_port == CDN_PORT[0]:
             return self.cdn(path)
         if path == "/__stats":
             return self.reply(200, json.dumps(STATS).encode(), {"Content-Type": "application/json"})
         if path == "/__reset":
             with LOCK:
-                STATS.update(bytes={}, auth_on_cdn=0, requests=0, expired=0)
+                STATS.update(bytes={}, answers={}, paths=[], auth_on_cdn=0, requests=0, expired=0)
                 SEEN.clear()
                 EXPIRY.update(after=0, change=False)
                 LINKS.update(uses={}, first={})
+                LATENCY.update(seconds=0.0)
+            return self.reply(200, b"{}")
+        if path == "/__latency":
+            with LOCK:
+                LATENCY.update(seconds=int(parse_qs(urlsplit(self.path).query)["ms"][0]) / 1000)
             return self.reply(200, b"{}")
         if path == "/__expire":
             query = parse_qs(urlsplit(self.path).query)
@@ -113,6 +135,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.model_info(path[len("/api/models/"):], "blobs=true" in urlsplit(self.path).query)
         if path.startswith("/files/"):
             return self.serve(ROOT / "files" / path[len("/files/"):], path)
+        if path == f"/{BUCKET}" or path.startswith(f"/{BUCKET}/"):
+            return self.s3(path[len(BUCKET) + 2:])
         if path.startswith("/fault/"):
             kind, _, rest = path[len("/fault/"):].partition("/")
             return self.serve(ROOT / "files" / rest, path, fault=kind)
@@ -142,6 +166,8 @@ class Handler(BaseHTTPRequestHandler):
         if revision not in ("main", COMMIT):
             return self.reply(404, b'{"error": "Invalid rev id"}', {"X-Error-Code": "RevisionNotFound"})
         files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+        extra = ROOT / "extra-siblings" / org / name
+        files += extra.read_text().split() if extra.is_file() else []
         info = {"_id": "0" * 24, "id": f"{org}/{name}", "modelId": f"{org}/{name}", "sha": COMMIT,
                 "private": org == "private", "gated": False, "disabled": False, "downloads": 0, "likes": 0,
                 "tags": [], "lastModified": "2026-01-01T00:00:00.000Z", "createdAt": "2026-01-01T00:00:00.000Z",
@@ -195,6 +221,58 @@ class Handler(BaseHTTPRequestHandler):
             if file.is_file() and not file.name.endswith(TEXT_SUFFIXES) and sha256(file) == digest:
                 return self.serve(file, f"cdn:{file.relative_to(ROOT / 'hub').as_posix()}", etag=etag)
         self.reply(404, b"no such blob")
+
+    # -- S3 keys as they are spelled --
+
+    def signed_rightly(self):
+        """Whether the request's SigV4 signature (if any) is the one botocore computes for it: what S3 would accept."""
+        from botocore.auth import S3SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+
+        authorization = self.headers.get("Authorization")
+        if authorization is None:
+            return True
+        fields = dict(part.strip().split("=", 1) for part in authorization.split(" ", 1)[1].split(","))
+        scope = fields["Credential"].split("/")  # KEY/DATE/REGION/s3/aws4_request
+        signed = fields["SignedHeaders"].split(";")
+        request = AWSRequest(method=self.command, url=f"http://{self.headers['Host']}{self.path}",
+                             headers={name: self.headers[name] for name in signed if name != "host"})
+        request.context["timestamp"] = self.headers["x-amz-date"]
+        signer = S3SigV4Auth(Credentials(scope[0], "secret"), "s3", scope[2])
+        expected = signer.signature(signer.string_to_sign(request, signer.canonical_request(request)), request)
+        return expected == fields["Signature"]
+
+    def s3(self, key):
+        if not self.signed_rightly():
+            return self.reply(403, b"<Error><Code>SignatureDoesNotMatch</Code></Error>")
+        objects = json.loads((ROOT / "raw-keys.json").read_text())
+        query = parse_qs(urlsplit(self.path).query)
+        if not key and query.get("list-type") == ["2"]:
+            return self.list_objects(objects, query.get("prefix", [""])[0], query.get("delimiter", [""])[0])
+        if key not in objects:
+            return self.reply(404, b"<Error><Code>NoSuchKey</Code></Error>")
+        self.serve(ROOT / objects[key], f"s3:{key}")
+
+    def list_objects(self, objects, prefix, delimiter):
+        """ListObjectsV2's answer, in one page: the keys under `prefix`, those past a `delimiter` after it rolled
+        up into common prefixes."""
+        keys, folders = [], set()
+        for key in sorted(objects):
+            if not key.startswith(prefix):
+                continue
+            cut = key.find(delimiter, len(prefix)) if delimiter else -1
+            if cut < 0:
+                keys.append(key)
+            else:
+                folders.add(key[:cut + 1])
+        body = "".join(f"<Contents><Key>{escape(k)}</Key><Size>{(ROOT / objects[k]).stat().st_size}</Size></Contents>"
+                       for k in keys)
+        body += "".join(f"<CommonPrefixes><Prefix>{escape(f)}</Prefix></CommonPrefixes>" for f in sorted(folders))
+        xml = (f'<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>{BUCKET}</Name><Prefix>{escape(prefix)}'
+               f"</Prefix><KeyCount>{len(keys) + len(folders)}</KeyCount><IsTruncated>false</IsTruncated>{body}"
+               "</ListBucketResult>")
+        self.reply(200, xml.encode(), {"Content-Type": "application/xml"})
 
     # -- files, with faults --
 
@@ -250,6 +328,7 @@ class Handler(BaseHTTPRequestHandler):
     def count(self, key, length):
         with LOCK:
             STATS["bytes"][key] = STATS["bytes"].get(key, 0) + length
+            STATS["answers"][key] = STATS["answers"].get(key, 0) + 1
 
     def reply(self, status, body, headers=None, key=None):
         self.send_response(status)

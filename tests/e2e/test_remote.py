@@ -72,6 +72,14 @@ def write_torch_bin(folder):
     (folder / "config.json").write_text(json.dumps({"model_type": "llama", "torch_dtype": "float32"}))
 
 
+def write_many_members(folder, members=200):
+    """A pytorch_model.bin of `members` tensors of 8 KiB each (torch.save): a member's local header every 8 KiB, past
+    the reader's first 64 KiB read and 4 KiB blocks, as in a model of many small tensors (norms, biases, LoRA)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(4)
+    torch.save({f"layers.{i}.norm.weight": torch.randn(2048) for i in range(members)}, folder / "pytorch_model.bin")
+
+
 def write_trainer(folder):
     """A Trainer's output folder: model.safetensors, the same weights as pytorch_model.bin, the Trainer's own
     training_args.bin, an optimizer.pt that calls os.system when unpickled, and DeepSpeed's global_step1/ state."""
@@ -101,6 +109,18 @@ def write_pipeline(folder):
         (folder / other / name).write_text("{}")
     (folder / "model_index.json").write_text(json.dumps(
         {"_class_name": "StableDiffusionPipeline", **{c: ["diffusers", c] for c in [*parts, "scheduler", "tokenizer"]}}))
+
+
+def write_single_file_pipeline(folder):
+    """A Stable Diffusion checkpoint in one file, as A1111 loads it: the UNet, the VAE and the text encoder under
+    their prefixes (load/components.h) and a scheduler's table under none; each tensor larger than the reader's
+    first 64 KiB read and its small reads' window (256 KiB), so a component's scan asks for its own tensors only."""
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(3)
+    save_file({"model.diffusion_model.input_blocks.0.weight": (torch.randn(512, 512) * 0.02).half(),
+               "first_stage_model.decoder.conv_in.weight": torch.randn(512, 256) * 0.02,
+               "cond_stage_model.transformer.embeddings.weight": (torch.randn(512, 384) * 0.02).half(),
+               "alphas_cumprod": torch.linspace(1, 0.01, 80000)}, folder / "sd.safetensors")
 
 
 def assert_components_as_local(test, remote, local_folder, places, env):
@@ -155,6 +175,8 @@ class RemoteTestCase(unittest.TestCase):
         write_sharded(cls.files / "sharded")
         write_single(cls.files / "single")
         write_torch_bin(cls.files / "torch")
+        write_single_file_pipeline(cls.files / "sd")
+        write_many_members(cls.files / "many")
         hub = cls.tmp / "hub"
         shutil.copytree(cls.files / "sharded", hub / "org" / "sharded")
         shutil.copytree(cls.files / "single", hub / "private" / "single")
@@ -166,6 +188,7 @@ class RemoteTestCase(unittest.TestCase):
         shutil.copytree(cls.files / "pipeline", hub / "org" / "pipeline")
         (hub / "org" / "broken" / "model-00003-of-00004.safetensors").unlink()
         shutil.copytree(cls.files / "torch", hub / "org" / "torch")
+        shutil.copytree(cls.files / "sd", hub / "org" / "sd")
         # org/tampered: the Hub names its weights by a SHA-256 their bytes do not have.
         shutil.copytree(cls.files / "single", hub / "org" / "tampered")
         (hub / "org" / "tampered" / "model.safetensors").write_bytes(
@@ -173,6 +196,10 @@ class RemoteTestCase(unittest.TestCase):
         named = cls.tmp / "lfs-sha256" / "org" / "tampered" / "model.safetensors"
         named.parent.mkdir(parents=True)
         named.write_text(sha256_of(cls.files / "single" / "model.safetensors"))
+        # org/dotted: the Hub's listing names a file outside the repository (remote_server.py's extra-siblings).
+        shutil.copytree(cls.files / "single", hub / "org" / "dotted")
+        (cls.tmp / "extra-siblings" / "org").mkdir(parents=True)
+        (cls.tmp / "extra-siblings" / "org" / "dotted").write_text("../sharded/model-00001-of-00004.safetensors\n")
         cls.server, ports = start_server([sys.executable, str(HERE / "remote_server.py"), str(cls.tmp)],
                                          lambda p: json.loads(p.stdout.readline()))
         cls.base = f"http://127.0.0.1:{ports['port']}"
@@ -315,6 +342,41 @@ class HttpTest(RemoteTestCase):
                 self.assertEqual(model_without_places(there, [f"{self.base}/files/labelled/{i}"]),
                                  model_without_places(here, [str(Path(path).parent)]))
 
+    def test_a_single_file_pipeline_is_its_components_as_locally(self):
+        """A single-file pipeline checkpoint by URL is split into its components as the local file is
+        (URL#diffusion_model, URL#vae, ...), each scanned as the local component; one named alone too. The run
+        plan reads the header by range, each component's scan its own tensors: the file's bytes move about once."""
+        url = f"{self.base}/files/sd/sd.safetensors"
+        local = self.files / "sd" / "sd.safetensors"
+        document = self.assert_same_as_local(url, local, f"{self.base}/files/sd")
+        components = ("diffusion_model", "vae", "text_encoder", "other")
+        self.assertEqual([model["input"] for model in document["models"]], [f"{url}#{c}" for c in components])
+        sent = self.stats()["bytes"]["/files/sd/sd.safetensors"]
+        # The plan's read and each component's first read are 64 KiB each; every tensor is read by its component.
+        self.assertLessEqual(sent, local.stat().st_size + len(components) * 65536, sent)
+        # Each model counts its own reads; the plan's (a first read) is no model's, as a listing made to plan is not.
+        self.assertEqual(sum(model["bytes_transferred"] for model in document["models"]),
+                         sum(self.stats()["bytes"].values()) - 65536)
+        self.assert_same_as_local(f"{url}#vae", Path(f"{local}#vae"), f"{self.base}/files/sd")
+
+    def test_a_zip_asks_for_its_local_headers_together(self):
+        """A torch zip of 200 members: once its central directory is read, every local header is asked for at once
+        (ByteSource::prefetch), in a few requests rather than a round trip per member; the document is the local
+        scan's. Before, --safety-only made 190 requests for this file."""
+        url = f"{self.base}/files/many/pytorch_model.bin"
+        local = self.files / "many" / "pytorch_model.bin"
+        for tier in ("--safety-only", "--headers-only"):
+            with self.subTest(tier=tier):
+                self.get("/__reset")
+                code, remote, stderr = scan(tier, url)
+                self.assertEqual(code, 0, stderr)
+                # The first 64 KiB, the tail (the directory), the local headers' runs of at most 8 MiB: one here.
+                self.assertLessEqual(self.stats()["answers"]["/files/many/pytorch_model.bin"], 4)
+                self.assertLessEqual(self.stats()["bytes"]["/files/many/pytorch_model.bin"], local.stat().st_size)
+                _, here, _ = scan(tier, local)
+                self.assertEqual(without_places(remote, [f"{self.base}/files/many"]),
+                                 without_places(here, [str(local.parent)]))
+
     def test_verify_without_a_named_sha256_fails(self):
         """A plain https file comes without the Hub's LFS metadata: nothing to check it against."""
         result = run("--json", "--verify", f"{self.base}/files/single/model.safetensors")
@@ -379,14 +441,14 @@ class CorpusTest(RemoteTestCase):
         self.assertGreater(len(files), 10)
         _, remote, _ = scan(*(f"{self.base}/files/corpus/{f.relative_to(CORPUS).as_posix()}" for f in files))
         _, local, _ = scan(*files)
-        local_models = {model["input"]: model for model in local["models"]}
-        for file, there in zip(files, remote["models"]):
-            here = local_models.get(str(file))
-            if here is None:  # split into its components locally (file#unet, ...), not remotely (docs/using.md)
-                continue
+        # A single-file pipeline is its components (FILE#vae, ...) here and there alike: models pair by input.
+        self.assertEqual([m["input"].replace(f"{self.base}/files/corpus", str(CORPUS)) for m in remote["models"]],
+                         [m["input"] for m in local["models"]])
+        for there, here in zip(remote["models"], local["models"]):
+            name = here["input"]
             there = model_without_places(there, [f"{self.base}/files/corpus"])
             here = model_without_places(here, [str(CORPUS)])
-            with self.subTest(file=str(file.relative_to(CORPUS))):
+            with self.subTest(model=name):
                 if here["error"] and here["error"]["code"] == "missing_shard":
                     # A remote index comes without a listing: its first absent shard is named when it is opened
                     # (a 404), where discovery counts the local ones.
@@ -484,6 +546,22 @@ class HubTest(RemoteTestCase):
         document = self.assert_same_as_local("hf://org/sharded@main", self.files / "sharded",
                                              f"{self.base}/org/sharded/resolve/{COMMIT}", env=self.hub_env)
         self.assertEqual(document["models"][0]["path"], f"hf://org/sharded@{COMMIT}")
+
+    def test_a_repository_of_one_pipeline_file_is_its_components(self):
+        """A repository holding one single-file pipeline checkpoint is its components, as the local file is."""
+        document = self.assert_same_as_local("hf://org/sd", self.files / "sd" / "sd.safetensors",
+                                             f"{self.base}/org/sd/resolve/{COMMIT}", env=self.hub_env)
+        self.assertEqual([model["input"] for model in document["models"]],
+                         [f"hf://org/sd#{c}" for c in ("diffusion_model", "vae", "text_encoder", "other")])
+        self.assertEqual({model["path"] for model in document["models"]}, {f"hf://org/sd@{COMMIT}"})
+
+    def test_a_listing_naming_a_dot_segment_is_refused(self):
+        """git holds no `.` or `..` segment: a mirror listing `../sharded/...` would have its URL read another
+        repository's file; the model is path_escape, nothing of it read."""
+        code, document, _ = scan("hf://org/dotted", env=self.hub_env)
+        self.assertEqual(code, 2)
+        self.assertEqual(document["models"][0]["error"]["code"], "path_escape")
+        self.assertFalse([path for path in self.stats()["paths"] if "/resolve/" in path])
 
     def test_a_labelled_repository_is_named_by_its_hub_id_as_in_the_local_cache(self):
         """hf://EleutherAI/pythia-410m is identified as the typed id of the local cache is: the registry's documented
@@ -650,6 +728,83 @@ class HubTest(RemoteTestCase):
         self.assertEqual(code, 2)
         self.assertEqual(document["models"][0]["error"]["code"], "hf_cache_miss")
         self.assertEqual(self.stats()["requests"], 1)  # the reset's own
+
+
+class S3KeyTest(RemoteTestCase):
+    """S3 keys are opaque strings: `run-42/./model.safetensors` and `run-42/../secret.bin` are objects under the
+    prefix `run-42/`, distinct from `run-42/model.safetensors` and `secret.bin`, and must be asked for exactly as
+    spelled (libcurl would remove the dot segments of a URL path, RFC 3986, and read those other objects: outside the
+    model's prefix for `..`). remote_server.py's bucket `raw-keys` serves them, checks each SigV4 signature over the
+    path as sent, and logs that path: SeaweedFS (S3Test) refuses to store such keys, and logs no request's path. An https URL
+    keeps standard URL semantics: its dot segments are resolved as any HTTP client resolves them."""
+
+    OBJECTS = {"run-42/./model.safetensors": "files/single/model.safetensors",
+               "run-42/model.safetensors": "files/sharded/model-00001-of-00004.safetensors",  # another object
+               "run-42/../secret.bin": "files/trainer/pytorch_model.bin",
+               "secret.bin": "files/trainer/optimizer.pt",  # calls os.system when unpickled
+               "run-42/sharded/model.safetensors.index.json": "dotted/model.safetensors.index.json",
+               "run-42/sharded/config.json": "files/sharded/config.json",
+               **{f"run-42/sharded/model-{k:05d}-of-00004.safetensors":
+                  f"files/sharded/model-{k:05d}-of-00004.safetensors" for k in range(1, 5)}}
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        (cls.tmp / "raw-keys.json").write_text(json.dumps(cls.OBJECTS))
+        # The sharded model's index, each shard named `./model-...`: a path from the index's folder.
+        index = json.loads((cls.files / "sharded" / "model.safetensors.index.json").read_text())
+        index["weight_map"] = {name: f"./{shard}" for name, shard in index["weight_map"].items()}
+        (cls.tmp / "dotted").mkdir()
+        (cls.tmp / "dotted" / "model.safetensors.index.json").write_text(json.dumps(index))
+        cls.s3_env = {"AWS_ENDPOINT_URL": cls.base, "AWS_ACCESS_KEY_ID": "key", "AWS_SECRET_ACCESS_KEY": "secret",
+                      **FAST}
+
+    def assert_asked_exactly(self, key, never):
+        paths = self.stats()["paths"]
+        self.assertIn(f"/raw-keys/{key}", paths)
+        self.assertNotIn(f"/raw-keys/{never}", paths)
+        self.assertNotIn("/raw-keys/run-42/config.json", paths)  # the texts beside, looked for beside the key too
+
+    def test_a_key_with_a_dot_segment_is_that_object(self):
+        self.assert_same_as_local("s3://raw-keys/run-42/./model.safetensors",
+                                  self.files / "single" / "model.safetensors", f"{self.base}/raw-keys/run-42/.",
+                                  env=self.s3_env)
+        self.assert_asked_exactly("run-42/./model.safetensors", "run-42/model.safetensors")
+        self.assertIn("/raw-keys/run-42/./config.json", self.stats()["paths"])
+
+    def test_a_key_with_a_dotdot_segment_stays_inside_its_prefix(self):
+        code, document, stderr = scan("s3://raw-keys/run-42/../secret.bin", env=self.s3_env)
+        self.assertEqual(code, 0, stderr)
+        self.assertEqual(document["models"][0]["safety"]["verdict"], "safe", document["models"][0]["safety"])
+        self.assert_asked_exactly("run-42/../secret.bin", "secret.bin")
+
+    def test_the_path_as_sent_is_the_path_signed(self):
+        """The server checks each SigV4 signature over the path as sent, as S3 does (botocore's S3SigV4Auth): the
+        scans above pass it; a wrong secret does not."""
+        code, document, _ = scan("s3://raw-keys/run-42/../secret.bin",
+                                 env={**self.s3_env, "AWS_SECRET_ACCESS_KEY": "wrong"})
+        self.assertEqual(code, 2)
+        self.assertEqual(document["models"][0]["error"]["code"], "auth_error")
+
+    def test_a_folder_whose_prefix_has_a_dot_segment(self):
+        self.assert_same_as_local("s3://raw-keys/run-42/./", self.files / "single",
+                                  f"{self.base}/raw-keys/run-42/.", env=self.s3_env)
+        self.assert_asked_exactly("run-42/./model.safetensors", "run-42/model.safetensors")
+
+    def test_an_index_names_its_shards_by_path(self):
+        """A shard index names files relative to its folder, as a loader joins them: `./model-00001-of-00004...`
+        beside an S3 index is the key `run-42/sharded/model-00001-of-00004...`, whose `.` segment is no part of it."""
+        self.assert_same_as_local("s3://raw-keys/run-42/sharded/model.safetensors.index.json",
+                                  self.files / "sharded" / "model.safetensors.index.json",
+                                  f"{self.base}/raw-keys/run-42/sharded", env=self.s3_env)
+        self.assert_asked_exactly("run-42/sharded/model-00001-of-00004.safetensors",
+                                  "run-42/sharded/./model-00001-of-00004.safetensors")
+
+    def test_an_https_url_is_resolved_as_a_url(self):
+        code, document, stderr = scan(f"{self.base}/files/sd/../single/model.safetensors")
+        self.assertEqual(code, 0, stderr)
+        self.assertIn("/files/single/model.safetensors", self.stats()["paths"])
+        self.assertFalse([path for path in self.stats()["paths"] if "/../" in path])
 
 
 # Where a key holds every kind of character SigV4 encodes: a space, `+`, `=`, `%`, non-ASCII, and the sub-delimiters

@@ -80,7 +80,9 @@ TEST(Url, HubUrlsSplitIntoRepositoryAndRevision) {
   ASSERT_TRUE(component);
   EXPECT_EQ((std::pair{component->revision, component->folder}), (std::pair<std::string, std::string>{"main", "a/b"}));
   for (const char* bad : {"hf://", "hf://name", "hf://org/", "hf:///name", "hf://org/@main", "hf://org/name@",
-                          "hf://org/name@%2", "hf://org/name@/unet", "org/name", "s3://org/name"})
+                          "hf://org/name@%2", "hf://org/name@/unet", "org/name", "s3://org/name",
+                          // no git ref has a dot segment, and the API's URL would lose it: another revision
+                          "hf://org/name@..", "hf://org/name@.", "hf://org/name@refs%2F..%2Fmain"})
     EXPECT_FALSE(parse_hub_url(bad)) << bad;
 }
 
@@ -104,6 +106,25 @@ TEST(RemoteEnv, AwsKeysGoToTheS3EndpointOnly) {
   EXPECT_EQ(s3->aws_region, "us-east-1");
   EXPECT_FALSE(credentials_for(*parse_http_url("http://example.org/bucket/key")));
   for (const char* name : {"AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}) ::unsetenv(name);
+}
+
+TEST(Url, FindsDotSegments) {
+  for (const char* dotted : {".", "..", "./x", "a/../b", "a/./b", "a/..", "a/."}) EXPECT_TRUE(has_dot_segment(dotted));
+  for (const char* plain : {"", "a/b", ".hidden/x", "a/..b", "a/b..", "...", "a//b", "v1.0/model.safetensors"})
+    EXPECT_FALSE(has_dot_segment(plain)) << plain;
+}
+
+TEST(RemoteEnv, AnS3KeyIsWrittenWithItsDotSegments) {
+  // `run-42/../secret.bin` is a key under `run-42/`, not `secret.bin`: its URL keeps the segments, and requests to
+  // the S3 endpoint are sent with the path as written (core/http.cpp: CURLOPT_PATH_AS_IS).
+  ::setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:5000/", 1);
+  EXPECT_EQ(http_url_of("s3://bucket/run-42/../secret.bin"), "http://127.0.0.1:5000/bucket/run-42/../secret.bin");
+  EXPECT_EQ(http_url_of("s3://bucket/run-42/./x y.safetensors"),
+            "http://127.0.0.1:5000/bucket/run-42/./x%20y.safetensors");
+  EXPECT_TRUE(is_s3_url(*parse_http_url("http://127.0.0.1:5000/bucket/run-42/../secret.bin")));
+  EXPECT_FALSE(is_s3_url(*parse_http_url("http://127.0.0.1:5001/bucket/key")));  // another port: a plain URL
+  EXPECT_FALSE(is_s3_url(*parse_http_url("https://huggingface.co/org/name/resolve/main/a/../b")));
+  ::unsetenv("AWS_ENDPOINT_URL");
 }
 
 TEST(RemoteEnv, OfflineAndTimeout) {

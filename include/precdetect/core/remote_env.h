@@ -31,6 +31,11 @@ bool hf_offline();
 /// https://s3.REGION.amazonaws.com; without a trailing '/'.
 std::string s3_endpoint();
 
+/// True when `url` is on the S3 endpoint's host (s3_endpoint()): its path is a bucket and an object key, an opaque
+/// string (`run-42/../x.bin` is a key of its own under `run-42/`), sent exactly as written and signed so, never
+/// normalized as a URL path's dot segments are.
+bool is_s3_url(const Url& url);
+
 /// The http(s) URL an input names a file by: an http(s) URL as it is, `s3://bucket/key` as the S3 endpoint's
 /// path-style URL of the object; nullopt for anything else (a local path, hf://).
 std::optional<std::string> http_url_of(std::string_view input);

@@ -35,7 +35,8 @@ struct HubRef {
 
 /// `text` split when it is `hf://org/name[@revision][/folder]`: a revision that holds '/' is written with `%2F`
 /// (`@refs%2Fpr%2F1`, as huggingface_hub's HfFileSystem writes it), and is decoded here; the folder keeps its '/'s,
-/// none at either end. nullopt for anything else (an empty org, name or revision).
+/// none at either end. nullopt for anything else (an empty org, name or revision, a revision with a `.` or `..`
+/// segment, which no git ref has).
 std::optional<HubRef> parse_hub_url(std::string_view text);
 
 /// Where a redirect's `Location` leads from `base`: an absolute URL as it is, `/path` on base's authority, a
@@ -47,6 +48,10 @@ std::string url_file_name(std::string_view url);
 
 /// `url` up to and including the last '/' of its path: the folder its neighbours are named from.
 std::string url_folder(std::string_view url);
+
+/// True when the '/'-separated `path` has a `.` or `..` segment: a URL's path loses them (RFC 3986's
+/// remove_dot_segments, which libcurl applies), so it would name another file; an S3 key keeps them (remote_env.h).
+bool has_dot_segment(std::string_view path);
 
 /// `text` with every byte outside RFC 3986's unreserved set (and '/', when `keep_slash`) percent-encoded: how an
 /// S3 key or a Hub file name is written into a path.

@@ -27,8 +27,8 @@ std::string_view component_of(std::string_view tensor);
 std::vector<std::string> single_file_components(std::span<const TensorRecord> tensors);
 
 /// The components of the single file `file` (safetensors, or a torch file), by single_file_components over its
-/// tensors' names; empty for one model. A safetensors file's header alone is read, with pread: nothing is mapped.
-/// Throws Error where the file cannot be read as a checkpoint.
+/// tensors' names; empty for one model. A safetensors file's header alone is read, with pread (nothing is mapped),
+/// or by range where `file` is a URL (core/url.h). Throws Error where the file cannot be read as a checkpoint.
 std::vector<std::string> file_components(const std::filesystem::path& file);
 
 struct ComponentInput {

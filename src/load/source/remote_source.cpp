@@ -29,6 +29,9 @@ constexpr size_t kRequestsInFlight = 8;
 // for the tensors that follow it: hundreds of requests of a few KiB each would cost a round trip apiece.
 constexpr uint64_t kSmallRead = uint64_t{256} << 10;
 constexpr uint64_t kSmallReadWindow = uint64_t{2} << 20;
+// Prefetched blocks less than this apart are fetched in one request with the bytes between them: a few KiB more
+// cost less than a round trip.
+constexpr uint64_t kPrefetchGap = uint64_t{64} << 10;
 
 /// The SHA-256 an ETag names (`"HEX"`, the Hub's X-Linked-Etag of an LFS file), else "".
 std::string sha256_named(std::string etag) {
@@ -120,6 +123,19 @@ class RemoteFile final : public ByteSource {
     hash_read(offset, dest);  // nothing when hashed already, as they were fetched
   }
 
+  /// The missing blocks of `ranges` in a few requests, on the transfer threads, into the cache as view() keeps them.
+  void prefetch(std::span<const ByteRange> ranges) const override {
+    std::lock_guard lock(mutex_);
+    std::vector<ByteRange> runs = missing_runs(ranges);
+    transfer_pool().run(runs.size(), [&](size_t i) {
+      get(runs[i].offset, {data_ + runs[i].offset, static_cast<size_t>(runs[i].length)});
+    });
+    for (const ByteRange& run : runs) {
+      mark(run.offset, run.offset + run.length, true);
+      hash_fetched(run.offset, {data_ + run.offset, static_cast<size_t>(run.length)});
+    }
+  }
+
   void release(uint64_t offset, uint64_t length) const override {
     std::lock_guard lock(mutex_);
     uint64_t first = (offset + kBlock - 1) / kBlock, end = std::min(offset + length, size_) / kBlock;
@@ -166,6 +182,37 @@ class RemoteFile final : public ByteSource {
   void mark(uint64_t begin, uint64_t end, bool value) const {
     for (uint64_t block = begin / kBlock; block * kBlock < end; ++block)
       if ((block + 1) * kBlock <= end || end == size_) have_[block] = value;
+  }
+
+  /// The blocks `ranges` touch inside the file that are not held, in order, as runs to fetch: a run takes in the
+  /// next block when the blocks between them are missing too and under kPrefetchGap, up to kMinReadPart in all
+  /// (mutex_ held).
+  std::vector<ByteRange> missing_runs(std::span<const ByteRange> ranges) const {
+    std::vector<uint64_t> blocks;
+    for (const ByteRange& range : ranges) {
+      if (range.offset >= size_) continue;
+      uint64_t end = range.offset + std::min(range.length, size_ - range.offset);
+      for (uint64_t block = range.offset / kBlock; block * kBlock < end; ++block)
+        if (!have_[block]) blocks.push_back(block);
+    }
+    std::sort(blocks.begin(), blocks.end());
+    blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
+    std::vector<ByteRange> runs;
+    for (uint64_t block : blocks) {
+      uint64_t begin = block * kBlock, end = std::min(begin + kBlock, size_);
+      if (!runs.empty()) {
+        ByteRange& run = runs.back();
+        uint64_t run_end = run.offset + run.length;
+        bool gap_missing = std::none_of(have_.begin() + static_cast<ptrdiff_t>(run_end / kBlock),
+                                        have_.begin() + static_cast<ptrdiff_t>(block), [](bool held) { return held; });
+        if (begin - run_end < kPrefetchGap && gap_missing && end - run.offset <= kMinReadPart) {
+          run.length = end - run.offset;
+          continue;
+        }
+      }
+      runs.push_back({begin, end - begin});
+    }
+    return runs;
   }
 
   /// Bytes [begin, end) into the cache, in parallel parts when many (mutex_ held).

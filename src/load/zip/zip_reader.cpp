@@ -18,6 +18,8 @@ constexpr uint32_t kZip64Locator = 0x07064b50;
 constexpr uint32_t kZip64End = 0x06064b50;
 constexpr uint64_t kEndSize = 22, kLocatorSize = 20, kZip64EndSize = 56, kCentralSize = 46, kLocalSize = 30;
 constexpr uint64_t kMaxComment = 0xFFFF;
+// torch pads a member's local extra field so that its data lands on a 64-byte boundary.
+constexpr uint64_t kLocalPadding = 64;
 
 /// The archive, read where its records point: each read views only the bytes it names (a remote archive is
 /// fetched by range, its central directory and the headers it points at, never whole), checked against the file's
@@ -102,8 +104,14 @@ uint64_t data_offset(const Archive& zip, uint64_t local, uint64_t size) {
   return start;
 }
 
+/// A central directory record: its entry (data_offset not yet resolved), and where its local header is.
+struct CentralRecord {
+  ZipEntry entry;
+  uint64_t local = 0;
+};
+
 /// Central directory record `number` of `count`, read from `central` (positioned at it).
-ZipEntry read_central_entry(ByteCursor& central, const Archive& zip, uint64_t number, uint64_t count) {
+CentralRecord read_central_entry(ByteCursor& central, uint64_t number, uint64_t count) {
   central.mark();
   if (central.remaining() < kCentralSize || central.le<uint32_t>() != kCentralHeader)
     central.fail(fmt::format("central directory entry {} of {} is missing", number, count));
@@ -124,8 +132,16 @@ ZipEntry read_central_entry(ByteCursor& central, const Archive& zip, uint64_t nu
   central.skip(comment_length);
   entry.size = compressed;
   entry.uncompressed = size;
-  entry.data_offset = data_offset(zip, local, compressed);
-  return entry;
+  return {std::move(entry), local};
+}
+
+/// Where each record's local header lies, its name and a padded extra field included: what data_offset() views.
+std::vector<ByteRange> local_headers(const std::vector<CentralRecord>& records) {
+  std::vector<ByteRange> ranges;
+  ranges.reserve(records.size());
+  for (const CentralRecord& record : records)
+    ranges.push_back({record.local, kLocalSize + record.entry.name.size() + kLocalPadding});
+  return ranges;
 }
 
 }  // namespace
@@ -139,8 +155,16 @@ std::vector<ZipEntry> read_zip_entries(const ByteSource& source) {
   Directory dir = read_directory_location(zip, source.size());
   ByteCursor central(zip.at(dir.offset, dir.size, "central directory"), source.path(), ErrorCode::kInvalidZip,
                      "zip archive", dir.offset);
+  std::vector<CentralRecord> records;
+  for (uint64_t i = 0; i < dir.entries; ++i) records.push_back(read_central_entry(central, i + 1, dir.entries));
+  // Every local header asked for at once: a remote archive's members would each cost a round trip.
+  source.prefetch(local_headers(records));
   std::vector<ZipEntry> entries;
-  for (uint64_t i = 0; i < dir.entries; ++i) entries.push_back(read_central_entry(central, zip, i + 1, dir.entries));
+  entries.reserve(records.size());
+  for (CentralRecord& record : records) {
+    record.entry.data_offset = data_offset(zip, record.local, record.entry.size);
+    entries.push_back(std::move(record.entry));
+  }
   return entries;
 }
 

@@ -17,6 +17,12 @@ enum class ReadMode {
   kPread,  ///< parallel pread into our own buffers: many requests in flight, for cold disks and network filesystems
 };
 
+/// Bytes [offset, offset + length) of a source.
+struct ByteRange {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
 class ByteSource {
  public:
   virtual ~ByteSource() = default;
@@ -30,6 +36,10 @@ class ByteSource {
   /// Called once a tensor's bytes are consumed, it also vouches for them: a mapped file that shrank while being
   /// read (its lost pages read as zeros, see MappingGuard) throws Error(kIo) naming the path.
   virtual void release(uint64_t offset, uint64_t length) const { (void)offset, (void)length; }
+  /// Hint that view() will soon be asked for each of `ranges` (a zip's local headers, once its directory is read):
+  /// a remote source fetches the ones it lacks together, in a few parallel requests, rather than one round trip
+  /// each. Views nothing and never throws; ranges past the end are ignored. A local source has nothing to do.
+  virtual void prefetch(std::span<const ByteRange> ranges) const { (void)ranges; }
   /// Copies bytes [offset, offset + dest.size()) into `dest`, large ranges in parallel parts. Throws
   /// Error(kOffsetPastEnd) like view(), Error(kIo) when the file cannot be read.
   virtual void read(uint64_t offset, std::span<std::byte> dest) const;
