@@ -246,6 +246,10 @@ namespace {
 /// (models_in: one per independent checkpoint, one per pipeline component).
 struct RunPlan {
   std::vector<std::string> models;
+  /// Per model: the bytes moved while planning its input (a Hub repository's or S3 folder's listing, a remote
+  /// file's header read to split it into components), counted to the input's first model so that the models'
+  /// bytes_transferred add up to everything the run moved.
+  std::vector<uint64_t> planning_bytes;
   std::optional<ShardPart> part;  ///< with --shard, the part these models are
   /// With --shard, each model's place in the whole list: its input's index, its index among that input's models.
   std::vector<ListPosition> positions;
@@ -310,11 +314,16 @@ RunPlan plan_run(const ScanOptions& options) {
     if (options.shard && !in_shard(inputs[index], *options.shard)) continue;
     if (plan.part) ++plan.part->inputs;
     uint64_t of_input = 0;
+    std::vector<std::string> parts;
+    TransferMeter meter;
     for (const std::string& model : models_in(inputs[index], hf_hub_cache(), options.all_formats))
-      for (std::string& part : components_of(model)) {
-        plan.models.push_back(std::move(part));
-        if (plan.part) plan.positions.push_back({index, of_input++});
-      }
+      for (std::string& part : components_of(model)) parts.push_back(std::move(part));
+    for (std::string& part : parts) {
+      plan.planning_bytes.push_back(of_input == 0 ? meter.bytes() : 0);
+      plan.models.push_back(std::move(part));
+      if (plan.part) plan.positions.push_back({index, of_input});
+      ++of_input;
+    }
   }
   return plan;
 }
@@ -376,6 +385,7 @@ ScanReport scan_all(const ScanOptions& options, const ScanEvents& events) {
       ModelReport model = scan_model(inputs[i], options, {rules, registry, options.gpu}, analyzer, cache.get());
       model.gate_failures = gate_failures(model, options.gates);
       if (plan.part) model.list_position = plan.positions[i];
+      if (model.bytes_transferred) *model.bytes_transferred += plan.planning_bytes[i];
       std::lock_guard lock(reporting);
       if (events.finished) events.finished(model);
       report.models[i] = std::move(model);
