@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
@@ -56,12 +57,32 @@ bool written_big_endian(const pickle::Ref& sys_info) {
   return false;
 }
 
+/// Where each storage's element count lies if the counts are the pickle's: asked for together, a remote file's
+/// counts cost one round of requests, not one each (the reading below checks every count it finds).
+std::vector<ByteRange> predicted_counts(uint64_t at, const pickle::List& keys,
+                                        const std::map<std::string, pickle::Storage>& storages) {
+  std::vector<ByteRange> counts;
+  for (const pickle::Ref& key_value : keys.items) {
+    const auto* key = std::get_if<std::string>(&key_value->v);
+    auto storage = key ? storages.find(*key) : storages.end();
+    auto dtype = storage != storages.end() ? pickle::storage_dtype(storage->second.type) : std::nullopt;
+    auto nbytes =
+        dtype ? checked_mul(storage->second.numel, static_cast<uint64_t>(dtype_bits(*dtype) / 8)) : std::nullopt;
+    auto next = nbytes ? checked_add(at + 8, *nbytes) : std::nullopt;
+    if (!next) break;
+    counts.push_back({at, 8});
+    at = *next;
+  }
+  return counts;
+}
+
 /// After the pickles, each storage in key order: an int64 element count, then count x element size bytes.
 std::map<std::string, StorageLocation> locate_storages(const ByteSource& source, uint64_t at,
                                                        const pickle::Ref& key_list,
                                                        const std::map<std::string, pickle::Storage>& storages) {
   const auto* keys = std::get_if<pickle::List>(&key_list->v);
   if (keys == nullptr) fail(ErrorCode::kInvalidLegacy, source.path(), "the storage key list is not a list");
+  source.prefetch(predicted_counts(at, *keys, storages));
   std::map<std::string, StorageLocation> located;
   for (const pickle::Ref& key_value : keys->items) {
     const auto* key = std::get_if<std::string>(&key_value->v);
