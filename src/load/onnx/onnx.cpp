@@ -65,11 +65,11 @@ class OnnxReader {
       : checkpoint_(checkpoint),
         file_(file),
         path_(checkpoint.files[file]->path()),
-        graph_(read_onnx_graph(checkpoint.files[file]->view(0, checkpoint.files[file]->size()), path_)) {}
+        model_(*checkpoint.files[file]),
+        graph_(read_onnx_graph(model_)) {}
 
   void read() {
-    const ByteSource& model = *checkpoint_.files[file_];
-    ReadMode mode = model.zero_copy() ? ReadMode::kMmap : ReadMode::kPread;
+    ReadMode mode = model_.zero_copy() ? ReadMode::kMmap : ReadMode::kPread;
     auto joined = std::make_unique<JoinedSource>(std::move(checkpoint_.files[file_]));
     // Every external file is joined before the first decoded region is added after them.
     std::vector<const OnnxTensor*> stored;
@@ -215,7 +215,7 @@ class OnnxReader {
     record.nbytes = record.storage_nbytes = *nbytes;
     if (tensor.external)
       record.offset = external_offset(tensor, *nbytes);
-    else if (tensor.raw)
+    else if (tensor.raw_size)
       record.offset = raw_offset(tensor, *nbytes);
     else
       record.offset = typed_values(tensor, type, record.numel, *nbytes);
@@ -240,8 +240,8 @@ class OnnxReader {
   }
 
   uint64_t raw_offset(const OnnxTensor& tensor, uint64_t nbytes) const {
-    if (tensor.raw->size() != nbytes)
-      fail(tensor, fmt::format("raw_data of {} bytes, its shape and type need {}", tensor.raw->size(), nbytes));
+    if (*tensor.raw_size != nbytes)
+      fail(tensor, fmt::format("raw_data of {} bytes, its shape and type need {}", *tensor.raw_size, nbytes));
     return tensor.raw_offset;
   }
 
@@ -266,15 +266,16 @@ class OnnxReader {
   uint64_t typed_values(const OnnxTensor& tensor, const OnnxType& type, uint64_t numel, uint64_t nbytes) {
     uint64_t per_element = type.dtype == DType::C64 ? 2 : 1;  // a real and an imaginary float
     uint32_t field = tensor.values_field != 0 ? tensor.values_field : type.field;
-    uint64_t count = for_each_value(tensor.message, path_, tensor.message_offset, field, type.wire, [](uint64_t) {});
+    uint64_t count =
+        for_each_value(model_, tensor.message_offset, tensor.message_size, field, type.wire, [](uint64_t) {});
     if (count / per_element != numel || count % per_element != 0)
       fail(tensor, fmt::format("{} values in field {}, its shape needs {}", count, field, numel * per_element));
     if (nbytes == 0) return 0;
     size_t width = nbytes / count;
-    return decoded_->add_region(nbytes, [message = tensor.message, path = path_, base = tensor.message_offset, field,
-                                         wire = type.wire, width](std::span<std::byte> dest) {
+    return decoded_->add_region(nbytes, [&model = model_, offset = tensor.message_offset, size = tensor.message_size,
+                                         field, wire = type.wire, width](std::span<std::byte> dest) {
       uint64_t at = 0;
-      for_each_value(message, path, base, field, wire, [&](uint64_t value) {
+      for_each_value(model, offset, size, field, wire, [&](uint64_t value) {
         for (size_t i = 0; i < width && at < dest.size(); ++i, ++at) dest[at] = std::byte(value >> (8 * i));
       });
     });
@@ -283,6 +284,9 @@ class OnnxReader {
   Checkpoint& checkpoint_;
   size_t file_;
   std::filesystem::path path_;
+  /// The model's file: joined with its external files and decoded regions once read() starts, alive as long as
+  /// they are (the decoded regions read their values from it).
+  const ByteSource& model_;
   OnnxGraph graph_;
   /// Each external file's location -> where it starts in the joined source, and its size.
   std::map<std::string, std::pair<uint64_t, uint64_t>> externals_;
