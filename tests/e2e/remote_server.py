@@ -8,8 +8,9 @@
   serves (an LFS object that does not match its pointer);
 - the CDN port: blobs by SHA-256, Range honoured; a request carrying Authorization is counted (`auth_on_cdn`) and refused;
 - plain files (`/files/PATH`, Range honoured) and the same with a fault (`/fault/KIND/PATH`, KIND below);
-- `/__stats`: body bytes sent per served file (per path for other answers), the count of tokens that reached the CDN
-  and of requests refused for an expired link; `/__reset` clears them and the expiry;
+- `/__stats`: body bytes sent per served file (per path for other answers) and the answers that carried them
+  (`answers`), the count of tokens that reached the CDN and of requests refused for an expired link; `/__reset`
+  clears them and the expiry;
 - `/__expire?after=N[&change=1]`: from now on each CDN link (one per resolve answer) serves N requests, then answers
   403 as a signed URL past its expiry does; with `change=1` a file's later links serve another version of it (another
   ETag), as if it had been replaced on the Hub meanwhile.
@@ -33,7 +34,7 @@ ROOT = Path(sys.argv[1])
 TOKEN = "hf_test_token"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 TEXT_SUFFIXES = (".json", ".md", ".txt", ".py", ".jinja", ".yaml")  # served by the Hub itself, not the CDN
-STATS = {"bytes": {}, "auth_on_cdn": 0, "requests": 0, "expired": 0}
+STATS = {"bytes": {}, "answers": {}, "auth_on_cdn": 0, "requests": 0, "expired": 0}
 EXPIRY = {"after": 0, "change": False}  # after 0: links never expire
 LINKS = {"issued": 0, "uses": {}, "first": {}}  # link id -> requests served; digest -> its first link
 LOCK = threading.Lock()
@@ -99,7 +100,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(200, json.dumps(STATS).encode(), {"Content-Type": "application/json"})
         if path == "/__reset":
             with LOCK:
-                STATS.update(bytes={}, auth_on_cdn=0, requests=0, expired=0)
+                STATS.update(bytes={}, answers={}, auth_on_cdn=0, requests=0, expired=0)
                 SEEN.clear()
                 EXPIRY.update(after=0, change=False)
                 LINKS.update(uses={}, first={})
@@ -250,6 +251,7 @@ class Handler(BaseHTTPRequestHandler):
     def count(self, key, length):
         with LOCK:
             STATS["bytes"][key] = STATS["bytes"].get(key, 0) + length
+            STATS["answers"][key] = STATS["answers"].get(key, 0) + 1
 
     def reply(self, status, body, headers=None, key=None):
         self.send_response(status)
