@@ -3,7 +3,8 @@ helper, numpy.save and savez) and served over 127.0.0.1 by remote_server.py, whi
 it sends per file. Their structure is read by range, as a safetensors header is: --headers-only and --safety-only
 move about a header's bytes, in a few requests where it is megabytes long (a tokenizer's vocabulary); the full
 scan streams the tensors and equals the local scan, paths aside, for files over the 256 MiB a remote file may
-hold in memory at once too; a damaged file is the error it is locally."""
+hold in memory at once too, and for an ONNX model whose external data lies beside it; a damaged file is the error
+it is locally."""
 
 import json
 import os
@@ -88,6 +89,11 @@ class RemoteFormatsTest(unittest.TestCase):
         arrays = {"a": normal((1024, 1024), np.float32, 6), "b": normal((512, 512), np.float16, 7)}
         np.savez(files / "stored.npz", **arrays)
         np.savez_compressed(files / "deflated.npz", **arrays)
+        for folder in ("external", "external-missing"):
+            (files / folder).mkdir()
+            onnx.save_model(onnx.load(str(files / "model.onnx")), str(files / folder / "model.onnx"),
+                            save_as_external_data=True, location="model.onnx_data", size_threshold=0)
+        (files / "external-missing" / "model.onnx_data").unlink()
         data = (files / "model.gguf").read_bytes()
         start = gguf_data_start(files / "model.gguf")
         (files / "cut-in-data.gguf").write_bytes(data[:start + 1000])
@@ -168,6 +174,17 @@ class RemoteFormatsTest(unittest.TestCase):
                 moved, _ = self.assert_same(name)
                 size = (self.files / name).stat().st_size
                 self.assertLessEqual(moved, size + extra.get(name, FIRST_READ))
+
+    def test_an_onnx_models_external_data_is_read_by_range_beside_it(self):
+        """The model's external data file is the URL beside it, as it is the file beside it locally; a missing one
+        is the same not_found."""
+        moved, _ = self.assert_same("external/model.onnx")
+        self.assertLess(moved, 2 * FIRST_READ)
+        data = (self.files / "external" / "model.onnx_data").stat().st_size
+        self.assertLessEqual(self.stats()["bytes"]["/files/external/model.onnx_data"], data + FIRST_READ)
+        there, here, _, _ = self.scan_both("external-missing/model.onnx")
+        self.assertEqual(here["error"]["code"], "not_found", here["error"])
+        self.assertEqual(there["error"], here["error"])
 
     def test_a_damaged_gguf_is_the_error_it_is_locally(self):
         for name in ("cut-in-data.gguf", "cut-in-vocab.gguf"):

@@ -8,6 +8,7 @@
 
 #include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
+#include "precdetect/core/url.h"
 #include "precdetect/load/onnx/onnx_graph.h"
 #include "precdetect/load/onnx/onnx_sparse.h"
 #include "precdetect/load/onnx/protobuf.h"
@@ -80,7 +81,7 @@ class OnnxReader {
     }
     for (const OnnxTensor* tensor : stored)
       if (tensor->external && !externals_.contains(tensor->external->location)) {
-        auto file = map_file(external_file(*tensor), mode);
+        auto file = open_external(*tensor, mode);
         uint64_t size = file->size();
         externals_[tensor->external->location] = {joined->append(std::move(file)), size};
       }
@@ -99,15 +100,18 @@ class OnnxReader {
                    fmt::format("tensor `{}`: {}", tensor.name, what));
   }
 
-  /// The external file of `tensor`, which must be there: a missing one is named with the model and the tensor.
-  std::filesystem::path external_file(const OnnxTensor& tensor) const {
+  /// The external file of `tensor` opened, which must be there: a missing one (a remote model's answered 404) is
+  /// named with the model and the tensor. A remote model's external data is the URL beside it, read by range.
+  std::unique_ptr<ByteSource> open_external(const OnnxTensor& tensor, ReadMode mode) const {
     std::filesystem::path file = onnx_external_path(path_, tensor.external->location, tensor.name);
     std::error_code ec;
-    if (!std::filesystem::exists(file, ec))
-      precdetect::fail(
-          ErrorCode::kNotFound, path_,
-          fmt::format("tensor `{}`: its external data file `{}` is not there", tensor.name, file.string()));
-    return file;
+    try {
+      if (is_url(file.native()) || std::filesystem::exists(file, ec)) return map_file(file, mode);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kNotFound) throw;
+    }
+    precdetect::fail(ErrorCode::kNotFound, path_,
+                     fmt::format("tensor `{}`: its external data file `{}` is not there", tensor.name, file.string()));
   }
 
   const OnnxType& type_of(const OnnxTensor& tensor) const {
