@@ -15,7 +15,12 @@ tests/e2e/remote_server.py (which counts the body bytes it sends per file), then
 and prints a Markdown table. The full scan and curl alternate --rounds times (a shared machine's load varies): each
 round's ratio is printed, and the table gives the best (min) wall time of each. Timing lives here, never in tests.
 
-  .venv/bin/python scripts/benchmark_remote.py --size-gb 1 [--dtype bf16] [--rounds 5]
+--format gguf|onnx|npy times one file of that format instead, written by its own producer as
+tests/e2e/test_remote_formats.py writes them (a GGUF with a 50,000-token vocabulary, an ONNX model's weights in
+raw_data, one .npy array): --safety-only and --headers-only (bytes moved, requests answered), the full scan against
+curl of the file, and the local scan.
+
+  .venv/bin/python scripts/benchmark_remote.py --size-gb 1 [--dtype bf16] [--rounds 5] [--format safetensors]
 """
 
 import argparse
@@ -29,10 +34,14 @@ import time
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "e2e"))
+from test_remote_formats import normal, write_gguf, write_onnx  # noqa: E402  (the tests' own writers)
+
 BINARY = os.environ.get("PRECDETECT_BIN", str(REPO / "build" / "precdetect"))
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
 
@@ -68,12 +77,77 @@ def timed(command):
     return seconds, rss / 1024, result.stdout
 
 
+def write_single(folder, form, size_gb):
+    """One --format file of about size_gb of fp16 weights, 4096 columns wide, in `folder`; returns its path."""
+    folder.mkdir(parents=True)
+    rows = max(1, int(size_gb * 1e9 / 2 / 4096 / 4))
+    weights = {f"blk.{i}.ffn_up.weight": normal((rows, 4096), np.float16, i) for i in range(4)}
+    if form == "gguf":
+        write_gguf(folder / "model.gguf", weights, vocab=50000)
+    elif form == "onnx":
+        write_onnx(folder / "model.onnx", weights)
+    else:
+        np.save(folder / "model.npy", np.concatenate(list(weights.values())))
+    return next(folder.iterdir())
+
+
+def bench_single(args):
+    """--format gguf|onnx|npy: one file read remotely, its header tiers, full scan, curl and the local scan."""
+    with tempfile.TemporaryDirectory(prefix="precdetect-bench-remote-") as tmp:
+        path = write_single(Path(tmp) / "files" / "model", args.format, args.size_gb)
+        size = path.stat().st_size
+        server = subprocess.Popen([sys.executable, str(REPO / "tests" / "e2e" / "remote_server.py"), tmp],
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            base = f"http://127.0.0.1:{json.loads(server.stdout.readline())['port']}"
+            url = f"{base}/files/model/{path.name}"
+
+            def moved():
+                with urllib.request.urlopen(base + "/__stats") as answer:
+                    stats = json.loads(answer.read())
+                key = f"/files/model/{path.name}"
+                return stats["bytes"].get(key, 0), stats["answers"].get(key, 0)
+
+            tiers = {}
+            for tier in ("--safety-only", "--headers-only"):
+                urllib.request.urlopen(base + "/__reset")
+                seconds, rss, _ = timed([BINARY, "--json", tier, url])
+                tiers[tier] = (seconds, rss, *moved())
+            rounds = []
+            for _ in range(args.rounds):
+                urllib.request.urlopen(base + "/__reset")
+                full_s, full_rss, _ = timed([BINARY, "--json", "--no-cache", url])
+                full_bytes, full_answers = moved()
+                curl_s, _, _ = timed(["curl", "-sf", "-o", "/dev/null", url])
+                rounds.append((full_s, full_rss, curl_s))
+                print(f"round {len(rounds)}: full scan {full_s:.2f} s, curl {curl_s:.2f} s", file=sys.stderr)
+            local_s = min(timed([BINARY, "--json", "--no-cache", str(path)])[0] for _ in range(args.rounds))
+        finally:
+            os.kill(server.pid, signal.SIGTERM)
+            server.wait()
+    full_s, curl_s = min(r[0] for r in rounds), min(r[2] for r in rounds)
+    gb = size / 1e9
+    print(f"one {args.format} file, {size:,} bytes; {os.cpu_count()} cores; server: tests/e2e/remote_server.py; "
+          f"best of {args.rounds} rounds\n")
+    print("| run | wall s | GB/s | bytes moved | requests | peak RSS MiB |")
+    print("|---|---|---|---|---|---|")
+    for tier, (seconds, rss, sent, answers) in tiers.items():
+        print(f"| precdetect {tier} (remote) | {seconds:.2f} | | {sent:,} | {answers} | {rss:.0f} |")
+    print(f"| precdetect full scan (remote) | {full_s:.2f} | {gb / full_s:.2f} | {full_bytes:,} | {full_answers} | "
+          f"{max(r[1] for r in rounds):.0f} |")
+    print(f"| curl, the file to /dev/null | {curl_s:.2f} | {gb / curl_s:.2f} | {size:,} | 1 | |")
+    print(f"| precdetect full scan (local file) | {local_s:.2f} | {gb / local_s:.2f} | | | |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size-gb", type=float, default=1.0)
     parser.add_argument("--dtype", choices=DTYPES, default="bf16")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--format", choices=("safetensors", "gguf", "onnx", "npy"), default="safetensors")
     args = parser.parse_args()
+    if args.format != "safetensors":
+        return bench_single(args)
     with tempfile.TemporaryDirectory(prefix="precdetect-bench-remote-") as tmp:
         files = write_model(Path(tmp), args.size_gb, DTYPES[args.dtype])
         shards = sorted(files.glob("*.safetensors"))

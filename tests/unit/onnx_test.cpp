@@ -71,8 +71,9 @@ std::string values_of(const Checkpoint& checkpoint, const TensorRecord& record) 
 TEST(OnnxProtobuf, ReadsEachWireTypeAndRefusesDamageByName) {
   std::string message = varint_field(1, 300) + bytes_field(2, "ab") + fixed32_field(3, 1.5f) + tag(4, 1) +
                         raw_bytes(std::vector<uint64_t>{7});
-  const std::filesystem::path path = "m.onnx";  // the reader refers to it
-  ProtoReader reader(std::as_bytes(std::span(message)), path, 100);
+  // At offset 100 of its file, whose first 100 bytes a field's offset counts.
+  std::unique_ptr<ByteSource> file = memory_source(std::string(100, '\0') + message, "m.onnx");
+  ProtoReader reader(*file, 100, message.size());
   EXPECT_EQ(reader.next()->value, 300u);
   ProtoField text = *reader.next();
   EXPECT_EQ(field_text(text, reader), "ab");
@@ -82,9 +83,27 @@ TEST(OnnxProtobuf, ReadsEachWireTypeAndRefusesDamageByName) {
   EXPECT_FALSE(reader.next());
   for (const std::string& bad : {bytes_field(2, "abc").substr(0, 4), tag(1, 0) + std::string(11, '\xff'), tag(5, 3),
                                  varint_field(0, 1), tag(1, 5) + "ab"}) {
-    ProtoReader damaged(std::as_bytes(std::span(bad)), path, 0);
+    std::unique_ptr<ByteSource> damaged_file = memory_source(bad, "m.onnx");
+    ProtoReader damaged(*damaged_file, 0, bad.size());
     EXPECT_EQ(code_of([&] { damaged.next(); }), ErrorCode::kInvalidOnnx) << bad.size();
   }
+}
+
+TEST(Onnx, TheWalkStepsOverRawDataWithoutViewingIt) {
+  // A remote model's raw_data is not fetched to find the fields around it: the walk views a field's payload only
+  // when it reads it, through windows of 64 bytes here.
+  std::string big(1 << 20, '\x01'), small = raw_bytes(std::vector<float>{1.0f, 2.0f});
+  std::string bytes = model(bytes_field(5, tensor("big", 1, {1 << 18}, bytes_field(9, big))) +
+                            bytes_field(5, tensor("small", 1, {2}, bytes_field(9, small))));
+  auto source = std::make_unique<testing::PiecewiseSource>(bytes, 64);
+  const testing::PiecewiseSource& piecewise = *source;
+  Checkpoint checkpoint = read(std::move(source));
+  ASSERT_EQ(checkpoint.tensors.size(), 2u);
+  uint64_t at = bytes.find(big);
+  EXPECT_EQ(checkpoint.tensors[0].offset, at);
+  EXPECT_EQ(checkpoint.tensors[0].nbytes, big.size());
+  EXPECT_FALSE(piecewise.viewed(at + 64, big.size() - 128));
+  EXPECT_EQ(values_of(checkpoint, checkpoint.tensors[1]), small);
 }
 
 TEST(Onnx, ReadsRawPackedUnpackedAndBitPatternValues) {

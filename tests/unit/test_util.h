@@ -3,15 +3,48 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "precdetect/load/source/byte_source.h"
+
 namespace precdetect::testing {
+
+/// Bytes read piecewise, as a remote file is: view_at_least() gives what it is asked and at most `window` bytes
+/// in all, and every view's range is recorded, so that a test sees which bytes a parser touched.
+class PiecewiseSource final : public ByteSource {
+ public:
+  PiecewiseSource(std::string bytes, uint64_t window)
+      : file_(memory_source(std::move(bytes), "piecewise")), window_(window) {}
+  const std::filesystem::path& path() const override { return file_->path(); }
+  uint64_t size() const override { return file_->size(); }
+  std::span<const std::byte> view(uint64_t offset, uint64_t length) const override {
+    std::span<const std::byte> bytes = file_->view(offset, length);
+    views.emplace_back(offset, length);
+    return bytes;
+  }
+  std::span<const std::byte> view_at_least(uint64_t offset, uint64_t length) const override {
+    return view(offset, std::max(length, std::min(window_, size() - std::min(offset, size()))));
+  }
+  /// True when a view touched a byte of [offset, offset + length).
+  bool viewed(uint64_t offset, uint64_t length) const {
+    for (auto [begin, size] : views)
+      if (begin < offset + length && offset < begin + size) return true;
+    return false;
+  }
+  mutable std::vector<std::pair<uint64_t, uint64_t>> views;  ///< (offset, length) of each view, in order
+
+ private:
+  std::unique_ptr<ByteSource> file_;
+  uint64_t window_;
+};
 
 /// The 8-byte little-endian length prefix followed by `header`, then `data`.
 inline std::string safetensors_bytes(const std::string& header, const std::string& data = "") {

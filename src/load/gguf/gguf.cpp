@@ -12,6 +12,7 @@
 #include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
 #include "precdetect/load/gguf/gguf_names.h"
+#include "precdetect/load/source/source_cursor.h"
 
 namespace precdetect {
 namespace {
@@ -68,9 +69,7 @@ std::string file_type_name(uint64_t id) {
 class GgufReader {
  public:
   GgufReader(const ByteSource& source, size_t file)
-      : source_(source),
-        file_(file),
-        cursor_(source.view(0, source.size()), source.path(), ErrorCode::kInvalidGguf, "GGUF") {}
+      : source_(source), file_(file), cursor_(source_cursor(source, ErrorCode::kInvalidGguf, "GGUF")) {}
 
   /// Names each `tokenizer.chat_template` and `tokenizer.chat_template.<name>` string to `visitor`, skipping every
   /// other value (a vocabulary is read past, not decoded).

@@ -128,6 +128,19 @@ bool looks_like_npy(std::span<const std::byte> bytes) {
   return bytes.size() >= kMagicSize && std::memcmp(bytes.data(), kNpyMagic, kMagicSize) == 0;
 }
 
+std::span<const std::byte> npy_head(const ByteSource& source, uint64_t offset, uint64_t size) {
+  constexpr uint64_t kVersion = kMagicSize, kLength = kMagicSize + 2;  // where the version and the length lie
+  std::span<const std::byte> preamble = source.view(offset, std::min<uint64_t>(size, kLength + 4));
+  uint64_t head = preamble.size();  // a bad version, or a short file: read_npy_header names it from these
+  auto major = preamble.size() > kVersion ? static_cast<uint8_t>(preamble[kVersion]) : 0;
+  if (major == 1 && preamble.size() >= kLength + 2) head = kLength + 2 + read_le<uint16_t>(preamble, kLength);
+  if ((major == 2 || major == 3) && preamble.size() == kLength + 4) {
+    uint64_t length = read_le<uint32_t>(preamble, kLength);
+    if (length <= kMaxNpyHeader) head = kLength + 4 + length;  // else refused before its bytes are read
+  }
+  return source.view(offset, std::min(size, head));
+}
+
 NpyHeader read_npy_header(std::span<const std::byte> bytes, const std::filesystem::path& path) {
   ByteCursor cursor(bytes, path, ErrorCode::kInvalidNumpy, "npy");
   if (!looks_like_npy(bytes)) cursor.fail("no \\x93NUMPY magic");

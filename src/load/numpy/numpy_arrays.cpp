@@ -35,7 +35,7 @@ std::string array_name(const ZipEntry& entry) {
 
 std::string read_npy(Checkpoint& checkpoint, size_t file) {
   const ByteSource& source = *checkpoint.files[file];
-  NpyHeader header = read_npy_header(source.view(0, source.size()), source.path());
+  NpyHeader header = read_npy_header(npy_head(source, 0, source.size()), source.path());
   uint64_t data_size = source.size() - header.data_offset;
   if (header.holds_objects) refuse_pickle(source, source.view(header.data_offset, data_size), header.data_offset);
   std::optional<DType> dtype = npy_dtype(header);
@@ -57,9 +57,14 @@ std::string read_npz(Checkpoint& checkpoint, size_t file, const std::vector<ZipE
     if (entry.flags & 1) fail(ErrorCode::kInvalidZip, path, fmt::format("member `{}` is encrypted", name));
     if (entry.method != 0 && entry.method != 8)
       fail(ErrorCode::kCompressedEntry, path, fmt::format("member `{}`: compression method {}", name, entry.method));
-    std::span<const std::byte> raw = decoded->view(entry.data_offset, entry.size);
+    // A deflated member is inflated from its bytes held whole; a stored one is read by range, its head now and its
+    // data when analyzed.
+    std::span<const std::byte> raw;
+    if (entry.method == 8) raw = decoded->view(entry.data_offset, entry.size);
     std::string head = entry.method == 8 ? inflate_head(raw, kMaxNpyHead, path, name) : std::string();
-    MemberArray array = member_array(entry.method == 8 ? std::as_bytes(std::span(head)) : raw, path, entry);
+    MemberArray array = member_array(
+        entry.method == 8 ? std::as_bytes(std::span(head)) : npy_head(*decoded, entry.data_offset, entry.size), path,
+        entry);
     if (!array.dtype) {
       not_read.push_back(
           fmt::format("{} ({})", array_name(entry), array.header.holds_objects ? "objects" : array.header.descr));
@@ -89,10 +94,10 @@ namespace {
 
 /// An object array's pickle, the one a .npy holds when numpy.load(allow_pickle=True) reads it.
 void name_npy_pickles(const ByteSource& source, const std::string& where, PickleVisitor& visitor) {
-  std::span<const std::byte> bytes = source.view(0, source.size());
-  std::optional<NpyHeader> header = npy_header_or_why(bytes, where, visitor);
+  std::optional<NpyHeader> header = npy_header_or_why(npy_head(source, 0, source.size()), where, visitor);
   if (header && header->holds_objects)
-    visitor.pickles(bytes.subspan(header->data_offset), where, header->data_offset, 1);
+    visitor.pickles(source.view(header->data_offset, source.size() - header->data_offset), where, header->data_offset,
+                    1);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
+#include "precdetect/core/url.h"
 #include "precdetect/load/onnx/onnx_graph.h"
 #include "precdetect/load/onnx/onnx_sparse.h"
 #include "precdetect/load/onnx/protobuf.h"
@@ -65,11 +66,11 @@ class OnnxReader {
       : checkpoint_(checkpoint),
         file_(file),
         path_(checkpoint.files[file]->path()),
-        graph_(read_onnx_graph(checkpoint.files[file]->view(0, checkpoint.files[file]->size()), path_)) {}
+        model_(*checkpoint.files[file]),
+        graph_(read_onnx_graph(model_)) {}
 
   void read() {
-    const ByteSource& model = *checkpoint_.files[file_];
-    ReadMode mode = model.zero_copy() ? ReadMode::kMmap : ReadMode::kPread;
+    ReadMode mode = model_.zero_copy() ? ReadMode::kMmap : ReadMode::kPread;
     auto joined = std::make_unique<JoinedSource>(std::move(checkpoint_.files[file_]));
     // Every external file is joined before the first decoded region is added after them.
     std::vector<const OnnxTensor*> stored;
@@ -80,7 +81,7 @@ class OnnxReader {
     }
     for (const OnnxTensor* tensor : stored)
       if (tensor->external && !externals_.contains(tensor->external->location)) {
-        auto file = map_file(external_file(*tensor), mode);
+        auto file = open_external(*tensor, mode);
         uint64_t size = file->size();
         externals_[tensor->external->location] = {joined->append(std::move(file)), size};
       }
@@ -99,15 +100,18 @@ class OnnxReader {
                    fmt::format("tensor `{}`: {}", tensor.name, what));
   }
 
-  /// The external file of `tensor`, which must be there: a missing one is named with the model and the tensor.
-  std::filesystem::path external_file(const OnnxTensor& tensor) const {
+  /// The external file of `tensor` opened, which must be there: a missing one (a remote model's answered 404) is
+  /// named with the model and the tensor. A remote model's external data is the URL beside it, read by range.
+  std::unique_ptr<ByteSource> open_external(const OnnxTensor& tensor, ReadMode mode) const {
     std::filesystem::path file = onnx_external_path(path_, tensor.external->location, tensor.name);
     std::error_code ec;
-    if (!std::filesystem::exists(file, ec))
-      precdetect::fail(
-          ErrorCode::kNotFound, path_,
-          fmt::format("tensor `{}`: its external data file `{}` is not there", tensor.name, file.string()));
-    return file;
+    try {
+      if (is_url(file.native()) || std::filesystem::exists(file, ec)) return map_file(file, mode);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kNotFound) throw;
+    }
+    precdetect::fail(ErrorCode::kNotFound, path_,
+                     fmt::format("tensor `{}`: its external data file `{}` is not there", tensor.name, file.string()));
   }
 
   const OnnxType& type_of(const OnnxTensor& tensor) const {
@@ -215,7 +219,7 @@ class OnnxReader {
     record.nbytes = record.storage_nbytes = *nbytes;
     if (tensor.external)
       record.offset = external_offset(tensor, *nbytes);
-    else if (tensor.raw)
+    else if (tensor.raw_size)
       record.offset = raw_offset(tensor, *nbytes);
     else
       record.offset = typed_values(tensor, type, record.numel, *nbytes);
@@ -240,8 +244,8 @@ class OnnxReader {
   }
 
   uint64_t raw_offset(const OnnxTensor& tensor, uint64_t nbytes) const {
-    if (tensor.raw->size() != nbytes)
-      fail(tensor, fmt::format("raw_data of {} bytes, its shape and type need {}", tensor.raw->size(), nbytes));
+    if (*tensor.raw_size != nbytes)
+      fail(tensor, fmt::format("raw_data of {} bytes, its shape and type need {}", *tensor.raw_size, nbytes));
     return tensor.raw_offset;
   }
 
@@ -266,15 +270,16 @@ class OnnxReader {
   uint64_t typed_values(const OnnxTensor& tensor, const OnnxType& type, uint64_t numel, uint64_t nbytes) {
     uint64_t per_element = type.dtype == DType::C64 ? 2 : 1;  // a real and an imaginary float
     uint32_t field = tensor.values_field != 0 ? tensor.values_field : type.field;
-    uint64_t count = for_each_value(tensor.message, path_, tensor.message_offset, field, type.wire, [](uint64_t) {});
+    uint64_t count =
+        for_each_value(model_, tensor.message_offset, tensor.message_size, field, type.wire, [](uint64_t) {});
     if (count / per_element != numel || count % per_element != 0)
       fail(tensor, fmt::format("{} values in field {}, its shape needs {}", count, field, numel * per_element));
     if (nbytes == 0) return 0;
     size_t width = nbytes / count;
-    return decoded_->add_region(nbytes, [message = tensor.message, path = path_, base = tensor.message_offset, field,
-                                         wire = type.wire, width](std::span<std::byte> dest) {
+    return decoded_->add_region(nbytes, [&model = model_, offset = tensor.message_offset, size = tensor.message_size,
+                                         field, wire = type.wire, width](std::span<std::byte> dest) {
       uint64_t at = 0;
-      for_each_value(message, path, base, field, wire, [&](uint64_t value) {
+      for_each_value(model, offset, size, field, wire, [&](uint64_t value) {
         for (size_t i = 0; i < width && at < dest.size(); ++i, ++at) dest[at] = std::byte(value >> (8 * i));
       });
     });
@@ -283,6 +288,9 @@ class OnnxReader {
   Checkpoint& checkpoint_;
   size_t file_;
   std::filesystem::path path_;
+  /// The model's file: joined with its external files and decoded regions once read() starts, alive as long as
+  /// they are (the decoded regions read their values from it).
+  const ByteSource& model_;
   OnnxGraph graph_;
   /// Each external file's location -> where it starts in the joined source, and its size.
   std::map<std::string, std::pair<uint64_t, uint64_t>> externals_;

@@ -67,7 +67,7 @@ constexpr ConstantField kConstantFields[] = {{"value_float", kAttributeFloat, Wi
                                              {"value_string", kAttributeString, WireType::kBytes, kString, true},
                                              {"value_strings", kAttributeStrings, WireType::kBytes, kString, false}};
 
-/// A message-valued field's bytes; throws when the field is not length-delimited.
+/// A message-valued field; throws when the field is not length-delimited.
 const ProtoField& message(const ProtoField& field, const ProtoReader& reader) {
   if (field.wire != WireType::kBytes) reader.fail(fmt::format("field {} is not a message", field.number));
   return field;
@@ -75,10 +75,10 @@ const ProtoField& message(const ProtoField& field, const ProtoReader& reader) {
 
 class GraphWalker {
  public:
-  explicit GraphWalker(const std::filesystem::path& path) : path_(path) {}
+  explicit GraphWalker(const ByteSource& model) : source_(model) {}
 
-  OnnxGraph walk(std::span<const std::byte> model) {
-    ProtoReader reader(model, path_, 0);
+  OnnxGraph walk() {
+    ProtoReader reader(source_, 0, source_.size());
     while (std::optional<ProtoField> field = reader.next())
       if (field->number == kModelGraph) graph(message(*field, reader), 0, "");
     // Once every node is read: a consumer may follow the value it reads, and a graph's initializers follow its nodes.
@@ -94,7 +94,7 @@ class GraphWalker {
   /// A graph whose tensors are named `scope` + their name: "" for the model's graph, "<node>/<attribute>/" for a
   /// subgraph, since sibling subgraphs (an If's two branches) may each define one name.
   void graph(const ProtoField& field, int depth, const std::string& scope) {
-    ProtoReader reader(field.payload, path_, field.offset);
+    ProtoReader reader(source_, field);
     if (depth > kMaxOnnxGraphDepth) reader.fail(fmt::format("graphs nested more than {} deep", kMaxOnnxGraphDepth));
     if (scope.size() > kMaxOnnxScope)
       reader.fail(fmt::format("a subgraph whose scope (its nodes' names) is over {} bytes", kMaxOnnxScope));
@@ -145,7 +145,7 @@ class GraphWalker {
 
   /// A ValueInfoProto's metadata: the exporter's records of where its value came from.
   void value_info(const ProtoField& field, OnnxProvenance& provenance) {
-    ProtoReader reader(field.payload, path_, field.offset);
+    ProtoReader reader(source_, field);
     std::string name;
     std::vector<std::pair<std::string, std::string>> entries;
     while (std::optional<ProtoField> part = reader.next()) {
@@ -157,7 +157,7 @@ class GraphWalker {
 
   /// A SparseTensorProto, named as its values tensor is.
   OnnxSparse sparse(const ProtoField& field) {
-    ProtoReader reader(field.payload, path_, field.offset);
+    ProtoReader reader(source_, field);
     OnnxSparse found{.message_offset = field.offset};
     bool values = false;
     while (std::optional<ProtoField> part = reader.next()) {
@@ -173,7 +173,7 @@ class GraphWalker {
   }
 
   void node(const ProtoField& field, int depth, const std::string& scope) {
-    ProtoReader reader(field.payload, path_, field.offset);
+    ProtoReader reader(source_, field);
     std::string_view name, op_type, domain;
     std::vector<std::string_view> inputs, outputs;
     std::vector<ProtoField> attributes;
@@ -211,7 +211,7 @@ class GraphWalker {
                         .axis = op.axis};
     if (node.codes.empty() || (op.scale != kNoInput && node.scale.empty())) return;  // onnx's checker refuses it
     for (const ProtoField& attribute : attributes) {
-      ProtoReader reader(attribute.payload, path_, attribute.offset);
+      ProtoReader reader(source_, attribute);
       std::string_view name;
       std::optional<int64_t> value;
       while (std::optional<ProtoField> part = reader.next()) {
@@ -237,7 +237,7 @@ class GraphWalker {
   /// node's output (its own name, if any, is not what the graph calls it), another operator's tensors by the node
   /// and the attribute.
   void attribute(const ProtoField& field, int depth, const Node& node) {
-    ProtoReader reader(field.payload, path_, field.offset);
+    ProtoReader reader(source_, field);
     std::string_view name;
     std::vector<ProtoField> tensors, graphs, sparse;
     while (std::optional<ProtoField> part = reader.next()) {
@@ -289,26 +289,26 @@ class GraphWalker {
     if (kind == std::end(kConstantFields)) return;
     OnnxTensor tensor{.name = value_name(node, attribute, "", "", reader),
                       .data_type = kind->data_type,
-                      .message = field.payload,
                       .message_offset = field.offset,
+                      .message_size = field.size,
                       .values_field = kind->field,
                       .constant = true};
     if (!kind->scalar)
       tensor.dims = {static_cast<int64_t>(
-          for_each_value(field.payload, path_, field.offset, kind->field, kind->wire, [](uint64_t) {}))};
+          for_each_value(source_, field.offset, field.size, kind->field, kind->wire, [](uint64_t) {}))};
     found_.tensors.push_back(std::move(tensor));
   }
 
   OnnxTensor tensor(const ProtoField& field) {
-    OnnxTensor found{.message = field.payload, .message_offset = field.offset};
-    ProtoReader reader(field.payload, path_, field.offset);
+    OnnxTensor found{.message_offset = field.offset, .message_size = field.size};
+    ProtoReader reader(source_, field);
     std::map<std::string, std::string, std::less<>> external_data;
     bool external = false;
     while (std::optional<ProtoField> part = reader.next()) {
       if (part->number == kTensorDataType) found.data_type = static_cast<int32_t>(field_varint(*part, reader));
       if (part->number == kTensorName) found.name = field_text(*part, reader);
       if (part->number == kTensorRawData) {
-        found.raw = message(*part, reader).payload;
+        found.raw_size = message(*part, reader).size;
         found.raw_offset = part->offset;
       }
       if (part->number == kTensorExternalData) external_data.insert(entry(message(*part, reader)));
@@ -324,7 +324,7 @@ class GraphWalker {
                             uint32_t number) {
     std::vector<int64_t> dims;
     bool negative = false;
-    for_each_value(field.payload, path_, field.offset, number, WireType::kVarint, [&](uint64_t extent) {
+    for_each_value(source_, field.offset, field.size, number, WireType::kVarint, [&](uint64_t extent) {
       negative = negative || extent > static_cast<uint64_t>(INT64_MAX);
       if (dims.size() <= kMaxOnnxDims) dims.push_back(static_cast<int64_t>(extent));
     });
@@ -336,7 +336,7 @@ class GraphWalker {
 
   /// A StringStringEntryProto's key and value.
   std::pair<std::string, std::string> entry(const ProtoField& field) {
-    ProtoReader reader(field.payload, path_, field.offset);
+    ProtoReader reader(source_, field);
     std::pair<std::string, std::string> entry;
     while (std::optional<ProtoField> part = reader.next()) {
       if (part->number == kEntryKey) entry.first = field_text(*part, reader);
@@ -366,7 +366,7 @@ class GraphWalker {
     return external;
   }
 
-  const std::filesystem::path& path_;
+  const ByteSource& source_;
   OnnxGraph found_;
   std::set<std::string> matmul_weights_;  ///< the values MatMul nodes multiply by (their second input), scoped
   OnnxUses uses_;
@@ -374,8 +374,6 @@ class GraphWalker {
 
 }  // namespace
 
-OnnxGraph read_onnx_graph(std::span<const std::byte> model, const std::filesystem::path& path) {
-  return GraphWalker(path).walk(model);
-}
+OnnxGraph read_onnx_graph(const ByteSource& model) { return GraphWalker(model).walk(); }
 
 }  // namespace precdetect

@@ -37,7 +37,8 @@ std::optional<ProtoField> ProtoReader::next() {
         cursor_.fail(fmt::format("field {}: {} bytes run past the end of its message ({} left)", field.number, length,
                                  cursor_.remaining()));
       field.offset = cursor_.offset();
-      field.payload = cursor_.bytes(length);
+      field.size = length;
+      cursor_.skip(length);  // viewed only when asked for: a raw_data's bytes are never touched here
       break;
     }
     default:
@@ -48,7 +49,8 @@ std::optional<ProtoField> ProtoReader::next() {
 
 std::string_view field_text(const ProtoField& field, const ProtoReader& reader) {
   if (field.wire != WireType::kBytes) reader.fail(fmt::format("field {} is not a string", field.number));
-  return {reinterpret_cast<const char*>(field.payload.data()), field.payload.size()};
+  std::span<const std::byte> text = reader.payload(field);
+  return {reinterpret_cast<const char*>(text.data()), text.size()};
 }
 
 uint64_t field_varint(const ProtoField& field, const ProtoReader& reader) {

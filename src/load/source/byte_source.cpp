@@ -16,6 +16,7 @@
 #include "precdetect/core/url.h"
 #include "precdetect/load/source/mapping_guard.h"
 #include "precdetect/load/source/remote_source.h"
+#include "precdetect/load/source/source_cursor.h"
 
 namespace precdetect {
 namespace {
@@ -58,6 +59,10 @@ class MappedFile final : public ByteSource {
   uint64_t size() const override { return size_; }
   std::span<const std::byte> view(uint64_t offset, uint64_t length) const override {
     return checked_view(*this, data_, offset, length);
+  }
+  std::span<const std::byte> view_at_least(uint64_t offset, uint64_t length) const override {
+    view(offset, length);
+    return view(offset, size_ - offset);
   }
   void release(uint64_t offset, uint64_t length) const override {
     // Whole pages inside the range only: the neighbours' bytes may still be needed. On a read-only private
@@ -115,6 +120,10 @@ class SpanSource : public ByteSource {
   std::span<const std::byte> view(uint64_t offset, uint64_t length) const override {
     return checked_view(*this, bytes_.data(), offset, length);
   }
+  std::span<const std::byte> view_at_least(uint64_t offset, uint64_t length) const override {
+    view(offset, length);
+    return view(offset, bytes_.size() - offset);
+  }
 
  protected:
   std::span<const std::byte> bytes_;
@@ -139,12 +148,18 @@ class MemberSource final : public ByteSource {
  public:
   MemberSource(std::unique_ptr<ByteSource> archive, uint64_t offset, uint64_t size)
       : archive_(std::move(archive)), offset_(offset), size_(size) {
-    archive_->view(offset_, size_);  // the member lies inside the archive
+    member();  // the member lies inside the archive
   }
   const std::filesystem::path& path() const override { return archive_->path(); }
   uint64_t size() const override { return size_; }
+  /// The archive's bytes of the range only: a remote archive's member is fetched where it is read.
   std::span<const std::byte> view(uint64_t offset, uint64_t length) const override {
-    return checked_view(*this, archive_->view(offset_, size_).data(), offset, length);
+    return member().at(offset, length, "bytes");
+  }
+  std::span<const std::byte> view_at_least(uint64_t offset, uint64_t length) const override {
+    view(offset, length);
+    std::span<const std::byte> bytes = archive_->view_at_least(offset_ + offset, length);
+    return bytes.first(std::min<uint64_t>(bytes.size(), size_ - offset));
   }
   void release(uint64_t offset, uint64_t length) const override { archive_->release(offset_ + offset, length); }
   void read(uint64_t offset, std::span<std::byte> dest) const override {
@@ -154,6 +169,11 @@ class MemberSource final : public ByteSource {
   bool zero_copy() const override { return archive_->zero_copy(); }
 
  private:
+  /// The member's bytes, range-checked as a view of a file of its own is.
+  ByteCursor member() const {
+    return source_cursor(*archive_, offset_, size_, archive_->path(), ErrorCode::kOffsetPastEnd, "", 0);
+  }
+
   std::unique_ptr<ByteSource> archive_;
   uint64_t offset_, size_;
 };

@@ -50,4 +50,11 @@ void JoinedSource::read(uint64_t offset, std::span<std::byte> dest) const {
   part->read(within, dest);
 }
 
+std::string JoinedSource::version() const {
+  std::string versions = parts_.front()->version();
+  if (versions.empty()) return versions;  // a local model, whose files a cache knows by their status
+  for (size_t i = 1; i < parts_.size(); ++i) versions += "|" + parts_[i]->version();
+  return versions;
+}
+
 }  // namespace precdetect

@@ -22,6 +22,10 @@ namespace {
 constexpr uint64_t kFirstRead = uint64_t{64} << 10;
 // A view fetches whole blocks of a page: a zip's local headers cost a few KiB each, not a tensor's worth.
 constexpr uint64_t kBlock = uint64_t{4} << 10;
+// A view that misses where the last fetch ended is a walk through the file (a GGUF's vocabulary, a tar's headers):
+// each such fetch reads twice as far ahead as the one before, up to this, so megabytes of header cost a few
+// requests; any other miss fetches only the blocks it needs.
+constexpr uint64_t kMaxReadAhead = uint64_t{4} << 20;
 // A tensor is fetched in parts of at least 8 MiB, several at once: requests in flight hide a network's latency.
 constexpr uint64_t kMinReadPart = uint64_t{8} << 20;
 constexpr size_t kRequestsInFlight = 8;
@@ -68,6 +72,7 @@ class RemoteFile final : public ByteSource {
     if (size_ > 0) {
       std::memcpy(data_, probe.body.data(), probe.body.size());
       std::lock_guard lock(mutex_);
+      fetched_end_ = fetched_length_ = probe.body.size();
       mark(0, probe.body.size(), true);
       hash_fetched(0, {data_, probe.body.size()});
     }
@@ -101,10 +106,20 @@ class RemoteFile final : public ByteSource {
       }
       uint64_t run = block;
       while (run < end && !have_[run]) ++run;
-      fetch(block * kBlock, std::min(run * kBlock, size_));
+      fetch(block * kBlock, std::min(read_ahead(block, run) * kBlock, size_));
       block = run;
     }
     return bytes;
+  }
+
+  /// The view, and the blocks held after it (a read-ahead's): as far as a walk can go without a request.
+  std::span<const std::byte> view_at_least(uint64_t offset, uint64_t length) const override {
+    view(offset, length);
+    std::lock_guard lock(mutex_);
+    uint64_t block = length > 0 ? (offset + length + kBlock - 1) / kBlock : offset / kBlock;
+    while (block < have_.size() && have_[block]) ++block;
+    uint64_t end = std::max(offset + length, std::min(block * kBlock, size_));
+    return {data_ + offset, static_cast<size_t>(end - offset)};
   }
 
   void read(uint64_t offset, std::span<std::byte> dest) const override {
@@ -176,6 +191,19 @@ class RemoteFile final : public ByteSource {
     uint64_t length = std::min<uint64_t>(window_begin_ + window_.size() - offset, dest.size());
     std::memcpy(dest.data(), window_.data() + (offset - window_begin_), length);
     return length;
+  }
+
+  /// Where a fetch of the missing blocks [first, end) ends (mutex_ held): at `end`, or further when it continues
+  /// the last fetch, twice as far as that went (at most kMaxReadAhead), stopping at a held block.
+  uint64_t read_ahead(uint64_t first, uint64_t end) const {
+    uint64_t blocks = end - first;
+    if (first * kBlock == fetched_end_)
+      blocks = std::max(blocks, std::min(2 * fetched_length_, kMaxReadAhead) / kBlock);
+    uint64_t ahead = std::min<uint64_t>(first + blocks, have_.size());
+    while (end < ahead && !have_[end]) ++end;
+    fetched_end_ = std::min(end * kBlock, size_);
+    fetched_length_ = fetched_end_ - first * kBlock;
+    return end;
   }
 
   /// Marks the blocks [begin, end) covers whole (or reaching the file's end) as held or not.
@@ -309,7 +337,8 @@ class RemoteFile final : public ByteSource {
   std::shared_ptr<StreamedSha256> hash_;                     ///< with --verify: the file's SHA-256 as it is read
   uint64_t size_ = 0;
   std::byte* data_ = nullptr;
-  mutable std::vector<bool> have_;  ///< per kBlock: fetched and not released
+  mutable std::vector<bool> have_;                         ///< per kBlock: fetched and not released
+  mutable uint64_t fetched_end_ = 0, fetched_length_ = 0;  ///< the last fetch of a view: where it ended, how long
   mutable std::mutex mutex_;
   mutable std::vector<std::byte> window_;  ///< read_small's bytes, from window_begin_
   mutable uint64_t window_begin_ = 0;

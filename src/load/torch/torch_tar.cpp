@@ -8,6 +8,7 @@
 #include "precdetect/core/byte_cursor.h"
 #include "precdetect/core/error.h"
 #include "precdetect/load/archive_member.h"
+#include "precdetect/load/source/source_cursor.h"
 #include "precdetect/load/torch/torch_formats.h"
 #include "precdetect/load/torch/torch_tensors.h"
 
@@ -82,7 +83,7 @@ struct MemberNames {
 }  // namespace
 
 std::map<std::string, TarMember> read_tar_members(const ByteSource& source, std::vector<std::string>* escapes) {
-  ByteCursor tar = tar_cursor(source.view(0, source.size()), source, 0);
+  ByteCursor tar = source_cursor(source, ErrorCode::kInvalidLegacy, kFormat);  // headers read, members stepped over
   std::map<std::string, Span> members;
   MemberNames names;
   while (tar.remaining() >= kBlock) {
@@ -94,8 +95,11 @@ std::map<std::string, TarMember> read_tar_members(const ByteSource& source, std:
     char* end = nullptr;
     uint64_t size = std::strtoull(octal.c_str(), &end, 8);
     if (end == octal.c_str()) tar.fail("unreadable member size");
-    auto data = tar.at(at + kBlock, size, fmt::format("member `{}`", std::string(text, strnlen(text, 100))));
-    if (!names.names_next(text, data)) {
+    if (size > tar.remaining())
+      tar.past_the_end(at + kBlock, size, fmt::format("member `{}`", std::string(text, strnlen(text, 100))));
+    // Only a header naming the next member is read: a member's data (a model's weights) is not viewed here.
+    bool naming = text[156] == 'L' || text[156] == 'K' || text[156] == 'x';
+    if (!names.names_next(text, naming ? tar.at(at + kBlock, size, "a name") : std::span<const std::byte>())) {
       auto [name, link] = names.take(text);
       char type = text[156];
       std::optional<std::string> escape = member_name_escape(name);

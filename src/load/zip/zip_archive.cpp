@@ -77,7 +77,8 @@ class MemberPickles {
     std::span<const std::byte> bytes;
     try {
       // An array's header tells whether a pickle follows: numbers are not inflated to find that out.
-      bytes = member_bytes(entry, inflated, array ? kMaxNpyHead : kZipWholeMember);
+      bytes = array && entry.method == 0 ? npy_head(archive_, entry.data_offset, entry.size)
+                                         : member_bytes(entry, inflated, array ? kMaxNpyHead : kZipWholeMember);
     } catch (const Error& e) {
       if (pickle_name || array || nested) visitor_.unverified(inside, e.what());
       return;
@@ -159,8 +160,8 @@ std::span<const std::byte> zip_member_bytes(const ByteSource& archive, const Zip
                                             uint64_t limit) {
   // An entry flagged encrypted is read as it is stored: a reader that ignores the flag loads those bytes (and
   // bytes truly encrypted are no pickle the machine can follow: unverified).
+  if (entry.method == 0) return archive.view(entry.data_offset, std::min(entry.size, limit));
   std::span<const std::byte> raw = archive.view(entry.data_offset, entry.size);
-  if (entry.method == 0) return raw.first(std::min<uint64_t>(raw.size(), limit));
   if (entry.method != 8)
     fail(ErrorCode::kCompressedEntry, archive.path(), fmt::format("compression method {}", entry.method));
   if (limit < entry.uncompressed) {

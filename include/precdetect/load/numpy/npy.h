@@ -46,6 +46,11 @@ TensorRecord npy_tensor(const NpyHeader& header, DType dtype, std::string name, 
 /// True when `bytes` start with the .npy magic.
 bool looks_like_npy(std::span<const std::byte> bytes);
 
+/// The first bytes of the .npy at [offset, offset + size) of `source` that read_npy_header reads: its magic,
+/// version, header length and header, viewed without a byte of its data (a remote file's tensor stays unfetched);
+/// as far as they can be read when they are damaged, for read_npy_header to say what is wrong.
+std::span<const std::byte> npy_head(const ByteSource& source, uint64_t offset, uint64_t size);
+
 /// Parses the header of the .npy in `bytes` (`path` for messages). Throws Error(kInvalidNumpy) naming the path
 /// for a bad magic, version, length or dict.
 NpyHeader read_npy_header(std::span<const std::byte> bytes, const std::filesystem::path& path);

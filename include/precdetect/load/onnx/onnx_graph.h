@@ -27,6 +27,7 @@
 
 #include "precdetect/load/onnx/onnx_provenance.h"
 #include "precdetect/load/onnx/onnx_uses.h"
+#include "precdetect/load/source/byte_source.h"
 
 namespace precdetect {
 
@@ -49,11 +50,11 @@ struct OnnxTensor {
   std::string name;
   int32_t data_type = 0;  ///< TensorProto.DataType
   std::vector<int64_t> dims;
-  std::span<const std::byte> message;  ///< the TensorProto's encoding, in place: its typed fields hold the values
-  uint64_t message_offset = 0;         ///< where it starts in the file
-  std::optional<std::span<const std::byte>> raw;  ///< raw_data, in place
-  uint64_t raw_offset = 0;                        ///< where raw_data starts in the file
-  std::optional<OnnxExternal> external;           ///< data_location EXTERNAL
+  uint64_t message_offset = 0;       ///< where the TensorProto's encoding starts in the file: its typed fields hold the
+  uint64_t message_size = 0;         ///< values; and its length
+  std::optional<uint64_t> raw_size;  ///< raw_data's length, when the tensor has one
+  uint64_t raw_offset = 0;           ///< where raw_data starts in the file
+  std::optional<OnnxExternal> external;  ///< data_location EXTERNAL
   /// The field of `message` that holds the values when `message` is a Constant's AttributeProto (value_float 2,
   /// value_floats 7, value_int 3, value_ints 8); 0: a TensorProto, whose data type names its typed field.
   uint32_t values_field = 0;
@@ -99,11 +100,12 @@ struct OnnxGraph {
   std::vector<OnnxDequantize> dequantized;  ///< every DequantizeLinear node, in the order they are stored
 };
 
-/// The tensors of the ModelProto `model`, the bytes of `path`. Throws Error(kInvalidOnnx) naming the path and the
+/// The tensors of the ModelProto `model`, read by its fields' places (a raw_data is stepped over, not viewed).
+/// Throws Error(kInvalidOnnx) naming the path and the
 /// offset for damaged protobuf (a truncated field, a length past its message, a varint over 10 bytes, a field of
 /// the wrong wire type), a graph nested over kMaxOnnxGraphDepth or with a scope over kMaxOnnxScope, an initializer
 /// (sparse or not) without a name, a sparse tensor without values, a Constant node without an output, a negative
 /// dimension or more than kMaxOnnxDims, external data without a location or with an offset or length that is no number.
-OnnxGraph read_onnx_graph(std::span<const std::byte> model, const std::filesystem::path& path);
+OnnxGraph read_onnx_graph(const ByteSource& model);
 
 }  // namespace precdetect

@@ -31,6 +31,12 @@ class ByteSource {
   virtual uint64_t size() const = 0;
   /// Bytes [offset, offset+length). Throws Error(kOffsetPastEnd) when the range is not inside the source.
   virtual std::span<const std::byte> view(uint64_t offset, uint64_t length) const = 0;
+  /// view(offset, length), and the bytes after them that are at hand without another read, up to the end: the
+  /// rest of a mapped file, a remote file's fetched blocks. How a cursor reads a file piecewise
+  /// (source_cursor.h): it asks for the bytes it needs, and walks on through what it got.
+  virtual std::span<const std::byte> view_at_least(uint64_t offset, uint64_t length) const {
+    return view(offset, length);
+  }
   /// Hint that bytes [offset, offset+length) will not be read again, so resident memory stays bounded by the
   /// tensor in hand rather than growing with the file. Views of that range stay valid (pages are re-read).
   /// Called once a tensor's bytes are consumed, it also vouches for them: a mapped file that shrank while being

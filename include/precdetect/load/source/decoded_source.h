@@ -44,6 +44,7 @@ class DecodedSource final : public ByteSource {
   bool zero_copy() const override { return file_->zero_copy(); }
   std::vector<std::filesystem::path> files() const override { return file_->files(); }
   uint64_t own_size() const override { return file_->own_size(); }
+  std::string version() const override { return file_->version(); }
 
  private:
   struct Region {

@@ -28,6 +28,8 @@ class JoinedSource final : public ByteSource {
   /// Every part's files, in order.
   std::vector<std::filesystem::path> files() const override;
   uint64_t own_size() const override { return parts_.front()->own_size(); }
+  /// The parts' versions (remote files' ETags), joined: a change to any of them is a change to the whole.
+  std::string version() const override;
 
  private:
   /// The part holding [offset, offset + length), and the range's offset in it.
