@@ -15,9 +15,9 @@ tests/e2e/remote_server.py (which counts the body bytes it sends per file), then
 and prints a Markdown table. The full scan and curl alternate --rounds times (a shared machine's load varies): each
 round's ratio is printed, and the table gives the best (min) wall time of each. Timing lives here, never in tests.
 
---format gguf|onnx|npy times one file of that format instead, written by its own producer as
+--format gguf|onnx|npy|msgpack times one file of that format instead, written by its own producer as
 tests/e2e/test_remote_formats.py writes them (a GGUF with a 50,000-token vocabulary, an ONNX model's weights in
-raw_data, one .npy array): --safety-only and --headers-only (bytes moved, requests answered), the full scan against
+raw_data, one .npy array, a Flax checkpoint by flax.serialization.to_bytes): --safety-only and --headers-only (bytes moved, requests answered), the full scan against
 curl of the file, and the local scan.
 
   .venv/bin/python scripts/benchmark_remote.py --size-gb 1 [--dtype bf16] [--rounds 5] [--format safetensors]
@@ -40,7 +40,7 @@ from safetensors.torch import load_file, save_file
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
-from test_remote_formats import normal, write_gguf, write_onnx  # noqa: E402  (the tests' own writers)
+from test_remote_formats import normal, write_flax, write_gguf, write_onnx  # noqa: E402  (the tests' own writers)
 
 BINARY = os.environ.get("PRECDETECT_BIN", str(REPO / "build" / "precdetect"))
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
@@ -86,13 +86,15 @@ def write_single(folder, form, size_gb):
         write_gguf(folder / "model.gguf", weights, vocab=50000)
     elif form == "onnx":
         write_onnx(folder / "model.onnx", weights)
+    elif form == "msgpack":
+        write_flax(folder / "flax_model.msgpack", {name.replace(".", "/"): array for name, array in weights.items()})
     else:
         np.save(folder / "model.npy", np.concatenate(list(weights.values())))
     return next(folder.iterdir())
 
 
 def bench_single(args):
-    """--format gguf|onnx|npy: one file read remotely, its header tiers, full scan, curl and the local scan."""
+    """--format gguf|onnx|npy|msgpack: one file read remotely, its header tiers, full scan, curl and the local scan."""
     with tempfile.TemporaryDirectory(prefix="precdetect-bench-remote-") as tmp:
         path = write_single(Path(tmp) / "files" / "model", args.format, args.size_gb)
         size = path.stat().st_size
@@ -144,7 +146,7 @@ def main():
     parser.add_argument("--size-gb", type=float, default=1.0)
     parser.add_argument("--dtype", choices=DTYPES, default="bf16")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--format", choices=("safetensors", "gguf", "onnx", "npy"), default="safetensors")
+    parser.add_argument("--format", choices=("safetensors", "gguf", "onnx", "npy", "msgpack"), default="safetensors")
     args = parser.parse_args()
     if args.format != "safetensors":
         return bench_single(args)

@@ -1,5 +1,5 @@
-"""Remote GGUF, ONNX and NumPy files (issue 60), written by their own producers (gguf-py's GGUFWriter, onnx's
-helper, numpy.save and savez) and served over 127.0.0.1 by remote_server.py, which counts the bytes and answers
+"""Remote GGUF, ONNX, NumPy and Flax files (issue 60), written by their own producers (gguf-py's GGUFWriter, onnx's
+helper, numpy.save and savez, flax.serialization) and served over 127.0.0.1 by remote_server.py, which counts the bytes and answers
 it sends per file. Their structure is read by range, as a safetensors header is: --headers-only and --safety-only
 move about a header's bytes, in a few requests where it is megabytes long (a tokenizer's vocabulary); the full
 scan streams the tensors and equals the local scan, paths aside, for files over the 256 MiB a remote file may
@@ -16,7 +16,9 @@ import unittest
 from pathlib import Path
 from urllib.request import urlopen
 
+import flax.serialization as flax_serialization
 import gguf
+import jax.numpy as jnp
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
@@ -71,6 +73,25 @@ def write_onnx(path, initializers):
     onnx.save(helper.make_model(graph), str(path))
 
 
+def write_flax(path, tree, chunk_size=None):
+    """`tree` saved by flax.serialization.to_bytes, arrays over `chunk_size` bytes split in chunks as flax splits
+    those over its MAX_CHUNK_SIZE (1 GiB): flax's own chunking, at a size a test can afford."""
+    limit = flax_serialization.MAX_CHUNK_SIZE
+    flax_serialization.MAX_CHUNK_SIZE = chunk_size or limit
+    try:
+        path.write_bytes(flax_serialization.to_bytes(tree))
+    finally:
+        flax_serialization.MAX_CHUNK_SIZE = limit
+
+
+def flax_tree():
+    """Four layers of float32 kernels and bfloat16 biases, a 4 MiB float16 embedding (chunked at 1 MiB), and a step
+    counter that is no array."""
+    layers = {str(i): {"dense": {"kernel": normal((256, 512), np.float32, i),
+                                 "bias": normal(512, jnp.bfloat16, 20 + i)}} for i in range(4)}
+    return {"params": {"embed": {"embedding": normal((2048, 1024), np.float16, 9)}, "layers": layers}, "step": 7}
+
+
 def normal(shape, dtype, seed, scale=0.02):
     return (np.random.default_rng(seed).standard_normal(shape, dtype=np.float32) * scale).astype(dtype)
 
@@ -98,6 +119,10 @@ class RemoteFormatsTest(unittest.TestCase):
         start = gguf_data_start(files / "model.gguf")
         (files / "cut-in-data.gguf").write_bytes(data[:start + 1000])
         (files / "cut-in-vocab.gguf").write_bytes(data[:start // 2])
+        write_flax(files / "flax_model.msgpack", flax_tree(), chunk_size=1 << 20)
+        data = (files / "flax_model.msgpack").read_bytes()
+        (files / "cut-in-array.msgpack").write_bytes(data[:len(data) // 2])
+        (files / "cut-at-end.msgpack").write_bytes(data[:-7])
         cls.server, ports = start_server([sys.executable, str(HERE / "remote_server.py"), str(cls.tmp)],
                                          lambda p: json.loads(p.stdout.readline()))
         cls.base = f"http://127.0.0.1:{ports['port']}/files"
@@ -164,12 +189,25 @@ class RemoteFormatsTest(unittest.TestCase):
                 size = (self.files / name).stat().st_size
                 self.assertLess(moved, size // 8, moved)
 
+    def test_headers_only_of_a_flax_checkpoint_reads_around_its_arrays(self):
+        """The msgpack tree is walked by range: each array's key, extension header and [shape, dtype] a block or two
+        apiece, the bytes between them (the arrays') never fetched; the chunked embedding is four arrays."""
+        path = self.files / "flax_model.msgpack"
+        data = path.read_bytes()
+        self.assertEqual(data.count(b"__msgpack_chunked_array__"), 1)
+        extensions = 4 * 2 + 4  # the layers' kernels and biases, the embedding's chunks
+        for tier in ("--headers-only", "--safety-only"):
+            with self.subTest(tier=tier):
+                moved, _ = self.assert_same("flax_model.msgpack", tier)
+                self.assertLessEqual(moved, FIRST_READ + extensions * 2 * (4 << 10))
+                self.assertLess(moved, path.stat().st_size // 8)
+
     def test_full_scans_equal_the_local_ones(self):
         # Each byte once, but for the first read's (and a zip's tail, read for its directory); a deflated member's
         # compressed bytes are held whole to be inflated, once for its values and once more by the safety check,
         # which runs after they were released.
         extra = {"stored.npz": 2 * FIRST_READ, "deflated.npz": (self.files / "deflated.npz").stat().st_size}
-        for name in ("model.gguf", "model.onnx", "weights.npy", "stored.npz", "deflated.npz"):
+        for name in ("model.gguf", "model.onnx", "weights.npy", "stored.npz", "deflated.npz", "flax_model.msgpack"):
             with self.subTest(name=name):
                 moved, _ = self.assert_same(name)
                 size = (self.files / name).stat().st_size
@@ -186,16 +224,17 @@ class RemoteFormatsTest(unittest.TestCase):
         self.assertEqual(here["error"]["code"], "not_found", here["error"])
         self.assertEqual(there["error"], here["error"])
 
-    def test_a_damaged_gguf_is_the_error_it_is_locally(self):
-        for name in ("cut-in-data.gguf", "cut-in-vocab.gguf"):
+    def test_a_damaged_file_is_the_error_it_is_locally(self):
+        for name, code in (("cut-in-data.gguf", "invalid_gguf"), ("cut-in-vocab.gguf", "invalid_gguf"),
+                           ("cut-in-array.msgpack", "invalid_msgpack"), ("cut-at-end.msgpack", "invalid_msgpack")):
             with self.subTest(name=name):
                 there, here, _, _ = self.scan_both(name)
-                self.assertEqual(here["error"]["code"], "invalid_gguf", here["error"])
+                self.assertEqual(here["error"]["code"], code, here["error"])
                 self.assertEqual(there["error"], here["error"])
 
     def test_files_over_256_mib_scan_as_locally(self):
-        """One fp16 tensor of 280 MiB in a GGUF, an .npy and an ONNX model's raw_data: read by range remotely,
-        never held whole, each scan the local one."""
+        """One fp16 tensor of 280 MiB in a GGUF, an .npy, an ONNX model's raw_data and a Flax checkpoint: read by
+        range remotely, never held whole, each scan the local one."""
         values = normal(LARGE_ELEMENTS, np.float16, 11, scale=0.05)
         folder = self.files / "large"
         folder.mkdir()
@@ -203,7 +242,8 @@ class RemoteFormatsTest(unittest.TestCase):
             write_gguf(folder / "large.gguf", {"token_embd.weight": values.reshape(-1, 4096)})
             np.save(folder / "large.npy", values.reshape(-1, 4096))
             write_onnx(folder / "large.onnx", {"w": values.reshape(-1, 4096)})
-            for name in ("large.gguf", "large.npy", "large.onnx"):
+            write_flax(folder / "large.msgpack", {"w": {"kernel": values.reshape(-1, 4096)}})
+            for name in ("large.gguf", "large.npy", "large.onnx", "large.msgpack"):
                 with self.subTest(name=name):
                     self.assertGreater((folder / name).stat().st_size, 256 << 20)
                     moved, _ = self.assert_same(f"large/{name}")

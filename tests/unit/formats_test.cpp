@@ -25,16 +25,38 @@ ErrorCode code_of(const std::function<void()>& action) {
   return ErrorCode::kInternal;
 }
 
-TEST(Msgpack, ReadsEveryKindAsViewsOfTheInput) {
-  // {"a": [1, -1, 300, true, nil, 1.5], "b": bin(2), "c": ext(1, 3 bytes)}
-  using namespace std::string_literals;
-  std::string data =
-      "\x83\xa1"
-      "a\x96\x01\xff\xcd\x01\x2c\xc3\xc0\xcb\x3f\xf8\x00\x00\x00\x00\x00\x00"
-      "\xa1"
-      "b\xc4\x02xy\xa1"
-      "c\xc7\x03\x01pqr"s;
-  msgpack::Value root = msgpack::read(bytes_of(data), "t.msgpack");
+/// A file read as a remote one is: every view() recorded, and view_at_least() giving only the bytes asked for.
+class RecordingSource final : public ByteSource {
+ public:
+  explicit RecordingSource(std::string bytes) : bytes_(std::move(bytes)) {}
+  const std::filesystem::path& path() const override { return path_; }
+  uint64_t size() const override { return bytes_.size(); }
+  std::span<const std::byte> view(uint64_t offset, uint64_t length) const override {
+    viewed.push_back({offset, length});
+    return bytes_of(bytes_).subspan(offset, length);
+  }
+  mutable std::vector<ByteRange> viewed;
+
+ private:
+  std::string bytes_;
+  std::filesystem::path path_ = "t.msgpack";
+};
+
+using namespace std::string_literals;
+
+// {"a": [1, -1, 300, true, nil, 1.5], "b": bin(2), "c": ext(1, 3 bytes)}
+const std::string kEveryKind =
+    "\x83\xa1"
+    "a\x96\x01\xff\xcd\x01\x2c\xc3\xc0\xcb\x3f\xf8\x00\x00\x00\x00\x00\x00"
+    "\xa1"
+    "b\xc4\x02xy\xa1"
+    "c\xc7\x03\x01pqr"s;
+
+msgpack::Value read_all(const ByteSource& source) { return msgpack::read(source, 0, source.size()); }
+
+TEST(Msgpack, ReadsEveryKindWithBinariesAsPlacesInTheFile) {
+  auto source = memory_source(kEveryKind, "t.msgpack");
+  msgpack::Value root = read_all(*source);
   const msgpack::Array& a = *root.find("a")->array();
   ASSERT_EQ(a.size(), 6u);
   EXPECT_EQ(a[0].unsigned_value(), 1u);
@@ -43,18 +65,48 @@ TEST(Msgpack, ReadsEveryKindAsViewsOfTheInput) {
   EXPECT_TRUE(std::get<bool>(a[3].data));
   EXPECT_TRUE(std::holds_alternative<msgpack::Nil>(a[4].data));
   EXPECT_EQ(std::get<double>(a[5].data), 1.5);
-  auto bin = std::get<msgpack::Binary>(root.find("b")->data).bytes;
-  EXPECT_EQ(reinterpret_cast<const char*>(bin.data()), data.data() + data.find("xy"));  // a view, not a copy
+  auto bin = std::get<msgpack::Binary>(root.find("b")->data);
+  EXPECT_EQ(bin.offset, kEveryKind.find("xy"));
+  EXPECT_EQ(bin.size, 2u);
   auto ext = std::get<msgpack::Extension>(root.find("c")->data);
   EXPECT_EQ(ext.type, 1);
-  EXPECT_EQ(ext.offset, data.find("pqr"));
+  EXPECT_EQ(ext.offset, kEveryKind.find("pqr"));
+  EXPECT_EQ(ext.size, 3u);
   EXPECT_EQ(root.find("d"), nullptr);
+  // A window is the source's rest: strings are views of its bytes, not copies.
+  EXPECT_EQ(root.map()->keys[0].text()->data(), reinterpret_cast<const char*>(source->view(0, 1).data()) + 2);
+}
+
+TEST(Msgpack, ReadingPiecewiseNeverViewsABinaryOrAnExtensionPayload) {
+  RecordingSource source(kEveryKind);
+  msgpack::Value root = read_all(source);
+  EXPECT_EQ(root.map()->keys.size(), 3u);
+  ASSERT_FALSE(source.viewed.empty());
+  for (auto [offset, length] : source.viewed) {
+    for (std::string_view payload : {"xy", "pqr"}) {
+      uint64_t begin = kEveryKind.find(payload), end = begin + payload.size();
+      EXPECT_TRUE(offset + length <= begin || offset >= end) << offset << "+" << length << " covers " << payload;
+    }
+  }
 }
 
 TEST(Msgpack, RefusesHostileBytesByName) {
   for (const std::string& bad : {std::string("\x92\x01", 2), std::string("\xc1"), std::string("\x01\x02"),
-                                 std::string("\xdd\xff\xff\xff\xff"), std::string(70, '\x91') + "\x01"})
-    EXPECT_EQ(code_of([&] { msgpack::read(bytes_of(bad), "t.msgpack"); }), ErrorCode::kInvalidMsgpack) << bad.size();
+                                 std::string("\xdd\xff\xff\xff\xff"), std::string(70, '\x91') + "\x01",
+                                 std::string("\xc6\x00\x01\x00\x00xy"), std::string("\xc9\x00\x01\x00\x00\x01xy")}) {
+    EXPECT_EQ(code_of([&] { read_all(*memory_source(bad, "t.msgpack")); }), ErrorCode::kInvalidMsgpack) << bad.size();
+    RecordingSource piecewise(bad);
+    EXPECT_EQ(code_of([&] { read_all(piecewise); }), ErrorCode::kInvalidMsgpack) << bad.size();
+  }
+}
+
+TEST(Msgpack, ABinaryPastTheEndNamesWhereItStarts) {
+  try {
+    read_all(*memory_source(std::string("\x91\xc4\x05xy", 5), "t.msgpack"));
+    FAIL() << "read a binary past the end";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "t.msgpack: invalid msgpack at offset 1: truncated: 5 more bytes needed");
+  }
 }
 
 std::string deflate(const std::string& data) {

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <cstring>
 #include <set>
 
 #include "precdetect/core/bytes.h"
@@ -29,13 +28,13 @@ constexpr std::pair<std::string_view, DType> kFlaxTypes[] = {
     {"bool", DType::BOOL},           {"float8_e4m3fn", DType::F8_E4M3},
     {"float8_e5m2", DType::F8_E5M2}, {"complex64", DType::C64}};
 
-/// One array as its extension holds it.
+/// One array as its extension holds it, its bytes a place in the file.
 struct FlaxArray {
   std::vector<int64_t> shape;
   uint64_t numel = 1;
   std::string dtype_name;
   std::optional<DType> dtype;
-  std::span<const std::byte> bytes;
+  msgpack::Binary bytes;
   std::optional<uint64_t> region;  ///< a chunked array's bytes, joined in a decoded region at this offset
 };
 
@@ -44,11 +43,11 @@ class FlaxReader {
   FlaxReader(Checkpoint& checkpoint, size_t file)
       : checkpoint_(checkpoint),
         file_(file),
-        decoded_(std::make_unique<DecodedSource>(std::move(checkpoint.files[file]))),
-        base_(decoded_->view(0, decoded_->size())) {}
+        source_(*checkpoint.files[file]),
+        decoded_(std::make_unique<DecodedSource>(std::move(checkpoint.files[file]))) {}
 
   void read() {
-    msgpack::Value root = msgpack::read(base_, path());
+    msgpack::Value root = msgpack::read(source_, 0, source_.size());
     if (!root.map()) fail(ErrorCode::kInvalidMsgpack, path(), "the top value is not a map of parameters");
     walk(root, "");
     warn_about(checkpoint_.warnings, WarningCode::kDtypesNotRead, path().string(), std::move(not_read_));
@@ -60,10 +59,6 @@ class FlaxReader {
 
   [[noreturn]] void fail_at(uint64_t offset, std::string_view what) const {
     fail(ErrorCode::kInvalidMsgpack, path(), fmt::format("invalid Flax checkpoint at offset {}: {}", offset, what));
-  }
-
-  uint64_t offset_of(std::span<const std::byte> bytes) const {
-    return static_cast<uint64_t>(bytes.data() - base_.data());
   }
 
   void walk(const msgpack::Value& value, const std::string& name) {
@@ -94,7 +89,7 @@ class FlaxReader {
 
   /// [shape, dtype name, bytes]: the shape's elements must hold exactly the bytes.
   FlaxArray parse_array(const msgpack::Extension& extension, const std::string& name) const {
-    msgpack::Value inner = msgpack::read(extension.bytes, path(), extension.offset);
+    msgpack::Value inner = msgpack::read(source_, extension.offset, extension.size);
     const msgpack::Array* parts = inner.array();
     if (!parts || parts->size() != 3)
       fail_at(extension.offset, fmt::format("array `{}` is not [shape, dtype, bytes]", name));
@@ -107,15 +102,16 @@ class FlaxReader {
     const msgpack::Value& dtype = (*parts)[1];
     if (const auto* text = dtype.text())
       array.dtype_name = *text;
-    else if (const auto* raw = std::get_if<msgpack::Binary>(&dtype.data))
-      array.dtype_name.assign(reinterpret_cast<const char*>(raw->bytes.data()), raw->bytes.size());
-    else
+    else if (const auto* raw = std::get_if<msgpack::Binary>(&dtype.data)) {
+      auto text = source_.view(raw->offset, raw->size);  // a name, in the block before the array's bytes
+      array.dtype_name.assign(reinterpret_cast<const char*>(text.data()), text.size());
+    } else
       fail_at(extension.offset, fmt::format("array `{}`: its dtype is not a name", name));
     for (auto [flax_name, ours] : kFlaxTypes)
       if (flax_name == array.dtype_name) array.dtype = ours;
     const auto* bytes = std::get_if<msgpack::Binary>(&(*parts)[2].data);
     if (!bytes) fail_at(extension.offset, fmt::format("array `{}`: its data is not bytes", name));
-    array.bytes = bytes->bytes;
+    array.bytes = *bytes;
     if (array.dtype) check_size(array, name, extension.offset);
     return array;
   }
@@ -132,14 +128,14 @@ class FlaxReader {
 
   void check_size(const FlaxArray& array, const std::string& name, uint64_t offset) const {
     auto nbytes = dtype_bytes(*array.dtype, array.numel);
-    if (!nbytes || *nbytes != array.bytes.size())
+    if (!nbytes || *nbytes != array.bytes.size)
       fail_at(offset,
               fmt::format("array `{}`: shape ({}) of {} needs {} bytes but it holds {}", name,
-                          fmt::join(array.shape, ", "), array.dtype_name, nbytes.value_or(0), array.bytes.size()));
+                          fmt::join(array.shape, ", "), array.dtype_name, nbytes.value_or(0), array.bytes.size));
   }
 
-  /// flax's _chunk: the shape as {"0": n, ...}, the flattened array's parts as {"0": array, ...}. One part stays
-  /// in the mapping; several are joined into a decoded region when analyzed.
+  /// flax's _chunk: the shape as {"0": n, ...}, the flattened array's parts as {"0": array, ...}. One part is
+  /// read where it lies; several are copied from the file into a decoded region when analyzed.
   FlaxArray chunked(const msgpack::Value& value, const std::string& name) {
     const msgpack::Value* shape = value.find("shape");
     const msgpack::Value* chunks = value.find("chunks");
@@ -151,7 +147,7 @@ class FlaxReader {
       if (!dim) fail(ErrorCode::kInvalidMsgpack, path(), fmt::format("chunked array `{}`: shape has no `{}`", name, i));
       whole.shape.push_back(extent(*dim, 0, name, whole.numel));
     }
-    std::vector<std::span<const std::byte>> parts;
+    std::vector<msgpack::Binary> parts;
     for (size_t i = 0; i < chunks->map()->keys.size(); ++i) {
       const msgpack::Value* chunk = chunks->find(std::to_string(i));
       const auto* extension = chunk ? std::get_if<msgpack::Extension>(&chunk->data) : nullptr;
@@ -167,7 +163,7 @@ class FlaxReader {
     }
     if (!whole.dtype) return whole;
     uint64_t total = 0;
-    for (auto part : parts) total += part.size();
+    for (auto part : parts) total += part.size;
     if (dtype_bytes(*whole.dtype, whole.numel) != total)
       fail(ErrorCode::kInvalidMsgpack, path(),
            fmt::format("chunked array `{}`: its chunks hold {} bytes, not what shape ({}) needs", name, total,
@@ -176,10 +172,10 @@ class FlaxReader {
       whole.bytes = parts.front();
       return whole;
     }
-    whole.region = decoded_->add_region(total, [parts](std::span<std::byte> dest) {
+    whole.region = decoded_->add_region(total, [parts, &source = source_](std::span<std::byte> dest) {
       for (auto part : parts) {
-        std::memcpy(dest.data(), part.data(), part.size());
-        dest = dest.subspan(part.size());
+        source.read(part.offset, dest.first(part.size));
+        dest = dest.subspan(part.size);
       }
     });
     return whole;
@@ -189,7 +185,7 @@ class FlaxReader {
     if (!array.dtype) return not_read_.push_back(fmt::format("{} ({})", name, array.dtype_name));
     TensorRecord record{.name = name, .dtype = *array.dtype, .shape = array.shape, .numel = array.numel};
     record.nbytes = record.storage_nbytes = *dtype_bytes(*array.dtype, array.numel);
-    record.offset = array.region.value_or(offset_of(array.bytes));
+    record.offset = array.region.value_or(array.bytes.offset);
     record.file = file_;
     record.torch_name = torch_name_of_flax_path(name);
     if (name.ends_with("/kernel")) record.torch_layout = TorchLayout::kFlaxKernel;
@@ -198,8 +194,8 @@ class FlaxReader {
 
   Checkpoint& checkpoint_;
   size_t file_;
+  const ByteSource& source_;  ///< the file, owned by decoded_: its structure is read by range, never whole
   std::unique_ptr<DecodedSource> decoded_;
-  std::span<const std::byte> base_;
   std::vector<std::string> not_read_;
 };
 

@@ -4,7 +4,7 @@
 
 #include <bit>
 
-#include "precdetect/core/byte_cursor.h"
+#include "precdetect/load/source/source_cursor.h"
 
 namespace precdetect::msgpack {
 namespace {
@@ -20,8 +20,8 @@ T read_be(ByteCursor& cursor) {
 
 class Reader {
  public:
-  Reader(std::span<const std::byte> bytes, const std::filesystem::path& path, uint64_t base)
-      : cursor_(bytes, path, ErrorCode::kInvalidMsgpack, "msgpack", base) {}
+  Reader(const ByteSource& source, uint64_t offset, uint64_t size)
+      : cursor_(source_cursor(source, offset, size, ErrorCode::kInvalidMsgpack, "msgpack")) {}
 
   Value whole() {
     Value value = next(0);
@@ -49,11 +49,11 @@ class Reader {
       case 0xc3:
         return {true};
       case 0xc4:
-        return {Binary{cursor_.bytes(read_be<uint8_t>(cursor_))}};
+        return binary(read_be<uint8_t>(cursor_));
       case 0xc5:
-        return {Binary{cursor_.bytes(read_be<uint16_t>(cursor_))}};
+        return binary(read_be<uint16_t>(cursor_));
       case 0xc6:
-        return {Binary{cursor_.bytes(read_be<uint32_t>(cursor_))}};
+        return binary(read_be<uint32_t>(cursor_));
       case 0xc7:
         return extension(read_be<uint8_t>(cursor_));
       case 0xc8:
@@ -114,10 +114,17 @@ class Reader {
     return {raw};
   }
 
+  Value binary(uint64_t length) {
+    uint64_t offset = cursor_.offset();
+    cursor_.skip(length);
+    return {Binary{.offset = offset, .size = length}};
+  }
+
   Value extension(uint64_t length) {
     auto type = static_cast<int8_t>(cursor_.le<uint8_t>());
     uint64_t offset = cursor_.offset();
-    return {Extension{.type = type, .bytes = cursor_.bytes(length), .offset = offset}};
+    cursor_.skip(length);
+    return {Extension{.type = type, .offset = offset, .size = length}};
   }
 
   /// Every value takes at least a byte: a count past the bytes left is a lie, refused before it is allocated.
@@ -166,8 +173,6 @@ const Value* Value::find(std::string_view key) const {
   return nullptr;
 }
 
-Value read(std::span<const std::byte> bytes, const std::filesystem::path& path, uint64_t base) {
-  return Reader(bytes, path, base).whole();
-}
+Value read(const ByteSource& source, uint64_t offset, uint64_t size) { return Reader(source, offset, size).whole(); }
 
 }  // namespace precdetect::msgpack

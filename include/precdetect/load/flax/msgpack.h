@@ -1,16 +1,17 @@
 #pragma once
-/// MessagePack (github.com/msgpack/msgpack/blob/master/spec.md), read into a tree whose strings, binaries and
-/// extension payloads are views of the input: nothing is copied, so a Flax checkpoint's arrays stay in the
-/// mapping. Ours rather than msgpack-c's: its unpacker copies or zone-allocates what it reads, and a reader of
-/// a few hundred lines with our limits is one a fuzzer covers whole.
+/// MessagePack (github.com/msgpack/msgpack/blob/master/spec.md), read through a ByteCursor into a tree whose
+/// strings are views of the bytes read and whose binaries and extension payloads are places in the file, stepped
+/// over unread: a Flax checkpoint's arrays are never viewed while its tree is read, and a remote one's are never
+/// fetched for it (load/source/source_cursor.h). Ours rather than msgpack-c's: its unpacker copies or
+/// zone-allocates what it reads, and a reader of a few hundred lines with our limits is one a fuzzer covers whole.
 
 #include <cstdint>
-#include <filesystem>
 #include <optional>
-#include <span>
 #include <string_view>
 #include <variant>
 #include <vector>
+
+#include "precdetect/load/source/byte_source.h"
 
 namespace precdetect::msgpack {
 
@@ -23,13 +24,16 @@ struct Map {
   std::vector<Value> values;  ///< values[i] is keys[i]'s
 };
 struct Nil {};
+/// Bytes [offset, offset + size) of the file, not read.
 struct Binary {
-  std::span<const std::byte> bytes;
+  uint64_t offset = 0;
+  uint64_t size = 0;
 };
+/// An extension's payload, bytes [offset, offset + size) of the file, not read.
 struct Extension {
   int8_t type = 0;
-  std::span<const std::byte> bytes;
-  uint64_t offset = 0;  ///< of the payload's first byte, in the bytes read (and so in the file)
+  uint64_t offset = 0;
+  uint64_t size = 0;
 };
 
 struct Value {
@@ -49,9 +53,10 @@ struct Value {
 constexpr int kMaxDepth = 64;
 constexpr uint64_t kMaxValues = 1 << 22;
 
-/// Reads exactly one value filling `bytes` (at offset `base` of `path`). Throws Error(kInvalidMsgpack) naming
-/// the path and the offset of the damage: truncation, a reserved byte (0xc1), nesting past kMaxDepth, more than
-/// kMaxValues values, lengths past the end, or bytes after the value.
-Value read(std::span<const std::byte> bytes, const std::filesystem::path& path, uint64_t base = 0);
+/// Reads exactly one value filling bytes [offset, offset + size) of `source`; its strings are views of the
+/// source's bytes. Throws Error(kInvalidMsgpack) naming the path and the offset of the damage: truncation, a
+/// reserved byte (0xc1), nesting past kMaxDepth, more than kMaxValues values, lengths past the end, or bytes after
+/// the value; Error(kOffsetPastEnd) when the range is not inside the source.
+Value read(const ByteSource& source, uint64_t offset, uint64_t size);
 
 }  // namespace precdetect::msgpack

@@ -10,7 +10,7 @@
 namespace precdetect {
 
 /// The bytes a ByteSource view() of a remote file may hold at once: a format that views more of a file than this
-/// (a pickle, a deflated .npz member, a Flax msgpack, which must be held whole to be read) is refused with
+/// (a pickle, a deflated .npz member, which must be held whole to be read) is refused with
 /// Error(kRemote), never held unbounded in memory. Structure walked through a source_cursor never asks this much.
 inline constexpr uint64_t kMaxRemoteView = uint64_t{256} << 20;
 
