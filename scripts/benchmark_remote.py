@@ -24,6 +24,7 @@ curl of the file, and the local scan.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -68,6 +69,18 @@ def write_model(folder, size_gb, dtype):
     return files
 
 
+@contextlib.contextmanager
+def served(folder):
+    """tests/e2e/remote_server.py serving `folder` while the block runs (stopped by its process id); its base URL."""
+    server = subprocess.Popen([sys.executable, str(REPO / "tests" / "e2e" / "remote_server.py"), folder],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        yield f"http://127.0.0.1:{json.loads(server.stdout.readline())['port']}"
+    finally:
+        os.kill(server.pid, signal.SIGTERM)
+        server.wait()
+
+
 def timed(command):
     """(seconds, peak RSS in MiB, stdout) of `command` under /usr/bin/time -v."""
     started = time.perf_counter()
@@ -98,10 +111,7 @@ def bench_single(args):
     with tempfile.TemporaryDirectory(prefix="precdetect-bench-remote-") as tmp:
         path = write_single(Path(tmp) / "files" / "model", args.format, args.size_gb)
         size = path.stat().st_size
-        server = subprocess.Popen([sys.executable, str(REPO / "tests" / "e2e" / "remote_server.py"), tmp],
-                                  stdout=subprocess.PIPE, text=True)
-        try:
-            base = f"http://127.0.0.1:{json.loads(server.stdout.readline())['port']}"
+        with served(tmp) as base:
             url = f"{base}/files/model/{path.name}"
 
             def moved():
@@ -124,9 +134,6 @@ def bench_single(args):
                 rounds.append((full_s, full_rss, curl_s))
                 print(f"round {len(rounds)}: full scan {full_s:.2f} s, curl {curl_s:.2f} s", file=sys.stderr)
             local_s = min(timed([BINARY, "--json", "--no-cache", str(path)])[0] for _ in range(args.rounds))
-        finally:
-            os.kill(server.pid, signal.SIGTERM)
-            server.wait()
     full_s, curl_s = min(r[0] for r in rounds), min(r[2] for r in rounds)
     gb = size / 1e9
     print(f"one {args.format} file, {size:,} bytes; {os.cpu_count()} cores; server: tests/e2e/remote_server.py; "
@@ -163,10 +170,7 @@ def main():
         for file in files.iterdir():
             os.link(file, hub / file.name)
         total = sum(f.stat().st_size for f in shards)
-        server = subprocess.Popen([sys.executable, str(REPO / "tests" / "e2e" / "remote_server.py"), tmp],
-                                  stdout=subprocess.PIPE, text=True)
-        try:
-            base = f"http://127.0.0.1:{json.loads(server.stdout.readline())['port']}"
+        with served(tmp) as base:
             index = f"{base}/files/model/model.safetensors.index.json"
 
             def moved():
@@ -212,9 +216,6 @@ def main():
             full_s, curl_s = min(r[0] for r in rounds), min(r[2] for r in rounds)
             full_rss = max(r[1] for r in rounds)
             local_s, local_rss, _ = timed([BINARY, "--json", str(files / "model.safetensors.index.json")])
-        finally:
-            os.kill(server.pid, signal.SIGTERM)
-            server.wait()
     gb = total / 1e9
     print(f"4-shard {args.dtype} model, {gb:.2f} GB; {os.cpu_count()} cores, load average {load_before:.1f} before the "
           f"rounds, {load_after:.1f} after; server: tests/e2e/remote_server.py; best of {args.rounds} rounds\n")

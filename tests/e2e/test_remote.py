@@ -161,13 +161,25 @@ def without_places(document, places):
     return {**document, "models": [model_without_places(model, places) for model in document["models"]]}
 
 
-def start_server(command, ready):
-    """Starts `command`; returns (process, what `ready(process)` returns once the server answers)."""
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    return process, ready(process)
+class ServedTestCase(unittest.TestCase):
+    """Files under cls.tmp served by remote_server.py, started once for the class and stopped by its process id."""
+
+    @classmethod
+    def serve(cls):
+        """Starts the server on cls.tmp; returns its base URL once it answers."""
+        cls.server = subprocess.Popen([sys.executable, str(HERE / "remote_server.py"), str(cls.tmp)],
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        return f"http://127.0.0.1:{json.loads(cls.server.stdout.readline())['port']}"
+
+    @classmethod
+    def tearDownClass(cls):
+        os.kill(cls.server.pid, signal.SIGTERM)
+        cls.server.wait()
+        cls.server.stdout.close()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
 
 
-class RemoteTestCase(unittest.TestCase):
+class RemoteTestCase(ServedTestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = Path(tempfile.mkdtemp(prefix="precdetect-remote-"))
@@ -200,16 +212,8 @@ class RemoteTestCase(unittest.TestCase):
         shutil.copytree(cls.files / "single", hub / "org" / "dotted")
         (cls.tmp / "extra-siblings" / "org").mkdir(parents=True)
         (cls.tmp / "extra-siblings" / "org" / "dotted").write_text("../sharded/model-00001-of-00004.safetensors\n")
-        cls.server, ports = start_server([sys.executable, str(HERE / "remote_server.py"), str(cls.tmp)],
-                                         lambda p: json.loads(p.stdout.readline()))
-        cls.base = f"http://127.0.0.1:{ports['port']}"
+        cls.base = cls.serve()
         cls.hub_env = {"HF_ENDPOINT": cls.base, "HF_TOKEN": TOKEN, **FAST}
-
-    @classmethod
-    def tearDownClass(cls):
-        os.kill(cls.server.pid, signal.SIGTERM)
-        cls.server.wait()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def setUp(self):
         self.get("/__reset")

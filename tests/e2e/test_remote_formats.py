@@ -7,10 +7,7 @@ hold in memory at once too, and for an ONNX model whose external data lies besid
 it is locally."""
 
 import json
-import os
 import shutil
-import signal
-import sys
 import tempfile
 import unittest
 from pathlib import Path
@@ -24,9 +21,8 @@ import onnx
 from onnx import TensorProto, helper
 
 from helpers import scan
-from test_remote import model_without_places, start_server
+from test_remote import ServedTestCase, model_without_places
 
-HERE = Path(__file__).resolve().parent
 FIRST_READ = 64 << 10  # a remote file's first request (remote_source.cpp)
 # Over kMaxRemoteView (256 MiB): a file the reader once had to hold whole, refused remotely.
 LARGE_ELEMENTS = 140 << 20  # fp16: 280 MiB
@@ -96,7 +92,7 @@ def normal(shape, dtype, seed, scale=0.02):
     return (np.random.default_rng(seed).standard_normal(shape, dtype=np.float32) * scale).astype(dtype)
 
 
-class RemoteFormatsTest(unittest.TestCase):
+class RemoteFormatsTest(ServedTestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = Path(tempfile.mkdtemp(prefix="precdetect-remote-formats-"))
@@ -123,15 +119,7 @@ class RemoteFormatsTest(unittest.TestCase):
         data = (files / "flax_model.msgpack").read_bytes()
         (files / "cut-in-array.msgpack").write_bytes(data[:len(data) // 2])
         (files / "cut-at-end.msgpack").write_bytes(data[:-7])
-        cls.server, ports = start_server([sys.executable, str(HERE / "remote_server.py"), str(cls.tmp)],
-                                         lambda p: json.loads(p.stdout.readline()))
-        cls.base = f"http://127.0.0.1:{ports['port']}/files"
-
-    @classmethod
-    def tearDownClass(cls):
-        os.kill(cls.server.pid, signal.SIGTERM)
-        cls.server.wait()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+        cls.base = cls.serve() + "/files"
 
     def stats(self):
         with urlopen(self.base.replace("/files", "/__stats")) as answer:
