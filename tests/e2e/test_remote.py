@@ -330,6 +330,30 @@ class HttpTest(RemoteTestCase):
         finally:
             shutil.rmtree(folder)
 
+    def test_a_file_held_whole_over_the_cap_is_a_named_error_and_the_batch_goes_on(self):
+        """A Keras HDF5 file is handed whole to libhdf5: over 256 MiB remotely it is remote_error saying so (never
+        held unbounded, never read in part), and the model beside it in the batch is still scanned."""
+        import h5py
+        import numpy as np
+
+        folder = self.files / "keras"
+        folder.mkdir(exist_ok=True)
+        with h5py.File(folder / "tf_model.h5", "w") as f:
+            f.create_dataset("dense/kernel", data=np.zeros((280 * 256, 1024), dtype=np.float32))
+        try:
+            code, document, stderr = scan(f"{self.base}/files/keras/tf_model.h5",
+                                          f"{self.base}/files/single/model.safetensors")
+            self.assertEqual(code, 2, stderr)
+            held, beside = document["models"]
+            self.assertEqual(held["error"]["code"], "remote_error")
+            self.assertIn("280 MiB of this file at once", held["error"]["message"])
+            self.assertEqual(held["tensors"], [])
+            self.assertLess(held["bytes_transferred"], 1 << 20)
+            self.assertIsNone(beside["error"])
+            self.assertTrue(beside["values_read"])
+        finally:
+            shutil.rmtree(folder)
+
     def test_every_labelled_model_scans_over_http_as_locally(self):
         """Each labelled model shipped in a PyPI wheel (docs/labelled-models.csv: torch zips, legacy .pth, Keras HDF5,
         NumPy .npz), served over HTTP, gives the document its local scan gives, paths aside."""
