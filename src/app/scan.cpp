@@ -20,6 +20,7 @@
 #include "precdetect/core/http.h"
 #include "precdetect/core/output_file.h"
 #include "precdetect/core/remote_env.h"
+#include "precdetect/core/remote_text.h"
 #include "precdetect/core/streamed_sha256.h"
 #include "precdetect/core/url.h"
 #include "precdetect/discover/discover.h"
@@ -361,6 +362,8 @@ ScanReport scan_all(const ScanOptions& options, const ScanEvents& events) {
   RuleSet rules = options.rules ? load_rules(*options.rules) : default_rules();
   Registry registry = options.registry ? load_registry(*options.registry) : default_registry();
   ComputeDevice device = resolve_device(options.device);
+  RemoteTexts texts;  // the run's: its plan and its scans read each listing and text once
+  RemoteTexts::Scope planning(texts);
   RunPlan plan = plan_run(options);
   const std::vector<std::string>& inputs = plan.models;
   if (inputs.empty() && !plan.part)
@@ -377,6 +380,7 @@ ScanReport scan_all(const ScanOptions& options, const ScanEvents& events) {
   if (inputs.empty()) return report;  // a --shard part that no input fell in: complete, and empty
   std::atomic<size_t> next = 0;
   auto worker = [&](Analyzer& analyzer) {
+    RemoteTexts::Scope scanning(texts);
     for (size_t i = next++; i < inputs.size(); i = next++) {
       if (events.started) {
         std::lock_guard lock(reporting);

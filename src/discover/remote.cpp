@@ -12,6 +12,7 @@
 
 #include "precdetect/core/error.h"
 #include "precdetect/core/http.h"
+#include "precdetect/core/remote_text.h"
 #include "precdetect/core/xml_text.h"
 #include "precdetect/discover/shard_index.h"
 #include "precdetect/discover/shard_pattern.h"
@@ -34,7 +35,7 @@ std::string url_of(const Listing& listing, const std::string& name) {
 
 std::string fetch_text(const std::string& url, const char* what) {
   try {
-    return http_get({.url = url, .credentials = credentials_for(*parse_http_url(url))}).body;
+    return remote_text(url, HttpRequest{}.max_body);
   } catch (const Error& e) {
     throw Error(e.code(), fmt::format("{} ({})", e.what(), what));
   }

@@ -596,6 +596,15 @@ class HubTest(RemoteTestCase):
         self.assertEqual(document["models"][0]["error"]["code"], "path_escape")
         self.assertFalse([path for path in self.stats()["paths"] if "/resolve/" in path])
 
+    def test_a_run_asks_for_each_listing_and_text_once(self):
+        """The run's plan and its scan read one model info and one config.json for a repository, not one each
+        (the Hub counts its API calls against a rate limit; and both see one commit)."""
+        code, _, stderr = scan("hf://org/sharded", env=self.hub_env)
+        self.assertEqual(code, 0, stderr)
+        paths = self.stats()["paths"]
+        self.assertEqual(sum(p.startswith("/api/models/org/sharded/") for p in paths), 1, paths)
+        self.assertEqual(sum(p.endswith("/config.json") for p in paths), 1, paths)
+
     def test_a_labelled_repository_is_named_by_its_hub_id_as_in_the_local_cache(self):
         """hf://EleutherAI/pythia-410m is identified as the typed id of the local cache is: the registry's documented
         precision, in the full scan's verdict and under --headers-only (which reads no values and weighs no
