@@ -258,7 +258,8 @@ struct RunPlan {
 
 /// The one weight file of `model`, when it is one file, and the root its opens are confined to. A file named by URL
 /// (an https file, an S3 object) is known without a request: its discovery would ask for the texts beside it, which
-/// its scan does anyway. A Hub repository or S3 folder is listed (as its scan lists it again).
+/// its scan does anyway. A Hub repository or S3 folder is listed (the run keeps the listing for its scan:
+/// core/remote_text).
 std::optional<std::pair<std::filesystem::path, ModelRoot>> single_file_of(const std::string& model) {
   if (std::optional<std::string> url = http_url_of(model); url && !model.ends_with('/')) {
     if (url_file_name(*url).ends_with(".index.json")) return std::nullopt;

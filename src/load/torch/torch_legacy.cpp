@@ -57,21 +57,39 @@ bool written_big_endian(const pickle::Ref& sys_info) {
   return false;
 }
 
+/// A storage the key list names, of a dtype precdetect reads.
+struct ListedStorage {
+  const std::string& key;
+  DType dtype;
+  uint64_t numel;  ///< as the pickle says
+};
+
+std::optional<ListedStorage> listed_storage(const pickle::Ref& key_value,
+                                            const std::map<std::string, pickle::Storage>& storages) {
+  const auto* key = std::get_if<std::string>(&key_value->v);
+  auto storage = key ? storages.find(*key) : storages.end();
+  auto dtype = storage != storages.end() ? pickle::storage_dtype(storage->second.type) : std::nullopt;
+  if (!dtype) return std::nullopt;
+  return ListedStorage{*key, *dtype, storage->second.numel};
+}
+
+/// Where a storage of `count` elements whose count lies at `at` ends; nullopt when that overflows.
+std::optional<uint64_t> storage_end(uint64_t at, uint64_t count, DType dtype) {
+  auto nbytes = checked_mul(count, static_cast<uint64_t>(dtype_bits(dtype) / 8));
+  return nbytes ? checked_add(at + 8, *nbytes) : std::nullopt;
+}
+
 /// Where each storage's element count lies if the counts are the pickle's: asked for together, a remote file's
-/// counts cost one round of requests, not one each (the reading below checks every count it finds).
+/// counts cost one round of requests, not one each (locate_storages checks every count it finds).
 std::vector<ByteRange> predicted_counts(uint64_t at, const pickle::List& keys,
                                         const std::map<std::string, pickle::Storage>& storages) {
   std::vector<ByteRange> counts;
   for (const pickle::Ref& key_value : keys.items) {
-    const auto* key = std::get_if<std::string>(&key_value->v);
-    auto storage = key ? storages.find(*key) : storages.end();
-    auto dtype = storage != storages.end() ? pickle::storage_dtype(storage->second.type) : std::nullopt;
-    auto nbytes =
-        dtype ? checked_mul(storage->second.numel, static_cast<uint64_t>(dtype_bits(*dtype) / 8)) : std::nullopt;
-    auto next = nbytes ? checked_add(at + 8, *nbytes) : std::nullopt;
-    if (!next) break;
+    std::optional<ListedStorage> storage = listed_storage(key_value, storages);
+    std::optional<uint64_t> end = storage ? storage_end(at, storage->numel, storage->dtype) : std::nullopt;
+    if (!end) break;
     counts.push_back({at, 8});
-    at = *next;
+    at = *end;
   }
   return counts;
 }
@@ -85,20 +103,19 @@ std::map<std::string, StorageLocation> locate_storages(const ByteSource& source,
   source.prefetch(predicted_counts(at, *keys, storages));
   std::map<std::string, StorageLocation> located;
   for (const pickle::Ref& key_value : keys->items) {
-    const auto* key = std::get_if<std::string>(&key_value->v);
-    auto storage = key ? storages.find(*key) : storages.end();
-    auto dtype = storage != storages.end() ? pickle::storage_dtype(storage->second.type) : std::nullopt;
-    if (!dtype)
+    std::optional<ListedStorage> storage = listed_storage(key_value, storages);
+    if (!storage)
       fail(ErrorCode::kInvalidLegacy, source.path(), fmt::format("storage at offset {} has no known type", at));
     if (!checked_add(at, 8) || at + 8 > source.size())
-      fail(ErrorCode::kInvalidLegacy, source.path(), fmt::format("storage `{}` is missing (truncated file)", *key));
+      fail(ErrorCode::kInvalidLegacy, source.path(),
+           fmt::format("storage `{}` is missing (truncated file)", storage->key));
     uint64_t count = read_le<uint64_t>(source.view(at, 8), 0);
-    auto nbytes = checked_mul(count, static_cast<uint64_t>(dtype_bits(*dtype) / 8));
-    auto end = nbytes ? checked_add(at + 8, *nbytes) : std::nullopt;
+    std::optional<uint64_t> end = storage_end(at, count, storage->dtype);
     if (!end || *end > source.size())
       fail(ErrorCode::kInvalidLegacy, source.path(),
-           fmt::format("storage `{}` at offset {} declares {} elements, past the end of the file", *key, at, count));
-    located[*key] = {at + 8, *nbytes};
+           fmt::format("storage `{}` at offset {} declares {} elements, past the end of the file", storage->key, at,
+                       count));
+    located[storage->key] = {at + 8, *end - (at + 8)};
     at = *end;
   }
   return located;

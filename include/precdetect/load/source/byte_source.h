@@ -44,7 +44,8 @@ class ByteSource {
   virtual void release(uint64_t offset, uint64_t length) const { (void)offset, (void)length; }
   /// Hint that view() will soon be asked for each of `ranges` (a zip's local headers, once its directory is read):
   /// a remote source fetches the ones it lacks together, in a few parallel requests, rather than one round trip
-  /// each. Views nothing and never throws; ranges past the end are ignored. A local source has nothing to do.
+  /// each. Views nothing; ranges past the end are ignored; throws what a view of them would (a network error). A
+  /// local source has nothing to do.
   virtual void prefetch(std::span<const ByteRange> ranges) const { (void)ranges; }
   /// Copies bytes [offset, offset + dest.size()) into `dest`, large ranges in parallel parts. Throws
   /// Error(kOffsetPastEnd) like view(), Error(kIo) when the file cannot be read.
