@@ -34,8 +34,11 @@ void keep_component(LinkedCheckpoint& model, std::string_view component, const s
   size_t kept = 0;
   for (size_t i = 0; i < model.tensors.size(); ++i) {
     if (component_of(model.tensors[i].name) != component) continue;
-    model.tensors[kept] = std::move(model.tensors[i]);
-    model.readings[kept++] = std::move(model.readings[i]);
+    if (kept != i) {  // a record moved onto itself would be left empty
+      model.tensors[kept] = std::move(model.tensors[i]);
+      model.readings[kept] = std::move(model.readings[i]);
+    }
+    ++kept;
   }
   model.tensors.resize(kept);
   model.readings.resize(kept);
