@@ -4,7 +4,7 @@ twin), GPTQ and AWQ 4-bit in groups of 128 and MLX 4-bit in groups of 64 (fp16 t
 quantization (bf16 twin), LLM.int8 (float32 twin), optimum-quanto's qint8 and qint4 (the fp16 weights they quantize); issue 59's: bitsandbytes nf4 stored as bfloat16,
 fp8 per channel with bfloat16 scales, int8 per channel (W8A8), nvfp4, gpt-oss's MXFP4 and MLX's mxfp4, torchao's
 Int8Tensor and Float8Tensor per row and int4 codes in int8 in groups of 32 (bf16 or float32 twins: the values their
-libraries dequantize to).
+libraries dequantize to); issue 70's: compressed-tensors' 2:4 sparse bf16 and fp8 (bf16 twins: the dense tensors).
 Prints the best of --repeats whole-process runs of each.
 
     .venv/bin/python scripts/bench_scaled.py [--binary build/precdetect] [--tensors 8] [--side 4096]
@@ -250,6 +250,36 @@ def mlx_mxfp4(weights, generator):
     return quantized, {"group_size": 32, "bits": 4, "mode": "mxfp4"}, twin
 
 
+def sparse_24(weights, generator, fp8=False):
+    """compressed-tensors' sparse-24-bitmask, as its Sparse24BitMask compressor writes it: the 2 larger values of
+    each 4 kept (bfloat16, or fp8 codes with a bfloat16 scale per row), a bitmask of one bit per dense value (little
+    bit order), the dense shape (bfloat16 twin: the dense tensor it decompresses to)."""
+    quantized, twin = {}, {}
+    for name, weight in weights.items():
+        rows, columns = weight.shape
+        groups = weight.reshape(-1, 4)
+        kept = torch.zeros_like(groups, dtype=torch.bool).scatter_(1, groups.abs().topk(2, dim=1).indices, True)
+        dense = (groups * kept).reshape(rows, columns).bfloat16()
+        values = dense.reshape(-1, 4)[kept].reshape(rows, columns // 2)
+        bitmask = numpy.packbits(kept.reshape(rows, columns).numpy(), axis=-1, bitorder="little")
+        module = name[: -len(".weight")] if name.endswith(".weight") else name
+        quantized[f"{module}.bitmask"] = torch.from_numpy(bitmask)
+        quantized[f"{module}.shape"] = torch.tensor([rows, columns]).reshape(-1, 1)
+        if fp8:
+            scale = (values.float().abs().amax(dim=1, keepdim=True) / 448).bfloat16()
+            codes = (values.float() / scale.float()).to(torch.float8_e4m3fn)
+            quantized[f"{module}.compressed"], quantized[f"{module}.weight_scale"] = codes, scale
+            dense = torch.zeros(rows, columns, dtype=torch.bfloat16)
+            dense.view(-1, 4)[kept] = (codes.to(torch.bfloat16) * scale).reshape(-1)
+        else:
+            quantized[f"{module}.compressed"] = values
+        twin[f"{module}.weight"] = dense
+    config = {"quant_method": "compressed-tensors", "sparsity_config": {"format": "sparse-24-bitmask"}}
+    if fp8:
+        config["format"] = "float-quantized"
+    return quantized, config, twin
+
+
 FORMATS = {"fp8 with block scales": fp8_blocks, "GPTQ 4-bit": gptq_4bit, "AWQ 4-bit": awq_4bit,
            "MLX 4-bit": mlx_4bit, "bitsandbytes nf4, nested": bitsandbytes_nf4, "bitsandbytes int8": bitsandbytes_int8,
            "quanto qint8": quanto_weights("qint8"), "quanto qint4": quanto_weights("qint4"),
@@ -259,7 +289,9 @@ FORMATS = {"fp8 with block scales": fp8_blocks, "GPTQ 4-bit": gptq_4bit, "AWQ 4-
            "nvfp4": nvfp4, "gpt-oss MXFP4": gpt_oss_mxfp4, "MLX mxfp4": mlx_mxfp4,
            "torchao Int8Tensor per row": torchao_weights(torchao_int8),
            "torchao Float8Tensor per row": torchao_weights(torchao_float8),
-           "torchao int4 in int8, groups of 32": torchao_weights(torchao_int4_groups)}
+           "torchao int4 in int8, groups of 32": torchao_weights(torchao_int4_groups),
+           "2:4 sparse bf16": sparse_24,
+           "2:4 sparse fp8, bf16 scales per row": lambda weights, generator: sparse_24(weights, generator, fp8=True)}
 
 
 def best_seconds(binary, folder, repeats):

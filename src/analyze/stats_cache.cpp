@@ -33,31 +33,12 @@ constexpr int kBusyTimeoutMs = 30'000;
 constexpr int kOpenAttempts = 200;  // x 50 ms: a lock held longer than 10 s is a cache to scan without
 constexpr uint64_t kHashedBytes = 64 << 10;
 
-std::string grid_key(const PackedGrid& grid) {
-  return fmt::format("{}:{}{}{}{}", grid.tensor, grid.transposed, grid.packed_dim, grid.awq_order, grid.offset);
-}
-
-/// Everything a scaled weight's link says about how its values are computed: scheme, blocks, bits and every part.
-std::string link_key(const ScaleLink& link) {
-  std::string key = fmt::format("|x{}:{}x{}:{}:{}:{}", static_cast<int>(link.scheme), link.block_rows, link.block_cols,
-                                link.bits, link.tensor, link.bias);
-  if (const std::optional<ZeroPointCodes>& codes = link.zero_point)
-    key += fmt::format("|z{}:{}:{}:{}:{}", grid_key(codes->codes), codes->zeros ? grid_key(*codes->zeros) : "",
-                       codes->scales_transposed, codes->group_index, codes->shape_tensor);
-  if (!link.format.empty() || !link.global_scale.empty() || !link.zero_points.empty())
-    key += fmt::format("|m{}:{}:{}", link.format, link.global_scale, link.zero_points);
-  if (const std::optional<Blockwise4bitParts>& parts = link.blockwise)
-    key += fmt::format("|b{}:{}:{}:{}", parts->quant_map, parts->quant_state, parts->nested_absmax,
-                       parts->nested_quant_map);
-  return key;
-}
-
-/// A scaled weight's statistics are its products with its scales: how the link computes them is part of the key
+/// A linked weight's statistics are those of its dequantized values: how the link computes them is part of the key
 /// (the parts' own bytes are in `inputs`).
-std::string tensor_key(const std::string& inputs, const TensorRecord& r) {
+std::string tensor_key(const std::string& inputs, const TensorRecord& r, const Link* link) {
   return fmt::format("{}|{}|{}+{}|{}|[{}]|[{}]|{}{}", inputs, static_cast<int>(r.dtype), r.offset, r.storage_offset,
                      r.numel, fmt::join(r.shape, ","), fmt::join(r.stride, ","), r.big_endian,
-                     r.scaled_by ? link_key(*r.scaled_by) : "");
+                     link ? "|x" + link->key() : "");
 }
 
 /// Opens `path` and makes sure it holds our table; nullptr and the reason when it does not, `busy` set when another
@@ -152,11 +133,11 @@ std::string StatsCache::file_identity(const Checkpoint& checkpoint, size_t index
   return identity;
 }
 
-std::optional<TensorStats> StatsCache::find(const std::string& inputs, const TensorRecord& record) {
+std::optional<TensorStats> StatsCache::find(const std::string& inputs, const TensorRecord& record, const Link* link) {
   std::lock_guard lock(mutex_);
   if (!db_) return std::nullopt;
   sqlite3_stmt* query = nullptr;
-  std::string key = tensor_key(inputs, record);
+  std::string key = tensor_key(inputs, record, link);
   std::optional<TensorStats> found;
   int rc = sqlite3_prepare_v2(db_, "SELECT stats FROM tensor_stats_v3 WHERE key = ?", -1, &query, nullptr);
   if (rc == SQLITE_OK) rc = sqlite3_bind_text(query, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
@@ -171,11 +152,12 @@ std::optional<TensorStats> StatsCache::find(const std::string& inputs, const Ten
   return found;
 }
 
-void StatsCache::store(const std::string& inputs, const TensorRecord& record, const TensorStats& stats) {
+void StatsCache::store(const std::string& inputs, const TensorRecord& record, const TensorStats& stats,
+                       const Link* link) {
   std::lock_guard lock(mutex_);
   if (!db_) return;
   sqlite3_stmt* insert = nullptr;
-  std::string key = tensor_key(inputs, record);
+  std::string key = tensor_key(inputs, record, link);
   int rc = sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO tensor_stats_v3 VALUES (?, ?)", -1, &insert, nullptr);
   if (rc == SQLITE_OK) rc = sqlite3_bind_text(insert, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
   if (rc == SQLITE_OK) rc = sqlite3_bind_blob(insert, 2, &stats, sizeof(stats), SQLITE_TRANSIENT);

@@ -6,17 +6,18 @@
 #include "precdetect/core/error.h"
 #include "precdetect/diff/checkpoint_diff.h"
 #include "precdetect/discover/hf_cache.h"
+#include "precdetect/quantize/linked_checkpoint.h"
 #include "precdetect/report/diff_report.h"
 
 namespace precdetect {
 namespace {
 
-Checkpoint open_input(const std::string& input, ReadMode mode) {
+LinkedCheckpoint open_input(const std::string& input, ReadMode mode) {
   ModelSource source = discover(input, hf_hub_cache());
   if (source.model_parallel && source.files.size() > 1)  // never compare one part as if it were the tensor
     fail(ErrorCode::kSeveralModels, source.path,
          "model-parallel shards hold parts of each tensor, which diff does not join: diff the shards one by one");
-  Checkpoint checkpoint = open_checkpoint(source, mode);
+  LinkedCheckpoint checkpoint = open_model(source, mode);
   for (const TensorRecord& record : checkpoint.tensors)
     if (record.chunk_of)  // the same refusal: a chunk is no more the tensor than a shard's part is
       fail(ErrorCode::kSeveralModels, source.path,
@@ -46,7 +47,7 @@ PairDiff diff_pair(const Checkpoint& base, const std::string& other_input, const
 
 std::vector<PairDiff> diff_all(const DiffCommand& command) {
   ComputeDevice device = resolve_device(command.device);
-  std::optional<Checkpoint> base;
+  std::optional<LinkedCheckpoint> base;
   std::optional<ModelError> base_error;  // a base that cannot be read fails every pair, opened once all the same
   try {
     base = open_input(command.base, command.read_mode);

@@ -28,6 +28,7 @@
 #include "precdetect/net/remote_text.h"
 #include "precdetect/net/streamed_sha256.h"
 #include "precdetect/net/url.h"
+#include "precdetect/quantize/linked_checkpoint.h"
 #include "precdetect/report/batch_counts.h"
 #include "precdetect/report/csv_report.h"
 #include "precdetect/report/github_report.h"
@@ -138,7 +139,7 @@ bool read_to_its_end(std::string_view code) {
 /// the load opened for their pickles, so that no file's structure is read twice. A model not read to its end is
 /// never safe: what stopped it is tampering (a path out of the model) or unverified.
 ModelReport examined(ModelReport& report, const std::optional<ModelSource>& source,
-                     const std::optional<Checkpoint>& checkpoint) {
+                     const std::optional<LinkedCheckpoint>& checkpoint) {
   if (source) report.safety = examine_model(*source, checkpoint ? &*checkpoint : nullptr);
   // A model refused before its files were listed for a path out of it (an index naming ../) is unsafe all the same.
   if (!source && report.error && report.error->code == to_string(ErrorCode::kPathEscape)) report.safety = Safety{};
@@ -163,7 +164,7 @@ ModelReport examined(ModelReport& report, const std::optional<ModelSource>& sour
 /// the census and footprint (census_model), what the file's own header says (GGUF's key/values), and the
 /// documented precision of the model its name or config.json names (the registry needs no values; no verdict
 /// weighs it).
-void read_headers(ModelReport& report, const ModelSource& source, const Checkpoint& checkpoint,
+void read_headers(ModelReport& report, const ModelSource& source, const LinkedCheckpoint& checkpoint,
                   const ScanOptions& options, const Judgement& judgement) {
   if (!checkpoint.metadata.empty()) report.metadata = nlohmann::ordered_json::parse(checkpoint.metadata);
   report.warnings = checkpoint.warnings;
@@ -193,15 +194,15 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     if (verification) report.streamed_digests = verification->finish(values_read);
   };
   std::optional<ModelSource> source;
-  std::optional<Checkpoint> checkpoint;
+  std::optional<LinkedCheckpoint> checkpoint;
   std::optional<ComponentInput> component = component_input(input);
   try {
     source = discover(component ? component->file : input, hf_hub_cache());
     report.path = source->path.string();
     report.root = source->root;
     for (const auto& file : source->files) report.files.push_back(file.string());
-    checkpoint = open_checkpoint(*source, options.read_mode.value_or(analyzer.preferred_read_mode()));
-    if (component) keep_component(checkpoint->tensors, component->component, source->path.string());
+    checkpoint = open_model(*source, options.read_mode.value_or(analyzer.preferred_read_mode()));
+    if (component) keep_component(*checkpoint, component->component, source->path.string());
     report.format = checkpoint->format;
     if (options.safety_only || options.headers_only) {
       report.values_read = false;

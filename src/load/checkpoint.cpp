@@ -12,10 +12,8 @@
 #include "precdetect/load/file_format.h"
 #include "precdetect/load/records/find_records.h"
 #include "precdetect/load/safetensors/safetensors.h"
-#include "precdetect/load/tensor_subclasses.h"
 #include "precdetect/net/text_file.h"
 #include "precdetect/net/url.h"
-#include "precdetect/quantize/scheme.h"
 
 namespace precdetect {
 namespace {
@@ -90,52 +88,6 @@ void read_training_file(Checkpoint& checkpoint, const std::filesystem::path& fil
   }
 }
 
-/// The JSON object in `file`; null where it is absent or unreadable (the weights are still scanned: a config is
-/// never worth failing a scan for).
-nlohmann::json json_object(const std::filesystem::path& file) {
-  try {
-    nlohmann::json object = nlohmann::json::parse(read_text_file(file, file.filename().string()));
-    return object.is_object() ? object : nullptr;
-  } catch (const std::exception&) {
-    return nullptr;
-  }
-}
-
-/// The settings a quantizer writes in a file of its own beside the weights, as config.json's `quantization_config`
-/// would hold them: AutoGPTQ's quantize_config.json, and optimum-quanto's quantization map (`quanto_qmap.json` from
-/// its QuantizedModelFor*.save_pretrained, `quantization_map.json` as its README saves quantization_map(model)),
-/// which becomes {"quant_method": "quanto", "quantization_map": map}. Null where none is there.
-nlohmann::json quantizer_settings(const std::filesystem::path& folder) {
-  std::error_code error;
-  if (std::filesystem::is_regular_file(folder / "quantize_config.json", error)) {
-    nlohmann::json gptq = json_object(folder / "quantize_config.json");
-    if (gptq.is_object() && !gptq.contains("quant_method")) gptq["quant_method"] = "gptq";
-    return gptq;
-  }
-  for (const char* name : {"quanto_qmap.json", "quantization_map.json"})
-    if (std::filesystem::is_regular_file(folder / name, error))
-      if (nlohmann::json map = json_object(folder / name); map.is_object())
-        return {{"quant_method", "quanto"}, {"quantization_map", std::move(map)}};
-  return nullptr;
-}
-
-/// config.json's object, for what it says of the weights' quantization, with a quantizer's own settings file beside
-/// it (quantizer_settings) as its `quantization_config` where config.json has none (AutoGPTQ and optimum-quanto
-/// write theirs only there).
-nlohmann::json config_object(const ModelSource& source) {
-  nlohmann::json config = source.config ? json_object(*source.config) : nullptr;
-  std::error_code error;
-  std::filesystem::path folder = source.config                                       ? source.config->parent_path()
-                                 : std::filesystem::is_directory(source.path, error) ? source.path
-                                                                                     : source.path.parent_path();
-  if (!config.is_null() && config.contains("quantization_config")) return config;
-  if (nlohmann::json settings = quantizer_settings(folder); settings.is_object()) {
-    if (config.is_null()) config = nlohmann::json::object();
-    config["quantization_config"] = std::move(settings);
-  }
-  return config;
-}
-
 /// `file` of `source`, opened. An indexed shard a remote server answers 404 for is the index's kMissingShard, as
 /// discovery names a local one (a remote index that came without a listing is checked here, file by file).
 std::unique_ptr<ByteSource> open_file_of(const ModelSource& source, const std::filesystem::path& file, ReadMode mode) {
@@ -165,8 +117,6 @@ Checkpoint open_checkpoint(const ModelSource& source, ReadMode mode) {
   if (!source.weight_map.empty()) check_against_index(checkpoint, source);
   join_dcp_safetensors_chunks(checkpoint);
   check_unique_names(checkpoint);
-  link_quantized(checkpoint.tensors, with_tensor_subclasses(config_object(source), checkpoint.tensor_subclasses),
-                 source.path.string());
   return checkpoint;
 }
 

@@ -112,10 +112,4 @@ std::optional<ComponentInput> component_input(std::string_view input) {
   return ComponentInput{std::string(input.substr(0, hash)), std::string(input.substr(hash + 1))};
 }
 
-void keep_component(std::vector<TensorRecord>& tensors, std::string_view component, const std::string& file) {
-  std::erase_if(tensors, [&](const TensorRecord& tensor) { return component_of(tensor.name) != component; });
-  if (tensors.empty())
-    fail(ErrorCode::kMissingTensor, file, fmt::format("holds no tensor of the component `{}`", component));
-}
-
 }  // namespace precdetect

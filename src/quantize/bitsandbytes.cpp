@@ -1,5 +1,5 @@
-// bitsandbytes' quantized weights, as transformers saves them: 4-bit (nf4, fp4; ScaleScheme::kBlockwise4bit) with
-// the tensors of QuantState.as_dict beside them, and LLM.int8 (ScaleScheme::kInt8Rows) with `SCB`. They are
+// bitsandbytes' quantized weights, as transformers saves them: 4-bit (nf4, fp4) with the tensors of
+// QuantState.as_dict beside them, and LLM.int8 with `SCB`. They are
 // analyzed over the values bitsandbytes dequantizes them to: 4-bit codes through their quant_map times their
 // block's absmax, in float32, then cast to the quantization state's dtype (dequantize_4bit; a nested absmax first
 // dequantized as dequantize_blockwise does, plus its offset); LLM.int8 codes times their row's SCB / 127 in float32
@@ -18,44 +18,76 @@
 #include "precdetect/kernel/widen.h"
 #include "precdetect/quantize/narrow_rounding.h"
 #include "precdetect/quantize/scheme.h"
-#include "precdetect/quantize/state_parts.h"
 #include "precdetect/quantize/table_stats.h"
 
 namespace precdetect {
+
+extern const QuantScheme kBitsandbytesScheme;
+
 namespace {
 
-using Names = RecordNames;
+/// A 4-bit weight's tensors beside its codes, as QuantState.as_dict writes them: 4-bit codes two to a byte, high
+/// nibble first, over the flattened weight; each code indexes `quant_map`, times its block's absmax in float32, then
+/// cast to the state's dtype.
+struct Blockwise4bitParts {
+  PartName scale;             ///< the absmax, one per block (of the blocksize the state's JSON says)
+  PartName quant_map;         ///< the 16 float32 values a code stands for (nf4's or fp4's)
+  PartName quant_state;       ///< uint8 bytes of JSON: quant_type, blocksize, dtype, shape, nested_*
+  PartName nested_absmax;     ///< nested (double) quantization: the absmax is itself 8-bit codes whose
+  PartName nested_quant_map;  ///< blocks scale by these; both empty without it
 
-void link_4bit(TensorRecord& weight, std::vector<TensorRecord>& tensors, const Names& names) {
+  static constexpr auto fields() {
+    return std::tuple{&Blockwise4bitParts::scale, &Blockwise4bitParts::quant_map, &Blockwise4bitParts::quant_state,
+                      &Blockwise4bitParts::nested_absmax, &Blockwise4bitParts::nested_quant_map};
+  }
+  nlohmann::ordered_json describe() const {
+    // the blocksize is in the quantization state's JSON, read with the values
+    nlohmann::ordered_json json = scaled_by_json(scale.name, std::pair{int64_t{1}, int64_t{0}});
+    json["bits"] = 4;
+    return json;
+  }
+};
+
+/// An LLM.int8 weight's SCB: int8 codes x their row's SCB / 127 in float32.
+struct Int8RowsParts {
+  PartName scale;
+
+  static constexpr auto fields() { return std::tuple{&Int8RowsParts::scale}; }
+  nlohmann::ordered_json describe() const {
+    nlohmann::ordered_json json = scaled_by_json(scale.name, std::pair{int64_t{1}, int64_t{1}});
+    json["bits"] = 8;
+    return json;
+  }
+};
+
+void link_4bit(Linking& model, const TensorRecord& weight) {
   for (std::string_view type : {"nf4", "fp4"}) {
     std::string state = weight.name + ".quant_state.bitsandbytes__" + std::string(type);
-    if (!names.contains(state)) continue;
-    TensorRecord* absmax = state_part(tensors, names, weight.name + ".absmax");
-    TensorRecord* quant_map = state_part(tensors, names, weight.name + ".quant_map");
-    TensorRecord* nested_absmax = state_part(tensors, names, weight.name + ".nested_absmax");
-    TensorRecord* nested_quant_map = state_part(tensors, names, weight.name + ".nested_quant_map");
-    state_part(tensors, names, state);
+    if (!model.contains(state)) continue;
+    const TensorRecord* absmax = model.part(weight.name + ".absmax");
+    const TensorRecord* quant_map = model.part(weight.name + ".quant_map");
+    const TensorRecord* nested_absmax = model.part(weight.name + ".nested_absmax");
+    const TensorRecord* nested_quant_map = model.part(weight.name + ".nested_quant_map");
+    model.part(state);
     if (absmax == nullptr || quant_map == nullptr || (nested_absmax == nullptr) != (nested_quant_map == nullptr))
       return;  // incomplete: the codes are counted, never guessed
-    weight.scaled_by =
-        ScaleLink{.tensor = absmax->name,
-                  .block_cols = 0,  // the blocksize is in the quantization state's JSON, read with the values
-                  .scheme = ScaleScheme::kBlockwise4bit,
-                  .bits = 4,
-                  .blockwise = Blockwise4bitParts{.quant_map = quant_map->name,
-                                                  .quant_state = state,
-                                                  .nested_absmax = nested_absmax ? nested_absmax->name : "",
-                                                  .nested_quant_map = nested_quant_map ? nested_quant_map->name : ""}};
+    model.read(weight, Link(kBitsandbytesScheme,
+                            Blockwise4bitParts{
+                                .scale = {.name = absmax->name, .multiplies = true},
+                                .quant_map = {.name = quant_map->name},
+                                .quant_state = {.name = state},
+                                .nested_absmax = {.name = nested_absmax ? nested_absmax->name : "", .multiplies = true},
+                                .nested_quant_map = {.name = nested_quant_map ? nested_quant_map->name : ""}}));
     return;
   }
 }
 
-void link_int8(TensorRecord& weight, std::vector<TensorRecord>& tensors, const Names& names) {
+void link_int8(Linking& model, const TensorRecord& weight) {
   std::string module = weight.name.substr(0, weight.name.size() - std::string_view(".weight").size());
-  TensorRecord* scb = state_part(tensors, names, module + ".SCB");
-  state_part(tensors, names, module + ".weight_format");
+  const TensorRecord* scb = model.part(module + ".SCB");
+  model.part(module + ".weight_format");
   if (scb == nullptr || scb->dtype != DType::F32) return;
-  weight.scaled_by = ScaleLink{.tensor = scb->name, .scheme = ScaleScheme::kInt8Rows, .bits = 8};
+  model.read(weight, Link(kBitsandbytesScheme, Int8RowsParts{.scale = {.name = scb->name, .multiplies = true}}));
 }
 
 // Reading: the dequantized values' statistics.
@@ -203,28 +235,26 @@ TensorStats int8_rows_stats(const HostValues& codes, const HostValues& scb, cons
       });
 }
 
-void link_bitsandbytes(std::vector<TensorRecord>& tensors, const nlohmann::json& /*config*/,
-                       const std::string& /*file*/) {
-  Names names;
-  for (size_t i = 0; i < tensors.size(); ++i) names.emplace(tensors[i].name, i);
-  for (TensorRecord& weight : tensors) {
+void link_bitsandbytes(Linking& model) {
+  for (const TensorRecord& weight : model.tensors()) {
     if (!weight.name.ends_with(".weight")) continue;
     // 4-bit codes are bytes whatever dtype views them: `bnb_4bit_quant_storage` (bfloat16 for FSDP, float32, ...)
     // stores the same packed bytes as a tensor of that dtype, never values of it.
     if (dtype_kind(weight.dtype) == DTypeKind::kFloat || dtype_kind(weight.dtype) == DTypeKind::kInteger)
-      link_4bit(weight, tensors, names);
-    if (weight.dtype == DType::I8 && weight.shape.size() == 2) link_int8(weight, tensors, names);
+      link_4bit(model, weight);
+    if (weight.dtype == DType::I8 && weight.shape.size() == 2) link_int8(model, weight);
   }
 }
 
 /// A bitsandbytes weight's values from its codes and quantization state.
 TensorStats bitsandbytes_stats(const LinkedValues& values) {
-  const ScaleLink& link = values.link();
-  HostValues codes = values.weight(), absmax = values.part(link.tensor);
   const std::filesystem::path& file = values.file();
   const std::string& name = values.record().name;
-  if (link.scheme == ScaleScheme::kInt8Rows) return int8_rows_stats(codes, absmax, file, name);
-  const Blockwise4bitParts& names = *link.blockwise;
+  HostValues codes = values.weight();
+  if (values.link().holds<Int8RowsParts>())
+    return int8_rows_stats(codes, values.part(values.parts<Int8RowsParts>().scale), file, name);
+  const auto& names = values.parts<Blockwise4bitParts>();
+  HostValues absmax = values.part(names.scale);
   HostValues quant_map = values.part(names.quant_map), state = values.part(names.quant_state);
   std::optional<HostValues> nested_absmax = values.optional_part(names.nested_absmax);
   std::optional<HostValues> nested_quant_map = values.optional_part(names.nested_quant_map);
@@ -237,13 +267,9 @@ TensorStats bitsandbytes_stats(const LinkedValues& values) {
                               file, name);
 }
 
-constexpr std::array kComputes = {ScaleScheme::kBlockwise4bit, ScaleScheme::kInt8Rows};
-
 }  // namespace
 
-extern const QuantScheme kBitsandbytesScheme{.name = "bitsandbytes nf4, fp4 and LLM.int8",
-                                             .computes = kComputes,
-                                             .link = link_bitsandbytes,
-                                             .stats = bitsandbytes_stats};
+extern const QuantScheme kBitsandbytesScheme{
+    .name = "bitsandbytes nf4, fp4 and LLM.int8", .link = link_bitsandbytes, .stats = bitsandbytes_stats};
 
 }  // namespace precdetect

@@ -1,10 +1,12 @@
-// ONNX's DequantizeLinear (ScaleScheme::kDequantizeLinear): QDQ models, as onnxruntime's quantizer
-// (quantize_static, quantize_dynamic) writes them, store each quantized weight as integer codes of the weight's own
-// shape read by a DequantizeLinear node with its scale and zero point. The loader links the codes a node reads to
-// its scale, zero point, axis and block size from the graph (load/onnx/onnx.cpp); this scheme checks they fit as
-// onnx's operator defines them, marks the scales and zero points, and computes each value as onnxruntime's CPU
-// kernel does: (int32(code) - int32(zero point)) to float32, times the scale in float32, rounded to the scale's
-// dtype (float32, float16 or bfloat16).
+// ONNX's DequantizeLinear: QDQ models, as onnxruntime's quantizer (quantize_static, quantize_dynamic) writes them,
+// store each quantized weight as integer codes of the weight's own shape read by a DequantizeLinear node with its
+// scale and zero point; the QOperator format's nodes (QLinearConv, QLinearMatMul, QGemm, DynamicQuantizeMatMul) read
+// theirs the same way. The loader records what each node says (load/dequantize_node.h); this scheme links the
+// codes to the scale, zero point, axis and block size their nodes agree on, checks they fit as onnx's operator
+// defines them, marks the scales and zero points, and computes each value as onnxruntime's CPU kernel does:
+// (int32(code) - int32(zero point)) to float32, times the scale in float32, rounded to the scale's dtype (float32,
+// float16 or bfloat16). Codes several nodes read alike are linked once; codes read with two different scales are
+// not linked, and stay the integers they are stored as.
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <map>
 #include <string_view>
 #include <type_traits>
 
@@ -20,11 +23,41 @@
 #include "precdetect/kernel/cpu_kernel.h"
 #include "precdetect/kernel/widen.h"
 #include "precdetect/quantize/scheme.h"
-#include "precdetect/quantize/state_parts.h"
 #include "precdetect/quantize/table_stats.h"
 
 namespace precdetect {
+
+extern const QuantScheme kDequantizeLinearScheme;
+
 namespace {
+
+/// A weight's codes, read along `axis` (the node's, made >= 0 once checked) with one scale and zero point per tensor,
+/// per slice along it, or per `block_size` codes along it (opset 21).
+struct DequantizeLinearParts {
+  PartName scale;
+  PartName zero_points;  ///< empty: symmetric, every zero point 0
+  int64_t axis = 0;
+  int64_t block_size = 0;  ///< 0: one per slice
+  int bits = 0;            ///< of the codes
+
+  static constexpr auto fields() {
+    return std::tuple{&DequantizeLinearParts::scale, &DequantizeLinearParts::zero_points, &DequantizeLinearParts::axis,
+                      &DequantizeLinearParts::block_size, &DequantizeLinearParts::bits};
+  }
+  /// Its scales run along any axis: its blocks are its axis and block size, not rows and columns.
+  nlohmann::ordered_json describe() const {
+    nlohmann::ordered_json json = scaled_by_json(scale.name, std::nullopt);
+    json.update({{"zero_points", part_json(zero_points)}, {"axis", axis}, {"block_size", block_size}, {"bits", bits}});
+    return json;
+  }
+};
+
+/// What a node says its codes are read with, as stored (its axis not yet checked).
+struct NodeReading {
+  std::string scale, zero_point;
+  int64_t axis = 0, block_size = 0;
+  bool operator==(const NodeReading&) const = default;
+};
 
 /// The integer codes onnxruntime's CPU DequantizeLinear reads, by their bits (int4 and uint4 are not read by the
 /// loader, float8 codes not by this scheme).
@@ -46,7 +79,7 @@ std::optional<int> code_bits(DType dtype) {
 /// Why `scale` (and `zeros`) fit no way of scaling `codes` along the link's axis, normalized there; nullopt when
 /// they fit: one for the tensor, one per slice along the axis, or (block_size > 0) one per block along it.
 std::optional<std::string> misfit(const TensorRecord& codes, const TensorRecord& scale, const TensorRecord* zeros,
-                                  ScaleLink& link) {
+                                  DequantizeLinearParts& link) {
   if (zeros != nullptr && zeros->dtype != codes.dtype)
     return fmt::format("zero point `{}` is {}, its codes {}", zeros->name, dtype_name(zeros->dtype),
                        dtype_name(codes.dtype));
@@ -73,36 +106,57 @@ std::optional<std::string> misfit(const TensorRecord& codes, const TensorRecord&
                      fmt::join(scale.shape, ", "), link.block_size, link.axis, fmt::join(blocked, ", "));
 }
 
-void link_dequantize_linear(std::vector<TensorRecord>& tensors, const nlohmann::json& /*config*/,
-                            const std::string& file) {
-  RecordNames names;
-  for (size_t i = 0; i < tensors.size(); ++i) names.emplace(tensors[i].name, i);
-  for (TensorRecord& codes : tensors) {
-    if (!codes.scaled_by || codes.scaled_by->scheme != ScaleScheme::kDequantizeLinear) continue;
-    ScaleLink& link = *codes.scaled_by;
-    TensorRecord* scale = state_part(tensors, names, link.tensor);
-    TensorRecord* zeros = link.zero_points.empty() ? nullptr : state_part(tensors, names, link.zero_points);
-    if (scale == nullptr || (zeros == nullptr && !link.zero_points.empty())) {  // the loader links stored ones only
-      codes.scaled_by.reset();
+/// Links `codes` as its nodes read them (`reading`) and marks their scale and zero point. Throws
+/// Error(kInvalidOnnx) naming the model where the scale or zero point fits no axis or block of the codes.
+void link_codes(Linking& model, const TensorRecord& codes, const NodeReading& reading) {
+  TensorRecord* scale = model.part(reading.scale);
+  TensorRecord* zeros = reading.zero_point.empty() ? nullptr : model.part(reading.zero_point);
+  std::optional<int> bits = code_bits(codes.dtype);
+  if (!bits)  // codes this scheme does not read: counted, never analyzed as the numbers they are stored as
+    return model.unread(codes, fmt::format("ONNX DequantizeLinear of {} codes", dtype_name(codes.dtype)));
+  DequantizeLinearParts parts{.scale = {.name = scale->name, .multiplies = true},
+                              .zero_points = {.name = zeros ? zeros->name : ""},
+                              .axis = reading.axis,
+                              .block_size = reading.block_size};
+  std::optional<std::string> wrong =
+      dtype_kind(scale->dtype) != DTypeKind::kFloat || scale->dtype == DType::F64
+          ? std::optional(fmt::format("scale `{}` is {}, not float32, float16 or bfloat16", scale->name,
+                                      dtype_name(scale->dtype)))
+          : misfit(codes, *scale, zeros, parts);
+  if (wrong)
+    fail(ErrorCode::kInvalidOnnx, model.file(),
+         fmt::format("DequantizeLinear of `{}` ({}, shape [{}]): {}", codes.name, dtype_name(codes.dtype),
+                     fmt::join(codes.shape, ", "), *wrong));
+  parts.bits = *bits;
+  model.read(codes, Link(kDequantizeLinearScheme, std::move(parts)));
+}
+
+/// Whether `name` is a record stored in `file` (else a value the graph computes).
+bool stored_in(Linking& model, const std::string& name, size_t file) {
+  const TensorRecord* record = model.find(name);
+  return record != nullptr && record->file == file;
+}
+
+void link_dequantize_linear(Linking& model) {
+  std::map<std::string, std::optional<NodeReading>> readings;  // by codes: nullopt where two nodes disagree
+  for (const DequantizeNode& node : model.dequantize_nodes()) {
+    const TensorRecord* codes = model.find(node.codes);
+    if (codes == nullptr || codes->file != node.file) continue;
+    if (node.scale.empty()) {  // a scale applied later, by another node: counted, not read
+      model.unread(*codes, fmt::format("onnxruntime {} weights (their scale applied by a later node)", node.op_type));
       continue;
     }
-    std::optional<int> bits = code_bits(codes.dtype);
-    if (!bits) {  // codes this scheme does not read: counted, never analyzed as the numbers they are stored as
-      codes.unread_scheme = fmt::format("ONNX DequantizeLinear of {} codes", dtype_name(codes.dtype));
-      codes.scaled_by.reset();
-      continue;
-    }
-    std::optional<std::string> wrong =
-        dtype_kind(scale->dtype) != DTypeKind::kFloat || scale->dtype == DType::F64
-            ? std::optional(fmt::format("scale `{}` is {}, not float32, float16 or bfloat16", scale->name,
-                                        dtype_name(scale->dtype)))
-            : misfit(codes, *scale, zeros, link);
-    if (wrong)
-      fail(ErrorCode::kInvalidOnnx, file,
-           fmt::format("DequantizeLinear of `{}` ({}, shape [{}]): {}", codes.name, dtype_name(codes.dtype),
-                       fmt::join(codes.shape, ", "), *wrong));
-    link.bits = *bits;
+    if (!stored_in(model, node.scale, node.file) || codes->sparse_of) continue;  // a computed scale; sparse codes
+    if (!node.zero_point.empty() && !stored_in(model, node.zero_point, node.file)) continue;
+    NodeReading reading{
+        .scale = node.scale, .zero_point = node.zero_point, .axis = node.axis, .block_size = node.block_size};
+    auto [at, fresh] = readings.emplace(node.codes, reading);
+    if (!fresh && at->second && !(*at->second == reading)) at->second.reset();
   }
+  for (const TensorRecord& codes : model.tensors())  // in the records' order, which the first error follows
+    if (auto found = readings.find(codes.name);
+        found != readings.end() && found->second && &codes == model.find(codes.name))
+      link_codes(model, codes, *found->second);
 }
 
 /// Where each code's scale is: scale index = outer x outer_stride + (along / block) x along_stride + inner x
@@ -113,7 +167,7 @@ struct ScaleIndex {
   uint64_t outer_stride = 0, along_stride = 0, inner_stride = 0;
 };
 
-ScaleIndex scale_index(const std::vector<int64_t>& shape, const ScaleLink& link, uint64_t scales) {
+ScaleIndex scale_index(const std::vector<int64_t>& shape, const DequantizeLinearParts& link, uint64_t scales) {
   ScaleIndex index;
   if (scales == 1 && link.block_size == 0) {  // every stride 0: the one scale, over one run of every code
     index.inner = std::numeric_limits<uint64_t>::max();
@@ -217,8 +271,8 @@ void dequantize_run(const std::byte* codes, uint64_t first, uint64_t count, cons
 
 TensorStats dequantize_linear_stats(const LinkedValues& values) {
   constexpr uint64_t kUnitValues = 4096;  // decoded at a time: in the cache
-  const ScaleLink& link = values.link();
-  const HostValues codes = values.weight(), scale = values.part(link.tensor);
+  const auto& link = values.parts<DequantizeLinearParts>();
+  const HostValues codes = values.weight(), scale = values.part(link.scale);
   const std::optional<HostValues> zeros = values.optional_part(link.zero_points);
   std::vector<float> scales(scale.numel());
   widen(scale, 0, scales.size(), scales.data());
@@ -262,13 +316,9 @@ TensorStats dequantize_linear_stats(const LinkedValues& values) {
   });
 }
 
-constexpr std::array kComputes = {ScaleScheme::kDequantizeLinear};
-
 }  // namespace
 
-extern const QuantScheme kDequantizeLinearScheme{.name = "ONNX DequantizeLinear (QDQ)",
-                                                 .computes = kComputes,
-                                                 .link = link_dequantize_linear,
-                                                 .stats = dequantize_linear_stats};
+extern const QuantScheme kDequantizeLinearScheme{
+    .name = "ONNX DequantizeLinear (QDQ)", .link = link_dequantize_linear, .stats = dequantize_linear_stats};
 
 }  // namespace precdetect

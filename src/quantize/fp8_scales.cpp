@@ -1,4 +1,4 @@
-// fp8 weights stored with their scales beside them (ScaleScheme::kProduct), each pair linked so that the weight is
+// fp8 weights stored with their scales beside them, each pair linked so that the weight is
 // analyzed as the model computes with it, stored value x block scale, each product in the scales' dtype as the
 // dequantizing kernels form it (compressed-tensors' dequantize: `x_q.to(scale.dtype) * scale`; with float32 scales,
 // float32, as DeepSeek-V3's weight_dequant and transformers' FineGrainedFP8):
@@ -15,7 +15,6 @@
 #include <array>
 #include <cmath>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 #include "precdetect/core/error.h"
@@ -27,7 +26,20 @@
 #include "precdetect/quantize/scheme.h"
 
 namespace precdetect {
+
+extern const QuantScheme kFp8ScalesScheme;
+
 namespace {
+
+/// A weight's scale and the block of its rows (its first dimension) and columns (the others, flattened) that one
+/// scale covers.
+struct Fp8Parts {
+  PartName scale;
+  int64_t block_rows = 1, block_cols = 1;
+
+  static constexpr auto fields() { return std::tuple{&Fp8Parts::scale, &Fp8Parts::block_rows, &Fp8Parts::block_cols}; }
+  nlohmann::ordered_json describe() const { return scaled_by_json(scale.name, std::pair{block_rows, block_cols}); }
+};
 
 constexpr std::array<std::string_view, 2> kScaleSuffixes = {"_scale_inv", "_scale"};
 
@@ -74,8 +86,8 @@ std::optional<std::array<int64_t, 2>> configured_block(const nlohmann::json& con
   return std::array{block[0].get<int64_t>(), block[1].get<int64_t>()};
 }
 
-ScaleLink link(const TensorRecord& weight, const TensorRecord& scale, std::optional<std::array<int64_t, 2>> block,
-               const std::string& file) {
+Fp8Parts link(const TensorRecord& weight, const TensorRecord& scale, std::optional<std::array<int64_t, 2>> block,
+              const std::string& file) {
   auto [rows, columns] = rows_and_columns(weight);
   auto [scale_rows, scale_columns] = grid(scale);
   // A single scale covers the whole tensor, whatever a configured block says (per-tensor schemes).
@@ -91,7 +103,7 @@ ScaleLink link(const TensorRecord& weight, const TensorRecord& scale, std::optio
          fmt::format("scale `{}` of shape [{}] fits no blocking of weight `{}` of shape [{}]{}", scale.name,
                      fmt::join(scale.shape, ", "), weight.name, fmt::join(weight.shape, ", "),
                      block ? fmt::format(" in the configured blocks of {}x{}", (*block)[0], (*block)[1]) : ""));
-  return {.tensor = scale.name, .block_rows = *block_rows, .block_cols = *block_columns};
+  return {.scale = {.name = scale.name, .multiplies = true}, .block_rows = *block_rows, .block_cols = *block_columns};
 }
 
 constexpr uint64_t kChunkValues = uint64_t{1} << 20;  // values per part a core takes at least
@@ -103,7 +115,7 @@ struct Shape {
   int64_t rows, columns, scale_columns;
 };
 
-Shape shape_of(const HostValues& weight, const ScaleLink& link) {
+Shape shape_of(const HostValues& weight, const Fp8Parts& link) {
   int64_t rows = weight.shape().empty() ? 1 : weight.shape().front();
   int64_t columns = rows == 0 ? 0 : static_cast<int64_t>(weight.numel()) / rows;
   return {rows, columns, (columns + link.block_cols - 1) / link.block_cols};
@@ -113,7 +125,7 @@ Shape shape_of(const HostValues& weight, const ScaleLink& link) {
 /// shares its scale, so |stored x scale| takes at most 128 values there, each the float32 product the kernels form.
 template <DType kResult>
 TensorStats histogram_bands(const std::byte* data, const Shape& shape, const std::vector<float>& scales,
-                            const ScaleLink& link, const std::vector<float>& magnitudes, int64_t begin, int64_t end) {
+                            const Fp8Parts& link, const std::vector<float>& magnitudes, int64_t begin, int64_t end) {
   TensorStats stats;
   std::vector<uint64_t> counts(static_cast<size_t>(shape.scale_columns * kMagnitudeCodes));
   for (int64_t band = begin; band < end; band += link.block_rows) {
@@ -143,7 +155,7 @@ TensorStats histogram_bands(const std::byte* data, const Shape& shape, const std
 /// Rows [begin, end) value by value: widened, multiplied by their scale in float32, then the F32 kernel.
 template <DType kResult>
 TensorStats multiplied_rows(const HostValues& weight, const Shape& shape, const std::vector<float>& scales,
-                            const ScaleLink& link, int64_t begin, int64_t end) {
+                            const Fp8Parts& link, int64_t begin, int64_t end) {
   TensorStats stats;
   const int64_t rows_per_chunk =
       std::max<int64_t>(1, static_cast<int64_t>(kChunkValues) / std::max<int64_t>(shape.columns, 1));
@@ -170,7 +182,7 @@ TensorStats multiplied_rows(const HostValues& weight, const Shape& shape, const 
 /// (`x_q.to(scale.dtype) * scale`): an fp8 value's 4 significant bits times a 16-bit scale's 8 or 11 are exact in
 /// float32, so the float32 product rounded once to bfloat16 or float16 is that product. float32 scales: float32.
 template <DType kResult>
-TensorStats product_stats(const HostValues& weight, const HostValues& scale, const ScaleLink& link) {
+TensorStats product_stats(const HostValues& weight, const HostValues& scale, const Fp8Parts& link) {
   const Shape shape = shape_of(weight, link);
   std::vector<float> scales(scale.numel());
   widen(scale, 0, scales.size(), scales.data());
@@ -191,21 +203,16 @@ TensorStats product_stats(const HostValues& weight, const HostValues& scale, con
 }
 
 /// Links every fp8 `X.weight` to its `X.weight_scale_inv` or `X.weight_scale`. Throws Error(kSizeMismatch) naming
-/// `file` and both tensors when the scale's shape fits no blocking of the weight (or not the configured one).
-void link_fp8_scales(std::vector<TensorRecord>& tensors, const nlohmann::json& config, const std::string& file) {
-  std::unordered_map<std::string, size_t> by_name;
-  for (size_t i = 0; i < tensors.size(); ++i) by_name.emplace(tensors[i].name, i);
-  std::optional<std::array<int64_t, 2>> block = configured_block(config);
-  for (TensorRecord& weight : tensors) {
+/// the model and both tensors when the scale's shape fits no blocking of the weight (or not the configured one).
+void link_fp8_scales(Linking& model) {
+  std::optional<std::array<int64_t, 2>> block = configured_block(model.config());
+  for (TensorRecord& weight : model.tensors()) {
     if (!is_fp8(weight.dtype)) continue;
     for (std::string_view suffix : kScaleSuffixes) {
-      auto found = by_name.find(weight.name + std::string(suffix));
-      if (found == by_name.end()) continue;
-      TensorRecord& scale = tensors[found->second];
-      if (dtype_kind(scale.dtype) != DTypeKind::kFloat) continue;
-      weight.scaled_by = link(weight, scale, block, file);
-      scale.role = TensorRole::kScale;
-      scale.role_from_file = true;
+      const TensorRecord* scale = model.find(weight.name + std::string(suffix));
+      if (scale == nullptr || dtype_kind(scale->dtype) != DTypeKind::kFloat) continue;
+      model.read(weight, Link(kFp8ScalesScheme, link(weight, *scale, block, model.file())));
+      model.part(scale->name);
       break;
     }
   }
@@ -213,19 +220,17 @@ void link_fp8_scales(std::vector<TensorRecord>& tensors, const nlohmann::json& c
 
 /// An fp8 weight's values times its scales.
 TensorStats fp8_scaled_stats(const LinkedValues& values) {
-  const HostValues weight = values.weight(), scale = values.part(values.link().tensor);
-  TensorStats stats = for_result_dtype(
-      scale.dtype(), [&]<DType kResult>() { return product_stats<kResult>(weight, scale, values.link()); });
+  const auto& parts = values.parts<Fp8Parts>();
+  const HostValues weight = values.weight(), scale = values.part(parts.scale);
+  TensorStats stats =
+      for_result_dtype(scale.dtype(), [&]<DType kResult>() { return product_stats<kResult>(weight, scale, parts); });
   stats.exactness_checked = stats.bf16_exact = stats.fp16_exact = 0;
   return stats;
 }
 
-constexpr std::array kComputes = {ScaleScheme::kProduct};
-
 }  // namespace
 
 extern const QuantScheme kFp8ScalesScheme{.name = "fp8 with scales (FineGrainedFP8, compressed-tensors float8, FBGEMM)",
-                                          .computes = kComputes,
                                           .link = link_fp8_scales,
                                           .stats = fp8_scaled_stats};
 

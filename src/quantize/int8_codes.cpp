@@ -1,4 +1,4 @@
-// compressed-tensors' int-quantized (ScaleScheme::kInt8Codes; llm-compressor's W8A8 and W8A16 integer schemes): each
+// compressed-tensors' int-quantized (llm-compressor's W8A8 and W8A16 integer schemes): each
 // code stored in an int8 of the weight's own shape, `X.weight` [out, in], with `X.weight_scale` one for the tensor,
 // one per output row ([out, 1]) or one per group of inputs ([out, groups]), and for an asymmetric scheme
 // `X.weight_zero_point` of the scale's shape. Read as its dequantize computes: the code and the zero point cast to
@@ -14,13 +14,32 @@
 #include "precdetect/kernel/widen.h"
 #include "precdetect/quantize/compressed_tensors_config.h"
 #include "precdetect/quantize/scheme.h"
-#include "precdetect/quantize/state_parts.h"
 #include "precdetect/quantize/table_stats.h"
 
 namespace precdetect {
+
+extern const QuantScheme kInt8CodesScheme;
+
 namespace {
 
 constexpr std::string_view kWeight = ".weight";
+
+/// A weight's scales (and zero points), one per block of its rows and columns: a row's groups of block_cols inputs,
+/// or the whole tensor.
+struct Int8CodesParts {
+  PartName scale, zero_points;  ///< no zero points: symmetric
+  int64_t block_rows = 1, block_cols = 1;
+
+  static constexpr auto fields() {
+    return std::tuple{&Int8CodesParts::scale, &Int8CodesParts::zero_points, &Int8CodesParts::block_rows,
+                      &Int8CodesParts::block_cols};
+  }
+  nlohmann::ordered_json describe() const {
+    nlohmann::ordered_json json = scaled_by_json(scale.name, std::pair{block_rows, block_cols});
+    json.update({{"bits", 8}, {"zero_points", part_json(zero_points)}});
+    return json;
+  }
+};
 
 /// The scale's groups per row of `weight`'s, when `scale` is one for the tensor (1), one per row or one per group
 /// of whole inputs; nullopt otherwise.
@@ -32,39 +51,35 @@ std::optional<int64_t> groups_per_row(const TensorRecord& weight, const TensorRe
   return scale.shape[1];
 }
 
-void link_module(TensorRecord& weight, std::vector<TensorRecord>& tensors, const RecordNames& names,
-                 const std::string& file) {
+void link_module(Linking& model, const TensorRecord& weight) {
   const std::string module = weight.name.substr(0, weight.name.size() - kWeight.size());
-  TensorRecord* scale = state_part(tensors, names, module + ".weight_scale");
-  TensorRecord* zeros = state_part(tensors, names, module + ".weight_zero_point");
+  const TensorRecord* scale = model.part(module + ".weight_scale");
+  const TensorRecord* zeros = model.part(module + ".weight_zero_point");
   if (scale == nullptr || dtype_kind(scale->dtype) != DTypeKind::kFloat) return;
   std::optional<int64_t> groups = groups_per_row(weight, *scale);
   bool zeros_fit = zeros == nullptr || (zeros->dtype == DType::I8 && zeros->shape == scale->shape);
   if (!groups || !zeros_fit)
-    fail(ErrorCode::kSizeMismatch, file,
+    fail(ErrorCode::kSizeMismatch, model.file(),
          fmt::format("int8 weight `{}` of shape [{}]: scale `{}` of shape [{}]{} fits no rows or groups of it",
                      weight.name, fmt::join(weight.shape, ", "), scale->name, fmt::join(scale->shape, ", "),
                      zeros ? fmt::format(" with zero points of shape [{}]", fmt::join(zeros->shape, ", ")) : ""));
-  weight.scaled_by = ScaleLink{.tensor = scale->name,
-                               .block_rows = scale->numel == 1 ? weight.shape[0] : 1,
-                               .block_cols = weight.shape[1] / *groups,
-                               .scheme = ScaleScheme::kInt8Codes,
-                               .bits = 8,
-                               .zero_points = zeros ? zeros->name : ""};
+  model.read(weight, Link(kInt8CodesScheme, Int8CodesParts{.scale = {.name = scale->name, .multiplies = true},
+                                                           .zero_points = {.name = zeros ? zeros->name : ""},
+                                                           .block_rows = scale->numel == 1 ? weight.shape[0] : 1,
+                                                           .block_cols = weight.shape[1] / *groups}));
 }
 
-void link_int8_codes(std::vector<TensorRecord>& tensors, const nlohmann::json& config, const std::string& file) {
-  if (!compressed_tensors_format(config, "int-quantized")) return;
-  RecordNames names;
-  for (size_t i = 0; i < tensors.size(); ++i) names.emplace(tensors[i].name, i);
-  for (TensorRecord& weight : tensors)
-    if (weight.dtype == DType::I8 && weight.shape.size() == 2 && weight.name.ends_with(kWeight) && !weight.scaled_by)
-      link_module(weight, tensors, names, file);
+void link_int8_codes(Linking& model) {
+  if (!compressed_tensors_format(model.config(), "int-quantized")) return;
+  for (const TensorRecord& weight : model.tensors())
+    if (weight.dtype == DType::I8 && weight.shape.size() == 2 && weight.name.ends_with(kWeight) &&
+        !model.linked(weight))
+      link_module(model, weight);
 }
 
 TensorStats int8_codes_stats(const LinkedValues& values) {
-  const ScaleLink& link = values.link();
-  const HostValues codes = values.weight(), scale = values.part(link.tensor);
+  const auto& link = values.parts<Int8CodesParts>();
+  const HostValues codes = values.weight(), scale = values.part(link.scale);
   const std::optional<HostValues> zeros = values.optional_part(link.zero_points);
   const int64_t rows = codes.shape()[0], columns = codes.shape()[1], group = link.block_cols;
   const int64_t groups = scale.numel() == 1 ? 1 : columns / group;
@@ -93,13 +108,9 @@ TensorStats int8_codes_stats(const LinkedValues& values) {
   });
 }
 
-constexpr std::array kComputes = {ScaleScheme::kInt8Codes};
-
 }  // namespace
 
-extern const QuantScheme kInt8CodesScheme{.name = "compressed-tensors int-quantized",
-                                          .computes = kComputes,
-                                          .link = link_int8_codes,
-                                          .stats = int8_codes_stats};
+extern const QuantScheme kInt8CodesScheme{
+    .name = "compressed-tensors int-quantized", .link = link_int8_codes, .stats = int8_codes_stats};
 
 }  // namespace precdetect

@@ -1,4 +1,4 @@
-// compressed-tensors' nvfp4-pack-quantized (ScaleScheme::kNvfp4; llm-compressor's NVFP4 and NVFP4A16 schemes):
+// compressed-tensors' nvfp4-pack-quantized (llm-compressor's NVFP4 and NVFP4A16 schemes):
 // `X.weight_packed` uint8 [out, in / 2], fp4 e2m1 codes two a byte, low nibble first; `X.weight_scale` in e4m3, one
 // per group of 16 inputs; `X.weight_global_scale` one float32. Read as NVFP4PackedCompressor.decompress computes:
 // each group's scale (cast to bfloat16, exact) divided by the global scale in float32 (torch promotes the pair),
@@ -15,58 +15,69 @@
 #include "precdetect/quantize/compressed_tensors_config.h"
 #include "precdetect/quantize/fp4_codes.h"
 #include "precdetect/quantize/scheme.h"
-#include "precdetect/quantize/state_parts.h"
 #include "precdetect/quantize/table_stats.h"
 
 namespace precdetect {
+
+extern const QuantScheme kNvfp4Scheme;
+
 namespace {
 
 constexpr std::string_view kPacked = ".weight_packed";
 
+/// A weight's e4m3 scales, one per `group` codes of a row, and its float32 global scale.
+struct Nvfp4Parts {
+  PartName scale, global_scale;
+  int64_t group = 0;
+
+  static constexpr auto fields() {
+    return std::tuple{&Nvfp4Parts::scale, &Nvfp4Parts::global_scale, &Nvfp4Parts::group};
+  }
+  nlohmann::ordered_json describe() const {
+    nlohmann::ordered_json json = scaled_by_json(scale.name, std::pair{int64_t{1}, group});
+    json.update({{"format", "nvfp4"}, {"global_scale", global_scale.name}, {"bits", 4}});
+    return json;
+  }
+};
+
 /// Links `packed` to its scale and global scale; the group is what the shapes imply, which must be whole bytes.
-void link_module(TensorRecord& packed, std::vector<TensorRecord>& tensors, const RecordNames& names,
-                 const std::string& file) {
+void link_module(Linking& model, const TensorRecord& packed) {
   const std::string module = packed.name.substr(0, packed.name.size() - kPacked.size());
-  TensorRecord* scale = state_part(tensors, names, module + ".weight_scale");
-  TensorRecord* global = state_part(tensors, names, module + ".weight_global_scale");
-  state_part(tensors, names, module + ".input_global_scale");
+  const TensorRecord* scale = model.part(module + ".weight_scale");
+  const TensorRecord* global = model.part(module + ".weight_global_scale");
+  model.part(module + ".input_global_scale");
   if (scale == nullptr || global == nullptr) return;  // incomplete: counted (unread.cpp), never guessed
   const bool fits = packed.dtype == DType::U8 && packed.shape.size() == 2 && scale->dtype == DType::F8_E4M3 &&
                     scale->shape.size() == 2 && scale->shape[0] == packed.shape[0] && scale->shape[1] > 0 &&
                     (packed.shape[1] * 2) % scale->shape[1] == 0 && (packed.shape[1] * 2 / scale->shape[1]) % 2 == 0 &&
                     global->dtype == DType::F32 && global->numel == 1;
   if (!fits)
-    fail(ErrorCode::kSizeMismatch, file,
+    fail(ErrorCode::kSizeMismatch, model.file(),
          fmt::format("nvfp4 weight `{}` of shape [{}] ({}): scale `{}` of shape [{}] ({}) and global scale `{}` ({} "
                      "values, {}) fit no groups of its codes",
                      packed.name, fmt::join(packed.shape, ", "), dtype_name(packed.dtype), scale->name,
                      fmt::join(scale->shape, ", "), dtype_name(scale->dtype), global->name, global->numel,
                      dtype_name(global->dtype)));
-  packed.scaled_by = ScaleLink{.tensor = scale->name,
-                               .block_rows = 1,
-                               .block_cols = packed.shape[1] * 2 / scale->shape[1],
-                               .scheme = ScaleScheme::kNvfp4,
-                               .bits = 4,
-                               .global_scale = global->name};
+  model.read(packed, Link(kNvfp4Scheme, Nvfp4Parts{.scale = {.name = scale->name, .multiplies = true},
+                                                   .global_scale = {.name = global->name},
+                                                   .group = packed.shape[1] * 2 / scale->shape[1]}));
 }
 
-void link_nvfp4(std::vector<TensorRecord>& tensors, const nlohmann::json& config, const std::string& file) {
-  if (!compressed_tensors_format(config, "nvfp4-pack-quantized")) return;
-  RecordNames names;
-  for (size_t i = 0; i < tensors.size(); ++i) names.emplace(tensors[i].name, i);
-  for (TensorRecord& packed : tensors)
-    if (packed.name.ends_with(kPacked) && !packed.scaled_by) link_module(packed, tensors, names, file);
+void link_nvfp4(Linking& model) {
+  if (!compressed_tensors_format(model.config(), "nvfp4-pack-quantized")) return;
+  for (const TensorRecord& packed : model.tensors())
+    if (packed.name.ends_with(kPacked) && !model.linked(packed)) link_module(model, packed);
 }
 
 TensorStats nvfp4_stats(const LinkedValues& values) {
-  const ScaleLink& link = values.link();
-  const HostValues codes = values.weight(), scales = values.part(link.tensor);
+  const auto& link = values.parts<Nvfp4Parts>();
+  const HostValues codes = values.weight(), scales = values.part(link.scale);
   const HostValues global = values.part(link.global_scale);
-  const uint64_t groups = scales.numel(), group = static_cast<uint64_t>(link.block_cols);
+  const uint64_t groups = scales.numel(), group = static_cast<uint64_t>(link.group);
   if (codes.bytes().size() != groups * group / 2)
     fail(ErrorCode::kSizeMismatch, values.file(),
          fmt::format("`{}` holds {} bytes, not the {} fp4 codes its {} scales of `{}` need", values.record().name,
-                     codes.bytes().size(), groups * group, groups, link.tensor));
+                     codes.bytes().size(), groups * group, groups, link.scale.name));
   const auto* bytes = reinterpret_cast<const uint8_t*>(codes.data());
   const auto* stored = reinterpret_cast<const uint8_t*>(scales.data());
   const std::vector<float>& e4m3 = decoded_values(DType::F8_E4M3);
@@ -84,11 +95,9 @@ TensorStats nvfp4_stats(const LinkedValues& values) {
       });
 }
 
-constexpr std::array kComputes = {ScaleScheme::kNvfp4};
-
 }  // namespace
 
 extern const QuantScheme kNvfp4Scheme{
-    .name = "compressed-tensors nvfp4-pack-quantized", .computes = kComputes, .link = link_nvfp4, .stats = nvfp4_stats};
+    .name = "compressed-tensors nvfp4-pack-quantized", .link = link_nvfp4, .stats = nvfp4_stats};
 
 }  // namespace precdetect

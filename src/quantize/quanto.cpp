@@ -1,9 +1,14 @@
-// optimum-quanto's weights (quantize/quanto.h), dequantized over the values its dequantize() computes, each operation
-// rounded to the scales' dtype as torch computes it there: qint8 and qfloat8 codes times their scale
+// optimum-quanto's quantized weights as its QModuleMixin state dict flattens a frozen module (what
+// `safetensors.torch.save_file(model.state_dict())` and QuantizedModelForCausalLM.save_pretrained write):
+// - qint8 and qfloat8 (e4m3fn, e5m2): `X.weight._data` (int8 or fp8, the weight's shape) and `X.weight._scale`
+//   (one per output row, or one for the tensor);
+// - qint4 and qint2: `X.weight._data._data` (PackedTensor's uint8 codes), `X.weight._scale` and `X.weight._shift`,
+//   one each per group of the weight's rows (or per output row).
+// The weight is renamed `X.weight`, its own name; its parts and the module's `X.input_scale` and `X.output_scale`
+// (its activations' scales) are quantization state. Dequantized over the values its dequantize() computes, each
+// operation rounded to the scales' dtype as torch computes it there: qint8 and qfloat8 codes times their scale
 // (QBytesDequantizer); qint4 and qint2 codes times their scale, minus their float shift (QBitsDequantizer), or with
 // an integer shift (a zero point) scale x (code - shift) in int8.
-
-#include "precdetect/quantize/quanto.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,20 +17,64 @@
 #include <array>
 #include <cstdint>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 #include "precdetect/core/error.h"
 #include "precdetect/kernel/widen.h"
 #include "precdetect/quantize/narrow_rounding.h"
 #include "precdetect/quantize/scheme.h"
-#include "precdetect/quantize/state_parts.h"
 #include "precdetect/quantize/table_stats.h"
 
 namespace precdetect {
+
+extern const QuantScheme kQuantoScheme;
+
 namespace {
 
-using Names = RecordNames;
+/// optimum-quanto's weight qtypes a checkpoint stores, by the names its quantization map gives them.
+enum class QuantoType { kInt2, kInt4, kInt8, kFloat8E4M3, kFloat8E5M2 };
+
+/// The qtype's name as quanto gives it: "qint2", "qint4", "qint8", "qfloat8_e4m3fn", "qfloat8_e5m2".
+std::string_view quanto_type_name(QuantoType type) {
+  switch (type) {
+    case QuantoType::kInt2:
+      return "qint2";
+    case QuantoType::kInt4:
+      return "qint4";
+    case QuantoType::kInt8:
+      return "qint8";
+    case QuantoType::kFloat8E4M3:
+      return "qfloat8_e4m3fn";
+    case QuantoType::kFloat8E5M2:
+      return "qfloat8_e5m2";
+  }
+  return "qint8";
+}
+
+/// A quanto weight's parts beside its codes, as QModuleMixin's state dict flattens a frozen weight: `X.weight._data`
+/// (int8 or fp8 codes, the weight's own shape) or, for 2 and 4 bits, `X.weight._data._data` (PackedTensor: codes of
+/// the rows of the grouped weight packed in uint8 along its first dimension, row r of n in packed row r mod
+/// ceil(n x bits / 8), at bit bits x (r div ceil(n x bits / 8))), `X.weight._scale`, `X.weight._shift`; each
+/// scale covers block_rows x block_cols of the unpacked codes.
+struct QuantoParts {
+  PartName scale;
+  PartName shift;     ///< 2 and 4 bits: float (the group's minimum, negated) or uint8 (a zero point)
+  std::string codes;  ///< the stored tensor's name (the record is renamed `X.weight`)
+  QuantoType type = QuantoType::kInt8;
+  int bits = 8;
+  int64_t rows = 0;  ///< rows of the unpacked codes: the groups (or output rows), one scale and shift each
+  int64_t block_rows = 1, block_cols = 1;
+
+  static constexpr auto fields() {
+    return std::tuple{&QuantoParts::scale, &QuantoParts::shift, &QuantoParts::codes,      &QuantoParts::type,
+                      &QuantoParts::bits,  &QuantoParts::rows,  &QuantoParts::block_rows, &QuantoParts::block_cols};
+  }
+  nlohmann::ordered_json describe() const {
+    nlohmann::ordered_json json = scaled_by_json(scale.name, std::pair{block_rows, block_cols});
+    json.update({{"codes", codes}, {"shifts", part_json(shift)}, {"qtype", quanto_type_name(type)}, {"bits", bits}});
+    return json;
+  }
+};
 
 constexpr std::string_view kPacked = ".weight._data._data", kBytes = ".weight._data";
 
@@ -59,8 +108,8 @@ std::optional<std::string> mapped_type(const nlohmann::json* map, const std::str
 }
 
 /// A quanto module's activation scales (QModuleMixin's buffers, 1 until calibrated): quantization state.
-void mark_activation_scales(std::vector<TensorRecord>& tensors, const Names& names, const std::string& module) {
-  for (const char* scale : {".input_scale", ".output_scale"}) state_part(tensors, names, module + scale);
+void mark_activation_scales(Linking& model, const std::string& module) {
+  for (const char* scale : {".input_scale", ".output_scale"}) model.part(module + scale);
 }
 
 bool is_scale_dtype(DType dtype) { return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16; }
@@ -114,15 +163,15 @@ std::pair<int64_t, int64_t> scale_blocks(const TensorRecord& codes, const Tensor
 
 /// Links `codes` (a record named `module` + kPacked or kBytes) to its scale and shift, renamed `module.weight` (a
 /// name then taken: a second set of codes for the module is left as stored).
-void link(TensorRecord& codes, std::vector<TensorRecord>& tensors, Names& names, const nlohmann::json* map,
-          const std::string& module, bool packed, const std::string& file) {
+void link(Linking& model, TensorRecord& codes, const nlohmann::json* map, const std::string& module, bool packed) {
   const std::string weight = module + ".weight";
-  TensorRecord* scale = state_part(tensors, names, weight + "._scale");
-  TensorRecord* shift = state_part(tensors, names, weight + "._shift");
-  mark_activation_scales(tensors, names, module);
-  if (scale == nullptr || !is_scale_dtype(scale->dtype) || names.contains(weight) || codes.shape.empty() ||
+  const TensorRecord* scale = model.part(weight + "._scale");
+  const TensorRecord* shift = model.part(weight + "._shift");
+  mark_activation_scales(model, module);
+  if (scale == nullptr || !is_scale_dtype(scale->dtype) || model.contains(weight) || codes.shape.empty() ||
       codes.numel == 0)
     return;  // not read: counted as stored
+  const std::string& file = model.file();
   std::optional<std::string> mapped = mapped_type(map, module);
   std::optional<QuantoType> type;
   int64_t rows = codes.shape[0];
@@ -142,15 +191,15 @@ void link(TensorRecord& codes, std::vector<TensorRecord>& tensors, Names& names,
   }
   if (!type) return;
   auto [block_rows, block_cols] = scale_blocks(codes, *scale, rows, file);
-  codes.scaled_by = ScaleLink{
-      .tensor = scale->name,
-      .block_rows = block_rows,
-      .block_cols = block_cols,
-      .scheme = ScaleScheme::kQuanto,
-      .bits = bits_of(*type),
-      .quanto = QuantoCodes{.type = *type, .codes = codes.name, .shift = packed ? shift->name : "", .rows = rows}};
-  codes.name = weight;
-  names.emplace(weight, static_cast<size_t>(&codes - tensors.data()));
+  model.read(codes, Link(kQuantoScheme, QuantoParts{.scale = {.name = scale->name, .multiplies = true},
+                                                    .shift = {.name = packed ? shift->name : ""},
+                                                    .codes = codes.name,
+                                                    .type = *type,
+                                                    .bits = bits_of(*type),
+                                                    .rows = rows,
+                                                    .block_rows = block_rows,
+                                                    .block_cols = block_cols}));
+  model.rename(codes, weight);
 }
 
 // Reading: the dequantized values' statistics.
@@ -178,12 +227,12 @@ struct Parts {
   const std::vector<float>* fp8 = nullptr;  // qfloat8: each stored byte's value
 };
 
-Parts parts_of(const QuantoValues& values, const ScaleLink& link) {
-  Parts parts{.type = link.quanto->type};
+Parts parts_of(const QuantoValues& values, const QuantoParts& link) {
+  Parts parts{.type = link.type};
   parts.scales.resize(values.scales.numel());
   widen(values.scales, 0, parts.scales.size(), parts.scales.data());
-  if (link.quanto->type == QuantoType::kFloat8E4M3) parts.fp8 = &decoded_values(DType::F8_E4M3);
-  if (link.quanto->type == QuantoType::kFloat8E5M2) parts.fp8 = &decoded_values(DType::F8_E5M2);
+  if (link.type == QuantoType::kFloat8E4M3) parts.fp8 = &decoded_values(DType::F8_E4M3);
+  if (link.type == QuantoType::kFloat8E5M2) parts.fp8 = &decoded_values(DType::F8_E5M2);
   if (values.shifts == nullptr) return parts;
   if (values.shifts->dtype() == DType::U8) {
     parts.zero_points = reinterpret_cast<const uint8_t*>(values.shifts->data());
@@ -230,7 +279,7 @@ void decode_part(const uint8_t* bytes, uint64_t columns, unsigned shift, uint32_
 /// p, p + P, ...; fewer in the last byte rows when P does not divide them), each with its own table: every byte is
 /// loaded once for all its codes.
 template <DType kResult>
-TensorStats stats_for(const CodeGrid& grid, const Parts& parts, const ScaleLink& link, int64_t rows) {
+TensorStats stats_for(const CodeGrid& grid, const Parts& parts, const QuantoParts& link, int64_t rows) {
   const auto block_cols = static_cast<uint64_t>(link.block_cols);
   const uint64_t blocks_per_row = static_cast<uint64_t>(grid.columns) / block_cols;
   const int codes = 1 << grid.bits, per_byte = 8 / grid.bits;
@@ -281,69 +330,47 @@ TensorStats stats_for(const CodeGrid& grid, const Parts& parts, const ScaleLink&
       });
 }
 
-TensorStats stats_of_parts(const QuantoValues& values, const ScaleLink& link) {
+TensorStats stats_of_parts(const QuantoValues& values, const QuantoParts& link) {
   const int64_t packed_rows = values.codes.shape()[0];
   const CodeGrid grid{.bytes = reinterpret_cast<const uint8_t*>(values.codes.data()),
                       .packed_rows = packed_rows,
                       .columns = static_cast<int64_t>(values.codes.numel()) / packed_rows,
                       .bits = link.bits};
   const Parts parts = parts_of(values, link);
-  const int64_t rows = link.quanto->rows;
+  const int64_t rows = link.rows;
   return for_result_dtype(values.scales.dtype(),
                           [&]<DType kResult>() { return stats_for<kResult>(grid, parts, link, rows); });
 }
 
-/// Links every quanto weight of `tensors`. A 4- or 2-bit weight's bits are those `config`'s
+/// Links every quanto weight of the model. A 4- or 2-bit weight's bits are those its config's
 /// `quantization_config.quantization_map` (quanto's quantization_map(model), merged in by the loader) names for its
 /// module, else the one width its packed rows fit; where both fit, the codes are counted, never read by a guess.
-/// Throws Error(kSizeMismatch) naming `file` and the tensors when codes, scales and shifts do not fit one another or
-/// the map's qtype.
-void link_quanto(std::vector<TensorRecord>& tensors, const nlohmann::json& config, const std::string& file) {
-  Names names;
-  for (size_t i = 0; i < tensors.size(); ++i) names.emplace(tensors[i].name, i);
-  const nlohmann::json* map = quantization_map(config);
+/// Throws Error(kSizeMismatch) naming the model and the tensors when codes, scales and shifts do not fit one another
+/// or the map's qtype.
+void link_quanto(Linking& model) {
+  const nlohmann::json* map = quantization_map(model.config());
   // Modules the map names whose weights are not quantized (activations only) keep float weights, read as any other.
   if (map != nullptr)
-    for (const auto& entry : map->items()) mark_activation_scales(tensors, names, entry.key());
-  for (TensorRecord& record : tensors) {
+    for (const auto& entry : map->items()) mark_activation_scales(model, entry.key());
+  for (TensorRecord& record : model.tensors()) {
     bool packed = record.dtype == DType::U8 && record.name.ends_with(kPacked);
     if (!packed && !record.name.ends_with(kBytes)) continue;
     std::string module = record.name.substr(0, record.name.size() - (packed ? kPacked : kBytes).size());
-    link(record, tensors, names, map, module, packed, file);
+    link(model, record, map, module, packed);
   }
 }
 
 /// An optimum-quanto weight's values from its codes, scales and shifts.
 TensorStats quanto_stats(const LinkedValues& values) {
-  const ScaleLink& link = values.link();
-  HostValues codes = values.weight(), scale = values.part(link.tensor);
-  std::optional<HostValues> shifts = values.optional_part(link.quanto->shift);
+  const auto& link = values.parts<QuantoParts>();
+  HostValues codes = values.weight(), scale = values.part(link.scale);
+  std::optional<HostValues> shifts = values.optional_part(link.shift);
   return stats_of_parts({.codes = codes, .scales = scale, .shifts = shifts ? &*shifts : nullptr}, link);
 }
 
-constexpr std::array kComputes = {ScaleScheme::kQuanto};
-
 }  // namespace
 
-std::string_view quanto_type_name(QuantoType type) {
-  switch (type) {
-    case QuantoType::kInt2:
-      return "qint2";
-    case QuantoType::kInt4:
-      return "qint4";
-    case QuantoType::kInt8:
-      return "qint8";
-    case QuantoType::kFloat8E4M3:
-      return "qfloat8_e4m3fn";
-    case QuantoType::kFloat8E5M2:
-      return "qfloat8_e5m2";
-  }
-  return "qint8";
-}
-
-extern const QuantScheme kQuantoScheme{.name = "optimum-quanto qint2, qint4, qint8, qfloat8",
-                                       .computes = kComputes,
-                                       .link = link_quanto,
-                                       .stats = quanto_stats};
+extern const QuantScheme kQuantoScheme{
+    .name = "optimum-quanto qint2, qint4, qint8, qfloat8", .link = link_quanto, .stats = quanto_stats};
 
 }  // namespace precdetect

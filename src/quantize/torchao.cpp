@@ -1,4 +1,4 @@
-// torchao's quantized tensor subclasses (ScaleScheme::kTorchao), stored as their parts: transformers' TorchAoConfig
+// torchao's quantized tensor subclasses, stored as their parts: transformers' TorchAoConfig
 // and torchao's own flatten_tensor_state_dict write `X._weight_qdata`, `X._weight_scale` and `X._weight_zero_point`
 // in safetensors with a description of each subclass in the header's metadata, keyed by the logical tensor `X.weight`
 // (its class, block_size and the dtype it dequantizes to); a pickle (torch.save of the subclasses) holds the same
@@ -11,7 +11,7 @@
 // - Float8Tensor (Float8WeightOnlyConfig): `q.to(float32) * scale`, then `.to(out)`.
 // Each read weight is renamed `X.weight` and has the logical weight's numel; its parts get the role `scale`. A
 // subclass of another class (Int4Tensor's packed nibbles, Int4TilePackedTo4dTensor, MXTensor, ...) is counted, its
-// codes named with the class (TensorRecord::unread_scheme), and its parts kept out of the verdict.
+// codes named with the class (RecordReading::unread_scheme), and its parts kept out of the verdict.
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -25,11 +25,30 @@
 #include "precdetect/kernel/widen.h"
 #include "precdetect/load/tensor_subclasses.h"
 #include "precdetect/quantize/scheme.h"
-#include "precdetect/quantize/state_parts.h"
 #include "precdetect/quantize/table_stats.h"
 
 namespace precdetect {
+
+extern const QuantScheme kTorchaoScheme;
+
 namespace {
+
+/// A weight's scale (and zero point) per block of block_rows x block_cols, and the dtype its values are cast to.
+struct TorchaoParts {
+  PartName scale, zero_points;  ///< no zero points: symmetric
+  int64_t block_rows = 1, block_cols = 1;
+  DType result = DType::F32;
+
+  static constexpr auto fields() {
+    return std::tuple{&TorchaoParts::scale, &TorchaoParts::zero_points, &TorchaoParts::block_rows,
+                      &TorchaoParts::block_cols, &TorchaoParts::result};
+  }
+  nlohmann::ordered_json describe() const {
+    nlohmann::ordered_json json = scaled_by_json(scale.name, std::pair{block_rows, block_cols});
+    json.update({{"zero_points", part_json(zero_points)}, {"result_dtype", dtype_name(result)}});
+    return json;
+  }
+};
 
 /// The classes read here, and whether their codes are float8 (else int8).
 constexpr std::array<std::pair<std::string_view, bool>, 3> kReadClasses = {{
@@ -56,7 +75,7 @@ std::optional<DType> result_dtype(std::string_view torch_name) {
 
 /// The description's class, block_size and dtype, as torchao's TensorSubclassAttributeJSONEncoder writes them:
 /// {"_type": "Int8Tensor", "_data": {"block_size": [1, 256], "dtype": {"_type": "torch.dtype", "_data": "bfloat16"}}}.
-Description describe(const nlohmann::json& description) {
+Description description_of(const nlohmann::json& description) {
   Description result;
   if (!description.is_object() || !description.contains("_type") || !description["_type"].is_string()) return result;
   result.type = description["_type"].get<std::string>();
@@ -110,24 +129,23 @@ bool is_scale_dtype(DType dtype) { return dtype == DType::F32 || dtype == DType:
 
 /// Links the codes of `weight` (`X.weight`) to their scale and zero point and renames them `X.weight`. Throws
 /// Error(kSizeMismatch) where the parts fit no blocking of the codes.
-void link_tensor(std::vector<TensorRecord>& tensors, RecordNames& names, const std::string& weight,
-                 const nlohmann::json& description, const std::string& file) {
-  auto codes_at = names.find(subclass_part_name(weight, "qdata"));
-  if (codes_at == names.end()) return;  // its parts are in another file of the model, or it is no subclass
-  const Description read = describe(description);
-  TensorRecord* scale = state_part(tensors, names, subclass_part_name(weight, "scale"));
-  TensorRecord* zeros = state_part(tensors, names, subclass_part_name(weight, "zero_point"));
-  TensorRecord& codes = tensors[codes_at->second];
-  if (!is_readable_class(read.type, codes.dtype) || !read.result || scale == nullptr || names.contains(weight) ||
+void link_tensor(Linking& model, const std::string& weight, const nlohmann::json& description) {
+  TensorRecord* found = model.find(subclass_part_name(weight, "qdata"));
+  if (found == nullptr) return;  // its parts are in another file of the model, or it is no subclass
+  TensorRecord& codes = *found;
+  const Description read = description_of(description);
+  const TensorRecord* scale = model.part(subclass_part_name(weight, "scale"));
+  const TensorRecord* zeros = model.part(subclass_part_name(weight, "zero_point"));
+  if (!is_readable_class(read.type, codes.dtype) || !read.result || scale == nullptr || model.contains(weight) ||
       !is_scale_dtype(scale->dtype) || (zeros != nullptr && zeros->dtype != DType::I8)) {
     for (const std::string& part : read.parts)
-      if (part != "qdata") state_part(tensors, names, subclass_part_name(weight, part));
-    if (codes.role == TensorRole::kModel && !codes.scaled_by) codes.unread_scheme = "torchao " + read.type;
+      if (part != "qdata") model.part(subclass_part_name(weight, part));
+    if (codes.role == TensorRole::kModel && !model.linked(codes)) model.unread(codes, "torchao " + read.type);
     return;
   }
   std::optional<std::pair<int64_t, int64_t>> block = blocks(codes, read.block_size);
   if (!block)
-    misfit(file, weight, codes,
+    misfit(model.file(), weight, codes,
            fmt::format("block_size [{}] fits no blocking of it", fmt::join(read.block_size, ", ")));
   const uint64_t groups = codes.numel / static_cast<uint64_t>(block->first * block->second);
   // Float8Tensor's dequantize expands its scale by the scale's own shape, dequantize_affine views it as the blocks.
@@ -135,28 +153,23 @@ void link_tensor(std::vector<TensorRecord>& tensors, RecordNames& names, const s
   for (size_t i = 0; i < grid.size(); ++i) grid[i] = codes.shape[i] / read.block_size[i];
   bool float8_grid = !is_float8(codes.dtype) || scale->numel == 1 || scale->shape == grid;
   if (scale->numel != groups || (zeros != nullptr && zeros->numel != groups) || !float8_grid)
-    misfit(file, weight, codes,
+    misfit(model.file(), weight, codes,
            fmt::format(
                "{} blocks of {}x{}, but scale `{}` is of shape [{}]{}", groups, block->first, block->second,
                scale->name, fmt::join(scale->shape, ", "),
                zeros ? fmt::format(" and zero point `{}` of [{}]", zeros->name, fmt::join(zeros->shape, ", ")) : ""));
-  codes.scaled_by = ScaleLink{.tensor = scale->name,
-                              .block_rows = block->first,
-                              .block_cols = block->second,
-                              .scheme = ScaleScheme::kTorchao,
-                              .zero_points = zeros ? zeros->name : "",
-                              .result = *read.result};
-  const size_t index = codes_at->second;
-  codes.name = weight;
-  names.emplace(weight, index);
+  model.read(codes, Link(kTorchaoScheme, TorchaoParts{.scale = {.name = scale->name, .multiplies = true},
+                                                      .zero_points = {.name = zeros ? zeros->name : ""},
+                                                      .block_rows = block->first,
+                                                      .block_cols = block->second,
+                                                      .result = *read.result}));
+  model.rename(codes, weight);
 }
 
-void link_torchao(std::vector<TensorRecord>& tensors, const nlohmann::json& config, const std::string& file) {
-  const nlohmann::json* subclasses = tensor_subclasses_of(config);
+void link_torchao(Linking& model) {
+  const nlohmann::json* subclasses = tensor_subclasses_of(model.config());
   if (subclasses == nullptr) return;
-  RecordNames names;
-  for (size_t i = 0; i < tensors.size(); ++i) names.emplace(tensors[i].name, i);
-  for (const auto& [weight, description] : subclasses->items()) link_tensor(tensors, names, weight, description, file);
+  for (const auto& [weight, description] : subclasses->items()) link_tensor(model, weight, description);
 }
 
 /// A stored byte's value before its scale: the float8 value (`decoded`, its dtype's table), or the int8 code less
@@ -166,8 +179,8 @@ float code_value(uint8_t byte, const std::vector<float>* decoded, float zero) {
 }
 
 TensorStats torchao_stats(const LinkedValues& values) {
-  const ScaleLink& link = values.link();
-  const HostValues codes = values.weight(), scale = values.part(link.tensor);
+  const auto& link = values.parts<TorchaoParts>();
+  const HostValues codes = values.weight(), scale = values.part(link.scale);
   const std::optional<HostValues> zeros = values.optional_part(link.zero_points);
   if (codes.numel() == 0) return {};
   const int64_t columns = codes.shape().back(), rows = static_cast<int64_t>(codes.numel()) / columns;
@@ -202,13 +215,10 @@ TensorStats torchao_stats(const LinkedValues& values) {
   });
 }
 
-constexpr std::array kComputes = {ScaleScheme::kTorchao};
-
 }  // namespace
 
 extern const QuantScheme kTorchaoScheme{
     .name = "torchao Int8Tensor, IntxUnpackedToInt8Tensor, Float8Tensor (safetensors and pickled)",
-    .computes = kComputes,
     .link = link_torchao,
     .stats = torchao_stats};
 

@@ -1,5 +1,5 @@
 // GPTQ, AWQ and compressed-tensors' pack-quantized integers: codes packed in int32 words beside per-group scales
-// and zero points (ScaleScheme::kZeroPoint), each weight linked to its parts so that it is analyzed as its kernels
+// and zero points, each weight linked to its parts so that it is analyzed as its kernels
 // dequantize it: scale x (code - zero point) per group, rounded once to the scales' dtype.
 // - GPTQ (`qweight` [in x bits / 32, out], `qzeros`, `scales` [groups, out], `g_idx`), the v1 zero points (stored
 //   one below, as AutoGPTQ writes them) or v2 (`checkpoint_format` "gptq_v2");
@@ -16,26 +16,58 @@
 #include <algorithm>
 #include <array>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 #include "precdetect/core/error.h"
 #include "precdetect/kernel/widen.h"
 #include "precdetect/quantize/grid_tables.h"
 #include "precdetect/quantize/scheme.h"
-#include "precdetect/quantize/state_parts.h"
 
 namespace precdetect {
+
+extern const QuantScheme kZeroPointScheme;
+
 namespace {
 
-using Names = RecordNames;
+/// How a method lays its codes and zero points out in words, and its scales.
+struct ZeroPointLayout {
+  PackedGrid codes;                ///< the weight's own tensor, as [out, in]
+  PackedGrid zeros;                ///< as [out, groups], where there are zero points
+  bool scales_transposed = false;  ///< scales stored [groups, out] (GPTQ, AWQ), not [out, groups]
+
+  static constexpr auto fields() {
+    return std::tuple{&ZeroPointLayout::codes, &ZeroPointLayout::zeros, &ZeroPointLayout::scales_transposed};
+  }
+};
+
+/// A weight's parts beside its codes: where to find each value's scale, zero point and group, at `bits` a code.
+struct ZeroPointParts {
+  PartName scale;
+  PartName zeros;        ///< empty: symmetric, every zero point 0
+  PartName group_index;  ///< GPTQ's g_idx: each input column's group; empty: column / group size
+  PartName shape;        ///< compressed-tensors' weight_shape: [out, in] as int64 values
+  int64_t group_size = 0;
+  int bits = 0;
+  ZeroPointLayout layout;
+
+  static constexpr auto fields() {
+    return std::tuple{&ZeroPointParts::scale, &ZeroPointParts::zeros,      &ZeroPointParts::group_index,
+                      &ZeroPointParts::shape, &ZeroPointParts::group_size, &ZeroPointParts::bits,
+                      &ZeroPointParts::layout};
+  }
+  nlohmann::ordered_json describe() const {
+    nlohmann::ordered_json json = scaled_by_json(scale.name, std::pair{int64_t{1}, group_size});
+    json.update({{"zero_points", part_json(zeros)}, {"group_index", part_json(group_index)}, {"bits", bits}});
+    return json;
+  }
+};
 
 /// How one method stores its weights: the suffixes of a module's tensors, and how to read them at `bits`.
 struct Method {
   std::string codes, scales, zeros, group_index, shape;
   int bits = 0;
   int64_t group_size = 0;
-  ZeroPointCodes layout;
+  ZeroPointLayout layout;
   bool symmetric = false;  ///< zero points may be absent (all 0): compressed-tensors' symmetric schemes
 };
 
@@ -67,7 +99,7 @@ std::optional<Method> gptq(const nlohmann::json& settings) {
                 .bits = static_cast<int>(*bits),
                 .group_size = integer(settings, "group_size").value_or(0),
                 .layout = {.codes = {.transposed = true, .packed_dim = 0},
-                           .zeros = PackedGrid{.transposed = true, .packed_dim = 1, .offset = offset},
+                           .zeros = {.transposed = true, .packed_dim = 1, .offset = offset},
                            .scales_transposed = true}};
 }
 
@@ -99,15 +131,14 @@ std::vector<Method> compressed_tensors(const nlohmann::json& settings) {
     int64_t bits = integer(group["weights"], "num_bits").value_or(0);
     if (bits < 1 || bits > 8) continue;
     int offset = -(1 << (bits - 1));
-    methods.push_back(
-        Method{.codes = ".weight_packed",
-               .scales = ".weight_scale",
-               .zeros = ".weight_zero_point",
-               .shape = ".weight_shape",
-               .bits = static_cast<int>(bits),
-               .group_size = integer(group["weights"], "group_size").value_or(0),
-               .layout = {.codes = {.offset = offset}, .zeros = PackedGrid{.packed_dim = 0, .offset = offset}},
-               .symmetric = true});
+    methods.push_back(Method{.codes = ".weight_packed",
+                             .scales = ".weight_scale",
+                             .zeros = ".weight_zero_point",
+                             .shape = ".weight_shape",
+                             .bits = static_cast<int>(bits),
+                             .group_size = integer(group["weights"], "group_size").value_or(0),
+                             .layout = {.codes = {.offset = offset}, .zeros = {.packed_dim = 0, .offset = offset}},
+                             .symmetric = true});
   }
   return packed ? methods : std::vector<Method>{};
 }
@@ -144,54 +175,44 @@ bool is_words(const TensorRecord& record) {
 }
 
 /// The part of `module` named by `suffix` (empty: none wanted), marked as quantization state; "" when absent.
-std::string part(std::vector<TensorRecord>& tensors, const Names& names, const std::string& module,
-                 const std::string& suffix) {
-  TensorRecord* record = suffix.empty() ? nullptr : state_part(tensors, names, module + suffix);
+std::string part(Linking& model, const std::string& module, const std::string& suffix) {
+  const TensorRecord* record = suffix.empty() ? nullptr : model.part(module + suffix);
   return record ? record->name : "";
 }
 
 /// Links `weight` by the one reading among `methods` its shapes fit; none, or readings that differ: counted, not
 /// guessed.
-void link(TensorRecord& weight, std::vector<TensorRecord>& tensors, const Names& names,
-          const std::vector<Method>& methods) {
+void link(Linking& model, const TensorRecord& weight, const std::vector<Method>& methods) {
   std::string module = weight.name.substr(0, weight.name.size() - methods.front().codes.size());
-  auto scales = names.find(module + methods.front().scales);
-  if (scales == names.end() || dtype_kind(tensors[scales->second].dtype) != DTypeKind::kFloat) return;
+  const TensorRecord* scales = model.find(module + methods.front().scales);
+  if (scales == nullptr || dtype_kind(scales->dtype) != DTypeKind::kFloat) return;
   const Method& first = methods.front();  // every reading names the same parts: quantization state either way
   for (const std::string& suffix : {first.scales, first.zeros, first.group_index, first.shape})
-    part(tensors, names, module, suffix);
+    part(model, module, suffix);
   const Method* chosen = nullptr;
   for (const Method& method : methods) {
-    if (!fits(method, weight, tensors[scales->second])) continue;
+    if (!fits(method, weight, *scales)) continue;
     if (chosen && !same_reading(*chosen, method)) return;
     chosen = &method;
   }
   if (!chosen) return;
   const Method& method = *chosen;
-  ZeroPointCodes layout = method.layout;
-  layout.codes.tensor = weight.name;
-  std::string zeros = part(tensors, names, module, method.zeros);
+  std::string zeros = part(model, module, method.zeros);
   if (zeros.empty() && !method.symmetric) return;
-  if (zeros.empty())
-    layout.zeros.reset();
-  else
-    layout.zeros->tensor = zeros;
-  layout.group_index = part(tensors, names, module, method.group_index);
-  layout.shape_tensor = part(tensors, names, module, method.shape);
-  part(tensors, names, module, method.scales);
-  weight.scaled_by = ScaleLink{.tensor = tensors[scales->second].name,
-                               .block_rows = 1,
-                               .block_cols = std::max<int64_t>(method.group_size, 0),
-                               .scheme = ScaleScheme::kZeroPoint,
-                               .bits = method.bits,
-                               .zero_point = std::move(layout)};
+  model.read(weight,
+             Link(kZeroPointScheme, ZeroPointParts{.scale = {.name = scales->name, .multiplies = true},
+                                                   .zeros = {.name = zeros},
+                                                   .group_index = {.name = part(model, module, method.group_index)},
+                                                   .shape = {.name = part(model, module, method.shape)},
+                                                   .group_size = std::max<int64_t>(method.group_size, 0),
+                                                   .bits = method.bits,
+                                                   .layout = method.layout}));
 }
 
 // Reading: the dequantized values' statistics.
 
-/// A kZeroPoint weight's tensors as read: the codes and scales always; the others where the link names them
-/// (else nullptr).
-struct ZeroPointParts {
+/// A weight's tensors as read: the codes and scales always; the others where the link names them (else nullptr).
+struct ZeroPointValues {
   const HostValues& codes;
   const HostValues& scales;
   const HostValues* zeros = nullptr;
@@ -221,27 +242,29 @@ int64_t words_for(const PackedGrid& grid, int64_t length, int bits) {
   return grid.awq_order ? (length + 7) / 8 : (length * bits + 31) / 32;
 }
 
-/// Checks that `words` holds `grid` of rows x columns codes at `bits`: 2-D 32-bit words, as many as packing needs.
-void check_grid(const PackedGrid& grid, const HostValues& words, int bits, int64_t rows, int64_t columns,
-                const Mismatch& mismatch) {
+/// Checks that `words` (the tensor `name`) holds `grid` of rows x columns codes at `bits`: 2-D 32-bit words, as
+/// many as packing needs.
+void check_grid(const PackedGrid& grid, const std::string& name, const HostValues& words, int bits, int64_t rows,
+                int64_t columns, const Mismatch& mismatch) {
   std::array<int64_t, 2> expected = {grid.transposed ? columns : rows, grid.transposed ? rows : columns};
   int64_t& packed = expected[static_cast<size_t>(grid.packed_dim)];
   packed = words_for(grid, packed, bits);
   bool words32 = words.dtype() == DType::I32 || words.dtype() == DType::U32;
   if (!words32 || words.shape() != std::vector<int64_t>(expected.begin(), expected.end()))
     mismatch(fmt::format("`{}` of shape [{}] ({}) is not the {}-bit packing of {} x {} codes (expected int32 [{}])",
-                         grid.tensor, fmt::join(words.shape(), ", "), dtype_name(words.dtype()), bits, rows, columns,
+                         name, fmt::join(words.shape(), ", "), dtype_name(words.dtype()), bits, rows, columns,
                          fmt::join(expected, ", ")));
 }
 
 /// Rows and columns from compressed-tensors' weight_shape, else from the packed words alone (every word full).
-std::pair<int64_t, int64_t> weight_dims(const ZeroPointParts& parts, const ScaleLink& link, const Mismatch& mismatch) {
-  const PackedGrid& grid = link.zero_point->codes;
-  if (parts.codes.shape().size() != 2) mismatch(fmt::format("`{}` is not 2-D", grid.tensor));
+std::pair<int64_t, int64_t> weight_dims(const ZeroPointValues& parts, const ZeroPointParts& link,
+                                        std::string_view weight, const Mismatch& mismatch) {
+  const PackedGrid& grid = link.layout.codes;
+  if (parts.codes.shape().size() != 2) mismatch(fmt::format("`{}` is not 2-D", weight));
   if (parts.shape) {
     const HostValues& shape = *parts.shape;
     if (shape.dtype() != DType::I64 || shape.numel() != 2)
-      mismatch(fmt::format("`{}` is not two int64 values", link.zero_point->shape_tensor));
+      mismatch(fmt::format("`{}` is not two int64 values", link.shape.name));
     return {load_raw<int64_t>(shape.data(), 0), load_raw<int64_t>(shape.data(), 1)};
   }
   std::array<int64_t, 2> dims = {parts.codes.shape()[0], parts.codes.shape()[1]};
@@ -250,11 +273,12 @@ std::pair<int64_t, int64_t> weight_dims(const ZeroPointParts& parts, const Scale
   return grid.transposed ? std::pair{dims[1], dims[0]} : std::pair{dims[0], dims[1]};
 }
 
-Geometry geometry(const ZeroPointParts& parts, const ScaleLink& link, const Mismatch& mismatch) {
-  const ZeroPointCodes& codes = *link.zero_point;
-  auto [rows, columns] = weight_dims(parts, link, mismatch);
+Geometry geometry(const ZeroPointValues& parts, const ZeroPointParts& link, std::string_view weight,
+                  const Mismatch& mismatch) {
+  const ZeroPointLayout& codes = link.layout;
+  auto [rows, columns] = weight_dims(parts, link, weight, mismatch);
   if (rows <= 0 || columns <= 0) mismatch(fmt::format("{} x {} values", rows, columns));
-  check_grid(codes.codes, parts.codes, link.bits, rows, columns, mismatch);
+  check_grid(codes.codes, std::string(weight), parts.codes, link.bits, rows, columns, mismatch);
   Geometry geometry{.rows = rows, .columns = columns, .groups = 1};
   const std::vector<int64_t>& scale = parts.scales.shape();
   if (parts.scales.numel() > 1) {
@@ -262,18 +286,18 @@ Geometry geometry(const ZeroPointParts& parts, const ScaleLink& link, const Mism
     geometry.groups = fits ? scale[codes.scales_transposed ? 0 : 1] : 0;
     if (scale.size() == 1 && scale[0] == rows) geometry.groups = 1;
     if (geometry.groups <= 0 || (!parts.group_index && columns % geometry.groups != 0))
-      mismatch(fmt::format("scales `{}` of shape [{}] fit no groups of {} x {} values", link.tensor,
+      mismatch(fmt::format("scales `{}` of shape [{}] fit no groups of {} x {} values", link.scale.name,
                            fmt::join(scale, ", "), rows, columns));
   }
-  if (parts.zeros) check_grid(*codes.zeros, *parts.zeros, link.bits, rows, geometry.groups, mismatch);
+  if (parts.zeros) check_grid(codes.zeros, link.zeros.name, *parts.zeros, link.bits, rows, geometry.groups, mismatch);
   if (parts.group_index &&
       (parts.group_index->dtype() != DType::I32 || parts.group_index->numel() != static_cast<uint64_t>(columns)))
-    mismatch(fmt::format("`{}` is not {} int32 group indices", codes.group_index, columns));
+    mismatch(fmt::format("`{}` is not {} int32 group indices", link.group_index.name, columns));
   return geometry;
 }
 
 /// Each column's group: GPTQ's g_idx (act-order permutes them), else consecutive columns of equal groups.
-std::vector<int32_t> groups_of_columns(const ZeroPointParts& parts, const Geometry& shape, const Mismatch& mismatch) {
+std::vector<int32_t> groups_of_columns(const ZeroPointValues& parts, const Geometry& shape, const Mismatch& mismatch) {
   std::vector<int32_t> groups(static_cast<size_t>(shape.columns));
   int64_t group_size = shape.columns / shape.groups;
   for (int64_t column = 0; column < shape.columns; ++column) {
@@ -287,7 +311,7 @@ std::vector<int32_t> groups_of_columns(const ZeroPointParts& parts, const Geomet
 }
 
 /// Every scale as rows x groups (one for the whole tensor repeated), widened to float: exact.
-std::vector<float> scales_by_row(const ZeroPointParts& parts, const ZeroPointCodes& codes, const Geometry& shape) {
+std::vector<float> scales_by_row(const ZeroPointValues& parts, const ZeroPointLayout& codes, const Geometry& shape) {
   std::vector<float> stored(parts.scales.numel()), scales(static_cast<size_t>(shape.rows * shape.groups));
   widen(parts.scales, 0, stored.size(), stored.data());
   for (int64_t row = 0; row < shape.rows; ++row)
@@ -300,16 +324,16 @@ std::vector<float> scales_by_row(const ZeroPointParts& parts, const ZeroPointCod
   return scales;
 }
 
-TensorStats stats_of_parts(const ZeroPointParts& parts, const ScaleLink& link, const std::filesystem::path& file,
+TensorStats stats_of_parts(const ZeroPointValues& parts, const ZeroPointParts& link, const std::filesystem::path& file,
                            std::string_view weight) {
   const Mismatch mismatch(file, weight);
-  const Geometry shape = geometry(parts, link, mismatch);
-  const std::vector<float> scales = scales_by_row(parts, *link.zero_point, shape);
-  const GridCodes codes(link.zero_point->codes, parts.codes, link.bits);
+  const Geometry shape = geometry(parts, link, weight, mismatch);
+  const std::vector<float> scales = scales_by_row(parts, link.layout, shape);
+  const GridCodes codes(link.layout.codes, parts.codes, link.bits);
   std::optional<GridCodes> zeros;
-  if (parts.zeros) zeros.emplace(*link.zero_point->zeros, *parts.zeros, link.bits);
-  const int levels = 1 << link.bits, offset = link.zero_point->codes.offset;
-  const int zero_offset = zeros ? link.zero_point->zeros->offset : 0;
+  if (parts.zeros) zeros.emplace(link.layout.zeros, *parts.zeros, link.bits);
+  const int levels = 1 << link.bits, offset = link.layout.codes.offset;
+  const int zero_offset = zeros ? link.layout.zeros.offset : 0;
   const std::vector<int32_t> groups = groups_of_columns(parts, shape, mismatch);
   // (code - zero) has at most 9 significant bits and the scale at most 24: a float16 or bfloat16 scale's product is
   // exact in float32, a float32 one's rounded once, as the kernels' own product.
@@ -327,23 +351,20 @@ TensorStats stats_of_parts(const ZeroPointParts& parts, const ScaleLink& link, c
   }
 }
 
-void link_zero_point_codes(std::vector<TensorRecord>& tensors, const nlohmann::json& config,
-                           const std::string& /*file*/) {
-  const std::vector<Method> methods = methods_of(config);
+void link_zero_point_codes(Linking& model) {
+  const std::vector<Method> methods = methods_of(model.config());
   if (methods.empty()) return;
-  Names names;
-  for (size_t i = 0; i < tensors.size(); ++i) names.emplace(tensors[i].name, i);
-  for (TensorRecord& weight : tensors)
-    if (is_words(weight) && weight.name.ends_with(methods.front().codes)) link(weight, tensors, names, methods);
+  for (const TensorRecord& weight : model.tensors())
+    if (is_words(weight) && weight.name.ends_with(methods.front().codes)) link(model, weight, methods);
 }
 
-/// A kZeroPoint weight's values from its codes, scales and the other parts its link names.
+/// A weight's values from its codes, scales and the other parts its link names.
 TensorStats zero_point_stats(const LinkedValues& values) {
-  const ScaleLink& link = values.link();
-  std::optional<HostValues> zeros = values.optional_part(link.zero_point->zeros ? link.zero_point->zeros->tensor : "");
-  std::optional<HostValues> group_index = values.optional_part(link.zero_point->group_index);
-  std::optional<HostValues> shape = values.optional_part(link.zero_point->shape_tensor);
-  HostValues codes = values.weight(), scale = values.part(link.tensor);
+  const auto& link = values.parts<ZeroPointParts>();
+  std::optional<HostValues> zeros = values.optional_part(link.zeros);
+  std::optional<HostValues> group_index = values.optional_part(link.group_index);
+  std::optional<HostValues> shape = values.optional_part(link.shape);
+  HostValues codes = values.weight(), scale = values.part(link.scale);
   return stats_of_parts({.codes = codes,
                          .scales = scale,
                          .zeros = zeros ? &*zeros : nullptr,
@@ -352,12 +373,9 @@ TensorStats zero_point_stats(const LinkedValues& values) {
                         link, values.file(), values.record().name);
 }
 
-constexpr std::array kComputes = {ScaleScheme::kZeroPoint};
-
 }  // namespace
 
 extern const QuantScheme kZeroPointScheme{.name = "GPTQ, AWQ (GEMM), compressed-tensors pack-quantized",
-                                          .computes = kComputes,
                                           .link = link_zero_point_codes,
                                           .stats = zero_point_stats};
 

@@ -5,7 +5,6 @@
 #include "precdetect/analyze/cast_safety.h"
 #include "precdetect/classify/evidence/records.h"
 #include "precdetect/classify/evidence/storage_casts.h"
-#include "precdetect/quantize/quanto.h"
 #include "precdetect/report/batch_counts.h"
 
 namespace precdetect {
@@ -249,44 +248,13 @@ ordered_json tensor_json(const TensorReport& tensor) {
   item["shares_storage_with"] = tensor.shares_storage_with ? ordered_json(*tensor.shares_storage_with) : nullptr;
   if (tensor.torch_name) item["torch_name"] = *tensor.torch_name;
   if (!tensor.parts.empty()) item["parts"] = {{"shapes", tensor.parts}, {"replicated", tensor.replicated}};
-  if (const std::optional<ScaleLink>& scale = tensor.scaled_by) {
-    // DequantizeLinear's scales run along any axis: its blocks are its axis and block size, not rows and columns.
-    bool along_axis = scale->scheme == ScaleScheme::kDequantizeLinear;
-    item["scaled_by"] = {
-        {"tensor", scale->tensor},
-        {"block", along_axis ? ordered_json(nullptr) : ordered_json({scale->block_rows, scale->block_cols})}};
-    if (scale->scheme == ScaleScheme::kAffine)
-      item["scaled_by"].update({{"biases", scale->bias}, {"bits", scale->bits}});
-    if (scale->scheme == ScaleScheme::kBlockwise4bit || scale->scheme == ScaleScheme::kInt8Rows ||
-        scale->scheme == ScaleScheme::kInt8Codes)
-      item["scaled_by"]["bits"] = scale->bits;
-    if (scale->scheme == ScaleScheme::kInt8Codes)
-      item["scaled_by"]["zero_points"] = scale->zero_points.empty() ? nullptr : ordered_json(scale->zero_points);
-    if (scale->scheme == ScaleScheme::kTorchao)
-      item["scaled_by"].update(
-          {{"zero_points", scale->zero_points.empty() ? nullptr : ordered_json(scale->zero_points)},
-           {"result_dtype", dtype_name(scale->result)}});
-    if (along_axis)
-      item["scaled_by"].update(
-          {{"zero_points", scale->zero_points.empty() ? nullptr : ordered_json(scale->zero_points)},
-           {"axis", scale->axis},
-           {"block_size", scale->block_size},
-           {"bits", scale->bits}});
-    if (scale->scheme == ScaleScheme::kMicroscaling)
-      item["scaled_by"].update({{"format", scale->format}, {"bits", scale->bits}});
-    if (scale->scheme == ScaleScheme::kNvfp4)
-      item["scaled_by"].update({{"format", "nvfp4"}, {"global_scale", scale->global_scale}, {"bits", scale->bits}});
-    if (const std::optional<QuantoCodes>& quanto = scale->quanto)
-      item["scaled_by"].update({{"codes", quanto->codes},
-                                {"shifts", quanto->shift.empty() ? nullptr : ordered_json(quanto->shift)},
-                                {"qtype", quanto_type_name(quanto->type)},
-                                {"bits", scale->bits}});
-    if (const std::optional<ZeroPointCodes>& codes = scale->zero_point)
-      item["scaled_by"].update(
-          {{"zero_points", codes->zeros ? ordered_json(codes->zeros->tensor) : nullptr},
-           {"group_index", codes->group_index.empty() ? nullptr : ordered_json(codes->group_index)},
-           {"bits", scale->bits}});
-  }
+  if (tensor.scaled_by) item["scaled_by"] = tensor.scaled_by->describe();
+  if (std::optional<uint64_t> stored = tensor.scaled_by ? tensor.scaled_by->stored_values() : std::nullopt)
+    item["sparsity"] = {{"stored", *stored},
+                        {"logical", tensor.numel},
+                        {"zeros_fraction", s && tensor.numel > 0 ? number(static_cast<double>(s->zeros) /
+                                                                          static_cast<double>(tensor.numel))
+                                                                 : ordered_json(nullptr)}};
   return item;
 }
 

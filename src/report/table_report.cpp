@@ -93,7 +93,13 @@ std::string batch_line(const ScanReport& report) {
 std::string tensor_note(const TensorReport& tensor) {
   if (tensor.role == TensorRole::kOptimizer) return "optimizer state";
   if (tensor.role == TensorRole::kScale) return "quantization scale (not in the verdict)";
-  if (tensor.scaled_by) return fmt::format("dequantized: x {}", tensor.scaled_by->tensor);
+  if (std::optional<uint64_t> stored = tensor.scaled_by ? tensor.scaled_by->stored_values() : std::nullopt)
+    return fmt::format("sparse: {} of {} values stored{}", *stored, tensor.numel,
+                       tensor.stats && tensor.numel > 0
+                           ? fmt::format(", {:.1f}% zeros", 100.0 * static_cast<double>(tensor.stats->zeros) /
+                                                                static_cast<double>(tensor.numel))
+                           : "");
+  if (tensor.scaled_by) return fmt::format("dequantized: x {}", tensor.scaled_by->scale());
   if (tensor.role == TensorRole::kBuffer) return "buffer (not in the verdict)";
   if (tensor.shares_storage_with) return "shares " + *tensor.shares_storage_with;
   if (!tensor.parts.empty())

@@ -10,7 +10,8 @@ calculate_qparams, generate_gparam for nvfp4's global scale, and ModelCompressor
 - compressed-tensors' nvfp4-pack-quantized (NVFP4A16) against NVFP4PackedCompressor.decompress, and int-quantized
   (W8A8 with float32 and bfloat16 scales, and asymmetric in groups of 64 with float16 ones) against its dequantize;
 - MLX 0.32's mxfp4, nvfp4 and mxfp8 modes (mx.quantize, mx.save_safetensors, the `quantization` block mlx-lm
-  writes) against mx.dequantize;
+  writes) against mx.dequantize, and mlx-lm 0.32.2's own quantize_model and save_model with modules of a mode of
+  their own (nvfp4, mxfp8 for the down projections) against its load_model and mx.dequantize;
 - gpt-oss's MXFP4 (`*_blocks`, `*_scales`; transformers quantizes to it only on a GPU, through Triton kernels, so
   the codes and scales are drawn at random in its layout) against transformers' convert_moe_packed_tensors;
 - bitsandbytes 0.50.2's 4-bit weights with every `bnb_4bit_quant_storage` dtype (bfloat16, float16, float32: the
@@ -146,6 +147,44 @@ class Microscaling(ScanTestCase):
                     check_dequantized(self, reported, name, reference)
                     self.assertEqual(reported[name]["scaled_by"]["format"], mode)
                     self.assertEqual(reported[name[: -len("weight")] + "scales"]["role"], "scale")
+
+    def test_mlx_lm_modules_of_their_own_mode_as_mlx_lm_loads_them(self):
+        """mlx-lm quantizes a Llama in nvfp4 with each MLP's down_proj in mxfp8, as its quant_predicate asks:
+        config.json's `quantization` holds those modules' own settings beside the model's. Each weight is read in its
+        module's mode, against mlx-lm's own loader (load_model) and mx.dequantize of what it loads."""
+        import mlx.core as mx
+        import numpy
+        from mlx_lm.models import llama
+        from mlx_lm.utils import load_model, quantize_model, save_config, save_model
+
+        mx.random.seed(0)
+        config = {"model_type": "llama", "hidden_size": 128, "num_hidden_layers": 2, "intermediate_size": 256,
+                  "num_attention_heads": 4, "num_key_value_heads": 4, "rms_norm_eps": 1e-5, "vocab_size": 64}
+        model = llama.Model(llama.ModelArgs.from_dict(config))
+        own_mode = {"group_size": 32, "bits": 8, "mode": "mxfp8"}
+        model, config = quantize_model(model, config, 16, 4, mode="nvfp4",
+                                       quant_predicate=lambda path, _: own_mode if path.endswith("down_proj") else True)
+        folder = self.tmp / "mlx-lm-modes"
+        save_model(folder, model)
+        save_config(config, folder / "config.json")
+        self.assertEqual(json.loads((folder / "config.json").read_text())["quantization"]["model.layers.0.mlp.down_proj"],
+                         own_mode)
+        loaded, _ = load_model(folder)
+        references, modes = {}, {}
+        for name, module in loaded.named_modules():
+            if not hasattr(module, "scales"):
+                continue
+            dequantized = mx.dequantize(module.weight, module.scales, module.get("biases"), module.group_size,
+                                        module.bits, module.mode)
+            references[f"{name}.weight"] = torch.from_numpy(numpy.array(dequantized.astype(mx.float32)))
+            modes[f"{name}.weight"] = module.mode
+        self.assertEqual(set(modes.values()), {"nvfp4", "mxfp8"})
+        _, reported = scanned(self, folder)
+        for name, reference in references.items():
+            with self.subTest(weight=name):
+                check_dequantized(self, reported, name, reference)
+                self.assertEqual(reported[name]["scaled_by"]["format"], modes[name])
+                self.assertEqual(reported[name[: -len("weight")] + "scales"]["role"], "scale")
 
     def test_gpt_oss_mxfp4_as_transformers_dequantizes_it(self):
         from safetensors.torch import save_file

@@ -209,6 +209,37 @@ class Quanto(ScanTestCase):
         with safe_open(folder / "model.safetensors", "pt") as stored:
             self.assertTensorStats(reported["0.weight"], reference(stored, "0", module), "0.weight")
 
+    def test_a_cached_weight_is_read_again_when_its_shift_in_another_shard_changes(self):
+        """The cache's key of a linked weight holds every part it is read with: a qint4 weight whose `_shift` sits in
+        another shard of the model (as sharded saves place tensors) is read again once that shard changes, however
+        unchanged the weight's own shard is (the shift was no input of its key before: a stale result)."""
+        model = torch.nn.Sequential(torch.nn.Linear(256, 96))
+        torch.manual_seed(0)
+        quanto.quantize(model, weights=quanto.qtypes["qint4"])
+        quanto.freeze(model)
+        state = {key: value.contiguous() for key, value in model.state_dict().items()}
+        folder = self.tmp / "sharded"
+        folder.mkdir()
+        (folder / "quantization_map.json").write_text(json.dumps(quanto.quantization_map(model)))
+        shift = "0.weight._shift"
+        first = {key: value for key, value in state.items() if key != shift}
+        save_file(first, folder / "model-00001-of-00002.safetensors")
+        weight_map = {key: "model-00001-of-00002.safetensors" for key in first}
+        weight_map[shift] = "model-00002-of-00002.safetensors"
+        (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+        cache = self.tmp / "stats.sqlite"
+        norms = []
+        for shifted in (state[shift], state[shift] + 0.25):  # the second shard rewritten, the first left as it was
+            save_file({shift: shifted.contiguous()}, folder / "model-00002-of-00002.safetensors")
+            code, cached, stderr = scan("--cache", cache, folder)
+            self.assertEqual(code, 0, stderr)
+            code, fresh, stderr = scan("--no-cache", folder)
+            self.assertEqual(code, 0, stderr)
+            weight = tensors_by_name(cached["models"][0])["0.weight"]
+            self.assertEqual(weight, tensors_by_name(fresh["models"][0])["0.weight"])
+            norms.append(weight["norm"])
+        self.assertNotEqual(norms[0], norms[1])  # the shift is read: its change is the weight's
+
     def test_without_a_map_the_packed_rows_decide_or_the_codes_are_counted(self):
         model = layers(torch.float16)
         quanto.quantize(model, weights=quanto.qint2)

@@ -4,14 +4,15 @@
 #include "fuzz_parser.h"
 #include "precdetect/load/checkpoint.h"
 #include "precdetect/load/onnx/onnx.h"
-#include "precdetect/quantize/scheme.h"
+#include "precdetect/quantize/linked_checkpoint.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return precdetect::fuzz::parse_or_reject(data, size, "/nonexistent/fuzz.onnx", [](auto file) {
     precdetect::Checkpoint checkpoint;
     checkpoint.files.push_back(std::move(file));
     precdetect::read_onnx(checkpoint, 0);
-    precdetect::link_quantized(checkpoint.tensors, nullptr, "/nonexistent/fuzz.onnx");
-    precdetect::fuzz::view_every_tensor(checkpoint);
+    precdetect::LinkedCheckpoint model =
+        precdetect::link_checkpoint(std::move(checkpoint), nullptr, "/nonexistent/fuzz.onnx");
+    precdetect::fuzz::view_every_tensor(model);
   });
 }

@@ -9,7 +9,7 @@
 #include "precdetect/load/dcp/dcp_safetensors.h"
 #include "precdetect/load/safetensors/safetensors.h"
 #include "precdetect/load/tensor_subclasses.h"
-#include "precdetect/quantize/scheme.h"
+#include "precdetect/quantize/linked_checkpoint.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return precdetect::fuzz::parse_or_reject(data, size, "fuzz.safetensors", [](auto file) {
@@ -24,38 +24,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       precdetect::join_dcp_safetensors_chunks(ranks);
     } catch (const precdetect::Error&) {
     }
-    std::vector<precdetect::TensorRecord> configured = header.tensors, mlx = header.tensors, gptq = header.tensors,
-                                          awq = header.tensors, packed = header.tensors, quanto = header.tensors;
-    const std::vector<precdetect::TensorRecord> original = header.tensors;
-    precdetect::link_quantized(header.tensors, nullptr, "fuzz.safetensors");
-    precdetect::link_quantized(configured, {{"quantization_config", {{"weight_block_size", {128, 128}}}}},
-                               "fuzz.safetensors");
-    precdetect::link_quantized(mlx, {{"quantization", {{"group_size", 64}, {"bits", 4}}}}, "fuzz.safetensors");
-    precdetect::link_quantized(gptq, {{"quantization_config", {{"quant_method", "gptq"}, {"bits", 3}}}},
-                               "fuzz.safetensors");
-    precdetect::link_quantized(awq, {{"quantization_config", {{"quant_method", "awq"}}}}, "fuzz.safetensors");
+    // Each scheme's link over the header's records, under the settings that switch it on.
+    auto link = [&](const nlohmann::json& config, const std::map<std::string, std::string>& subclasses = {}) {
+      precdetect::Checkpoint checkpoint;
+      checkpoint.tensors = header.tensors;
+      checkpoint.tensor_subclasses = subclasses;
+      precdetect::link_checkpoint(std::move(checkpoint), config, "fuzz.safetensors");
+    };
+    link(nullptr);
+    link({{"quantization_config", {{"weight_block_size", {128, 128}}}}});
+    link({{"quantization", {{"group_size", 64}, {"bits", 4}}}});
+    link({{"quantization_config", {{"quant_method", "gptq"}, {"bits", 3}}}});
+    link({{"quantization_config", {{"quant_method", "awq"}}}});
     nlohmann::json group = {{"format", "pack-quantized"}, {"weights", {{"type", "int"}, {"num_bits", 4}}}};
-    precdetect::link_quantized(
-        packed, {{"quantization_config", {{"quant_method", "compressed-tensors"}, {"config_groups", {{"g", group}}}}}},
-        "fuzz.safetensors");
+    link({{"quantization_config", {{"quant_method", "compressed-tensors"}, {"config_groups", {{"g", group}}}}}});
     nlohmann::json map = {{"l", {{"weights", "qint4"}}}, {"b", {{"weights", "qint8"}}}};
-    precdetect::link_quantized(
-        quanto, {{"quantization_config", {{"quant_method", "quanto"}, {"quantization_map", map}}}}, "fuzz.safetensors");
+    link({{"quantization_config", {{"quant_method", "quanto"}, {"quantization_map", map}}}});
     // Issue 59's schemes, and the unread schemes' net under each declaration.
-    for (const char* format : {"nvfp4-pack-quantized", "int-quantized", "mxfp4-pack-quantized"}) {
-      std::vector<precdetect::TensorRecord> compressed = original;
-      precdetect::link_quantized(
-          compressed, {{"quantization_config", {{"quant_method", "compressed-tensors"}, {"format", format}}}},
-          "fuzz.safetensors");
-    }
-    std::vector<precdetect::TensorRecord> gpt_oss = original, mlx_modes = original;
-    precdetect::link_quantized(gpt_oss, {{"quantization_config", {{"quant_method", "mxfp4"}}}}, "fuzz.safetensors");
-    precdetect::link_quantized(mlx_modes, {{"quantization", {{"group_size", 32}, {"bits", 4}, {"mode", "mxfp4"}}}},
-                               "fuzz.safetensors");
+    for (const char* format : {"nvfp4-pack-quantized", "int-quantized", "mxfp4-pack-quantized"})
+      link({{"quantization_config", {{"quant_method", "compressed-tensors"}, {"format", format}}}});
+    link({{"quantization_config", {{"quant_method", "mxfp4"}}}});
+    link({{"quantization", {{"group_size", 32}, {"bits", 4}, {"mode", "mxfp4"}}}});
     // torchao's subclasses, as their descriptions in the header's metadata say.
     std::map<std::string, std::string> subclasses;
     precdetect::add_safetensors_subclasses(subclasses, header.metadata);
-    std::vector<precdetect::TensorRecord> torchao = original;
-    precdetect::link_quantized(torchao, precdetect::with_tensor_subclasses(nullptr, subclasses), "fuzz.safetensors");
+    link(nullptr, subclasses);
   });
 }

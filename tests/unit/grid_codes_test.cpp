@@ -35,7 +35,7 @@ HostValues random_words(const Layout& layout, int bits, int64_t rows, int64_t co
 void expect_each_code_once_as_stored(const Layout& layout, int bits) {
   const int64_t rows = 37, columns = 45;
   const PackedGrid grid{
-      .tensor = "w", .transposed = layout.transposed, .packed_dim = layout.packed_dim, .awq_order = layout.awq_order};
+      .transposed = layout.transposed, .packed_dim = layout.packed_dim, .awq_order = layout.awq_order};
   const HostValues words = random_words(layout, bits, rows, columns);
   const GridCodes codes(grid, words, bits);
   const bool whole_words = layout.awq_order || 32 % bits == 0;

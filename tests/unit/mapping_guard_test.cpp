@@ -74,10 +74,11 @@ TEST_F(ShrinkingFile, TheAnalyzerFailsTheModelInsteadOfCrashing) {
   Checkpoint checkpoint{.format = "safetensors"};
   checkpoint.files.push_back(map_file(path_));
   checkpoint.tensors = read_safetensors_header(*checkpoint.files.front()).tensors;
+  LinkedCheckpoint model = link_checkpoint(std::move(checkpoint), nullptr, path_.string());
   std::filesystem::resize_file(path_, 4 * kPage);
-  const TensorRecord* record = &checkpoint.tensors.front();
+  const TensorRecord* record = &model.tensors.front();
   try {
-    Analyzer({}).analyze(checkpoint, std::span(&record, 1));
+    Analyzer({}).analyze(model, std::span(&record, 1));
     FAIL() << "statistics of a file that shrank mid-read were returned";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("shrank while being read"), std::string::npos) << e.what();

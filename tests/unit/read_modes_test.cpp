@@ -142,7 +142,8 @@ std::vector<const TensorRecord*> records_of(const Checkpoint& checkpoint) {
 }
 
 TEST_F(ReadModes, AnalyzerMatchesTheReferenceInBothReadModes) {
-  Checkpoint mapped = open(ReadMode::kMmap), pread = open(ReadMode::kPread);
+  LinkedCheckpoint mapped = link_checkpoint(open(ReadMode::kMmap), nullptr, "model");
+  LinkedCheckpoint pread = link_checkpoint(open(ReadMode::kPread), nullptr, "model");
   std::vector<const TensorRecord*> records = records_of(mapped);
   std::vector<TensorStats> from_mmap = Analyzer({}).analyze(mapped, records);
   std::vector<TensorStats> from_pread = Analyzer({}).analyze(pread, records_of(pread));
@@ -168,7 +169,7 @@ TEST_F(ReadModes, EachDeviceReadsTheWayItPrefers) {
 TEST_F(ReadModes, CudaAnalyzerAgreesWithTheCpuOne) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device: the CUDA path is tested on GPU machines";
   for (ReadMode mode : {ReadMode::kMmap, ReadMode::kPread}) {
-    Checkpoint checkpoint = open(mode);
+    LinkedCheckpoint checkpoint = link_checkpoint(open(mode), nullptr, "model");
     std::vector<TensorStats> on_cpu = Analyzer({}).analyze(checkpoint, records_of(checkpoint));
     std::vector<TensorStats> on_gpu = Analyzer({.cuda = true}).analyze(checkpoint, records_of(checkpoint));
     ASSERT_EQ(on_gpu.size(), on_cpu.size());

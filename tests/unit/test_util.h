@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "precdetect/load/source/byte_source.h"
+#include "precdetect/load/tensor_record.h"
 
 namespace precdetect::testing {
 
@@ -83,6 +84,13 @@ inline std::string unicode(const std::string& text) {
   std::string length(4, '\0');
   for (int i = 0; i < 4; ++i) length[i] = static_cast<char>((text.size() >> (8 * i)) & 0xFF);
   return "X" + length + text;
+}
+
+/// A record of `name`, `dtype` and `shape` (its numel from the shape), as a header lists it: what a scheme links.
+inline TensorRecord shaped_record(const std::string& name, DType dtype, std::vector<int64_t> shape) {
+  uint64_t numel = 1;
+  for (int64_t side : shape) numel *= static_cast<uint64_t>(side);
+  return {.name = name, .dtype = dtype, .shape = std::move(shape), .numel = numel};
 }
 
 }  // namespace precdetect::testing

@@ -60,7 +60,8 @@ TEST(CudaPath, AgreesWithCpuPathOnEveryDtype) {
     std::string header = fmt::format(R"({{"pad":{{"dtype":"U8","shape":[1],"data_offsets":[0,1]}},)"
                                      R"("t":{{"dtype":"{}","shape":[{}],"data_offsets":[1,{}]}}}})",
                                      dtype_name(dtype), 1'000'003, 1 + data.size());
-    Checkpoint checkpoint = checkpoint_of(testing::safetensors_bytes(header, "\x7f" + data));
+    LinkedCheckpoint checkpoint =
+        link_checkpoint(checkpoint_of(testing::safetensors_bytes(header, "\x7f" + data)), nullptr, "gpu");
     const TensorRecord& record = checkpoint.tensors.back();
     const TensorRecord* records[] = {&record};
     expect_same_stats(Analyzer({.cuda = true}).analyze(checkpoint, records)[0],

@@ -11,6 +11,7 @@
 #include "precdetect/core/dtype.h"
 #include "precdetect/kernel/tensor_stats.h"
 #include "precdetect/load/tensor_record.h"
+#include "precdetect/quantize/link.h"
 
 namespace precdetect {
 
@@ -31,8 +32,8 @@ struct AnalyzedTensor {
   std::vector<std::vector<int64_t>> parts;
   /// The parts are copies of one tensor (same shape and statistics: a replicated norm), counted once.
   bool replicated = false;
-  /// A quantized weight analyzed with its scales (TensorRecord::scaled_by): the scale tensor and its blocks.
-  std::optional<ScaleLink> scaled_by;
+  /// A quantized weight analyzed with its scales (RecordReading::link): its scheme's parts.
+  std::optional<Link> scaled_by;
 };
 
 }  // namespace precdetect

@@ -9,6 +9,7 @@
 #include "precdetect/analyze/device_backend.h"
 #include "precdetect/kernel/tensor_stats.h"
 #include "precdetect/load/checkpoint.h"
+#include "precdetect/quantize/linked_checkpoint.h"
 
 namespace precdetect {
 
@@ -17,11 +18,11 @@ class Analyzer {
  public:
   explicit Analyzer(const ComputeDevice& device);
 
-  /// The statistics of `records` (floating tensors of `checkpoint`), in order. Both devices use the same
-  /// definitions and agree to float64 rounding. Each tensor's mapped pages are released once it has been read.
-  /// On CUDA a host thread stages the next tensors while the GPU computes. Throws Error(kDevice) if
-  /// the CUDA path fails.
-  std::vector<TensorStats> analyze(const Checkpoint& checkpoint, std::span<const TensorRecord* const> records);
+  /// The statistics of `records` (floating tensors of `checkpoint`, and weights its schemes read), in order. Both
+  /// devices use the same definitions and agree to float64 rounding. Each tensor's mapped pages are released once it
+  /// has been read. On CUDA a host thread stages the next tensors while the GPU computes. Throws Error(kDevice) if the
+  /// CUDA path fails.
+  std::vector<TensorStats> analyze(const LinkedCheckpoint& checkpoint, std::span<const TensorRecord* const> records);
 
   /// How this analyzer's bytes are best read from a hot page cache (--io's default). The CPU kernel computes
   /// straight from the mapping. The CUDA path copies every byte into its staging buffers anyway, and pread

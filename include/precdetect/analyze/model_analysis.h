@@ -14,6 +14,7 @@
 #include "precdetect/core/warning.h"
 #include "precdetect/load/checkpoint.h"
 #include "precdetect/load/live_model.h"
+#include "precdetect/quantize/linked_checkpoint.h"
 
 namespace precdetect {
 
@@ -31,12 +32,12 @@ struct ModelAnalysis {
 /// their statistics added (or, when every part is the same, taken once). The chunks of a tensor stored in chunks
 /// (TensorRecord::chunk_of) are reported as that tensor, of its whole shape, their statistics merged. Throws
 /// Error(kNoTensors) when the checkpoint holds no tensor at all: a file is never read as an empty model.
-ModelAnalysis analyze_model(const Checkpoint& checkpoint, const TensorFilter& filter, const BufferNames& buffers,
+ModelAnalysis analyze_model(const LinkedCheckpoint& checkpoint, const TensorFilter& filter, const BufferNames& buffers,
                             Analyzer& analyzer, StatsCache* cache);
 
 /// The same selection, roles, joined parts and counts from the records alone (--headers-only): no tensor's
 /// values read, so no statistics and no warnings about values. Throws Error(kNoTensors) as analyze_model does.
-ModelAnalysis census_model(const Checkpoint& checkpoint, const TensorFilter& filter, const BufferNames& buffers);
+ModelAnalysis census_model(const LinkedCheckpoint& checkpoint, const TensorFilter& filter, const BufferNames& buffers);
 
 /// The same for a model in memory (`name` names it in errors): each tensor's statistics computed where it lives,
 /// with the same definitions (our kernel over a CPU tensor's own memory, libtorch on a CUDA tensor's device).

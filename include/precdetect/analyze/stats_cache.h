@@ -10,6 +10,7 @@
 
 #include "precdetect/kernel/tensor_stats.h"
 #include "precdetect/load/checkpoint.h"
+#include "precdetect/quantize/link.h"
 
 struct sqlite3;
 
@@ -28,10 +29,12 @@ class StatsCache {
   /// external data). Any change to the files gives a new identity, so stale entries are never hit.
   static std::string file_identity(const Checkpoint& checkpoint, size_t index);
 
-  /// The statistics stored for `record`, if any, computed from `inputs`: its file's identity, and for a scaled
-  /// weight each linked tensor's layout and file identity (model_analysis).
-  std::optional<TensorStats> find(const std::string& inputs, const TensorRecord& record);
-  void store(const std::string& inputs, const TensorRecord& record, const TensorStats& stats);
+  /// The statistics stored for `record`, if any, computed from `inputs`: its file's identity, and for a linked
+  /// weight each linked tensor's layout and file identity (model_analysis), with `link` (its scheme and every field
+  /// of its parts: Link::key) saying how they are computed; nullptr for a tensor read as stored.
+  std::optional<TensorStats> find(const std::string& inputs, const TensorRecord& record, const Link* link = nullptr);
+  void store(const std::string& inputs, const TensorRecord& record, const TensorStats& stats,
+             const Link* link = nullptr);
 
  private:
   StatsCache(sqlite3* db, std::filesystem::path path) : db_(db), path_(std::move(path)) {}

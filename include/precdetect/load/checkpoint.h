@@ -8,6 +8,7 @@
 
 #include "precdetect/core/warning.h"
 #include "precdetect/discover/discover.h"
+#include "precdetect/load/dequantize_node.h"
 #include "precdetect/load/file_format.h"
 #include "precdetect/load/pickle/pickle.h"
 #include "precdetect/load/records/training_record.h"
@@ -34,6 +35,9 @@ struct Checkpoint {
   /// as torchao's flatten_tensor_state_dict writes it in a safetensors header (JSON text), by the logical tensor's
   /// name; the parts are records named as it names them (`X._weight_qdata` for `X.weight`). See tensor_subclasses.h.
   std::map<std::string, std::string> tensor_subclasses;
+  /// What the files' exported graphs say they dequantize (ONNX's DequantizeLinear and QOperator nodes whose codes
+  /// are stored), in the order the graphs hold them: quantize reads the weights (dequantize_linear).
+  std::vector<DequantizeNode> dequantize_nodes;
   /// The files are model-parallel shards (ModelSource::model_parallel): a name may recur across files.
   bool model_parallel = false;
   /// When set, the pre-0.4 tar reader logs what every pickle imports and tampers here (its pickles lie between

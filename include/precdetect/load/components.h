@@ -41,7 +41,4 @@ struct ComponentInput {
 /// hold `#` itself).
 std::optional<ComponentInput> component_input(std::string_view input);
 
-/// Keeps the tensors of `component` only. Throws Error(kMissingTensor) naming `file` when it has none.
-void keep_component(std::vector<TensorRecord>& tensors, std::string_view component, const std::string& file);
-
 }  // namespace precdetect

@@ -5,13 +5,27 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <tuple>
 
 #include "precdetect/kernel/host_values.h"
 #include "precdetect/kernel/widen.h"
-#include "precdetect/load/tensor_record.h"
 #include "precdetect/quantize/packed_codes.h"
 
 namespace precdetect {
+
+/// Integer codes (or zero points) packed in 32-bit words, as a grid of rows and columns: the stored tensor holds
+/// that grid, or its transpose, with one dimension's codes sharing words as a dense bit stream, LSB first (a code
+/// may straddle two words at 3, 5, 6 or 7 bits), or in AWQ's interleaved order.
+struct PackedGrid {
+  bool transposed = false;  ///< stored as [columns, rows] of the grid (GPTQ's qweight is [in / 8, out])
+  int packed_dim = 1;       ///< the stored dimension along which codes share words
+  bool awq_order = false;   ///< 4-bit codes in AWQ's order within each word: 0, 2, 4, 6, 1, 3, 5, 7
+  int offset = 0;           ///< added to each stored code to give its value (compressed-tensors: -2^(bits-1))
+
+  static constexpr auto fields() {
+    return std::tuple{&PackedGrid::transposed, &PackedGrid::packed_dim, &PackedGrid::awq_order, &PackedGrid::offset};
+  }
+};
 
 class GridCodes {
  public:

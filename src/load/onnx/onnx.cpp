@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "precdetect/core/bytes.h"
@@ -89,7 +90,7 @@ class OnnxReader {
     std::vector<std::string> not_read;
     for (const OnnxTensor& tensor : graph_.tensors) add(tensor, not_read);
     for (const OnnxSparse& sparse : graph_.sparse) add_sparse(sparse, not_read);
-    link_dequantized();
+    record_dequantize_nodes();
     warn_about(checkpoint_.warnings, WarningCode::kDtypesNotRead, path_.string(), std::move(not_read));
     checkpoint_.files[file_] = std::move(decoded_);
   }
@@ -172,37 +173,20 @@ class OnnxReader {
     if (wrong) fail(values, *wrong);
   }
 
-  /// Each stored weight a DequantizeLinear node (or a QOperator one) reads as its codes, linked to its scale and zero
-  /// point (ScaleScheme::kDequantizeLinear; quantize/dequantize_linear.cpp checks they fit and reads them). Codes
-  /// several nodes read alike are linked once; codes read with two different scales are not linked, and stay the
-  /// integers they are stored as.
-  void link_dequantized() {
-    std::map<std::string, size_t> stored;
-    for (size_t i = first_tensor_; i < checkpoint_.tensors.size(); ++i) stored.emplace(checkpoint_.tensors[i].name, i);
-    std::map<std::string, std::optional<ScaleLink>> links;
-    for (const OnnxDequantize& node : graph_.dequantized) {
-      if (!stored.contains(node.codes)) continue;  // an activation's
-      TensorRecord& codes = checkpoint_.tensors[stored.at(node.codes)];
-      if (node.scale.empty()) {  // a scale applied later, by another node: counted, not read
-        codes.unread_scheme = fmt::format("onnxruntime {} weights (their scale applied by a later node)", node.op_type);
-        continue;
-      }
-      if (!stored.contains(node.scale) || codes.sparse_of) continue;  // a computed scale; sparse codes
-      if (!node.zero_point.empty() && !stored.contains(node.zero_point)) continue;
-      ScaleLink link{.tensor = node.scale,
-                     .scheme = ScaleScheme::kDequantizeLinear,
-                     .zero_points = node.zero_point,
-                     .axis = node.axis,
-                     .block_size = node.block_size};
-      auto [at, fresh] = links.emplace(node.codes, link);
-      if (!fresh && at->second && !same_link(*at->second, link)) at->second.reset();
-    }
-    for (auto& [codes, link] : links)
-      if (link) checkpoint_.tensors[stored.at(codes)].scaled_by = std::move(link);
-  }
-
-  static bool same_link(const ScaleLink& a, const ScaleLink& b) {
-    return a.tensor == b.tensor && a.zero_points == b.zero_points && a.axis == b.axis && a.block_size == b.block_size;
+  /// Each DequantizeLinear node (or QOperator one) whose codes are a stored tensor of this file, as the graph says:
+  /// quantize/dequantize_linear.cpp reads them.
+  void record_dequantize_nodes() {
+    std::set<std::string> stored;
+    for (size_t i = first_tensor_; i < checkpoint_.tensors.size(); ++i) stored.insert(checkpoint_.tensors[i].name);
+    for (const OnnxDequantize& node : graph_.dequantized)
+      if (stored.contains(node.codes))  // else an activation's
+        checkpoint_.dequantize_nodes.push_back({.op_type = node.op_type,
+                                                .file = file_,
+                                                .codes = node.codes,
+                                                .scale = node.scale,
+                                                .zero_point = node.zero_point,
+                                                .axis = node.axis,
+                                                .block_size = node.block_size});
   }
 
   /// The record of a tensor of a type precdetect reads: its count and size checked, its values found.
