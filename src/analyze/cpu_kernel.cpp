@@ -10,7 +10,7 @@
 #include "precdetect/analyze/float_vectors.h"
 #include "precdetect/analyze/scalar_stats.h"
 #include "precdetect/core/parallel.h"
-#include "precdetect/quantize/ggml_blocks.h"
+#include "precdetect/kernel/ggml_blocks.h"
 
 namespace precdetect {
 namespace {
