@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from safetensors.numpy import save_file
 
-from helpers import ScanTestCase, reference_precision, run, scan, tensors_by_name, warning_codes
+from helpers import ScanTestCase, reference_precision, run, scan, tensors_by_name, warning_codes, write_gguf
 
 import gguf  # noqa: E402  (after helpers: the test venv's packages)
 import h5py
@@ -53,18 +53,6 @@ def weights(seed=0):
         "blk.0.ffn_up.weight": (rng.standard_normal((24, 16)) * 9e4).astype(np.float32),
         "output_norm.weight": np.ones(16, np.float32) + rng.standard_normal(16).astype(np.float32) * 1e-3,
     }
-
-
-def write_gguf(path, arrays, arch="llama", file_type=0, endianess=gguf.GGUFEndian.LITTLE):
-    writer = gguf.GGUFWriter(str(path), arch, endianess=endianess)
-    writer.add_file_type(file_type)
-    writer.add_quantization_version(2)
-    for name, (array, raw_dtype) in arrays.items():
-        writer.add_tensor(name, array, raw_dtype=raw_dtype)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
 
 
 # The K-quants and the 32-value types, with a scale test of their own here (every ggml type: test_ggml_types.py).

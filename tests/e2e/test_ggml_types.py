@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from helpers import BINARY, ScanTestCase, reference_precision, scan, tensors_by_name, warning_codes
+from helpers import BINARY, ScanTestCase, reference_precision, scan, tensors_by_name, warning_codes, write_gguf
 
 import gguf  # noqa: E402  (after helpers: the test venv's packages)
 from gguf import GGMLQuantizationType as GgmlType
@@ -92,18 +92,6 @@ def dequantized_by_precdetect(path, folder):
     return read
 
 
-def write_gguf_py(path, arrays, file_type):
-    writer = gguf.GGUFWriter(str(path), "llama")
-    writer.add_file_type(file_type)
-    writer.add_quantization_version(2)
-    for name, (array, raw_dtype) in arrays.items():
-        writer.add_tensor(name, array, raw_dtype=raw_dtype)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-
-
 class GgmlTypes(ScanTestCase):
     @classmethod
     def setUpClass(cls):
@@ -131,7 +119,7 @@ class GgmlTypes(ScanTestCase):
             self.ggml.write_gguf(self.tmp / file, {tensor: (BLOCK_TYPES[name][0], len(blocks), COLUMNS, blocks)
                                                    for tensor, (name, blocks) in tensors.items()}, file_type=15)
             files[self.tmp / file] = tensors
-        write_gguf_py(self.tmp / "gguf-py.gguf", {tensor: (blocks, BLOCK_TYPES[name][0])
+        write_gguf(self.tmp / "gguf-py.gguf", {tensor: (blocks, BLOCK_TYPES[name][0])
                                                   for tensor, (name, blocks) in py_tensors.items()}, file_type=7)
         files[self.tmp / "gguf-py.gguf"] = py_tensors
         return files
@@ -177,7 +165,7 @@ class GgmlTypes(ScanTestCase):
         """Q8_K (and Q8_1): written by no quantizer and without a to_float in ggml, but a file may hold them; named
         in dtypes_not_analyzed, their numel the values their blocks hold."""
         blocks = np.random.default_rng(5).integers(0, 256, (4, 2 * gguf.GGML_QUANT_SIZES[GgmlType.Q8_K][1]), np.uint8)
-        write_gguf_py(self.tmp / "q8k.gguf", {"q8k": (blocks, GgmlType.Q8_K)}, file_type=0)
+        write_gguf(self.tmp / "q8k.gguf", {"q8k": (blocks, GgmlType.Q8_K)}, file_type=0)
         code, document, _ = scan(self.tmp / "q8k.gguf")
         self.assertEqual(code, 0)
         model = document["models"][0]
