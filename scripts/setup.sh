@@ -5,8 +5,8 @@
 #   --tests      also what the test suite needs: GoogleTest, clang with its sanitizers and tools, chromium, ccache,
 #                and a virtual environment in .venv holding the pinned torch wheel (whose libtorch the CUDA plugin and
 #                the tests link), the reference writers (requirements-tests.txt), two wheels
-#                whose checkpoints the tests read, llama.cpp's GGUF converter, and ESPnet's argument parser
-#                (requirements-espnet.txt)
+#                whose checkpoints the tests read, llama.cpp's GGUF converter, ESPnet's argument parser
+#                (requirements-espnet.txt), and ggml's C library built from llama.cpp's source (requirements-ggml.txt)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in "" | --tests) ;; *) echo "usage: setup.sh [--tests]" >&2; exit 2 ;; esac
@@ -69,4 +69,23 @@ if ! test_tools_ready; then
   .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/espnet -r requirements-espnet.txt
   .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/ct-sparse -r requirements-sparse.txt
   .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/quark -r requirements-quark.txt
+fi
+
+# ggml's C library, the tests' reference for every ggml block type (requirements-ggml.txt): libggml-base alone, built
+# from the source llama.cpp ships, through a project that includes it as llama.cpp's own build does (the vendored
+# folder is not a standalone project), with no architecture flags (GGML_NATIVE=OFF): none of its dequantizers'
+# multiplies and adds is fused into one rounding.
+if [ ! -f .venv/ggml/lib/libggml-base.so ]; then
+  echo "setup: building ggml's libggml-base into .venv/ggml from $(grep -v '^#' requirements-ggml.txt | cut -d' ' -f1)"
+  work=$(mktemp -d)
+  .venv/bin/python -m pip download -q --no-deps --no-binary :all: --require-hashes -d "$work" -r requirements-ggml.txt
+  tar -xzf "$work"/*.tar.gz -C "$work" --wildcards '*/vendor/llama.cpp/ggml/*'
+  printf 'cmake_minimum_required(VERSION 3.14)\nproject(ggml_reference C CXX)\nadd_subdirectory(%s ggml)\n' \
+    "$(echo "$work"/*/vendor/llama.cpp/ggml)" > "$work/CMakeLists.txt"
+  cmake -S "$work" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF \
+    -DGGML_OPENMP=OFF > "$work/configure.log"
+  cmake --build "$work/build" --target ggml-base > "$work/build.log"
+  mkdir -p .venv/ggml/lib
+  cp -L "$work/build/ggml/src/libggml-base.so" .venv/ggml/lib/
+  rm -rf "$work"
 fi

@@ -16,7 +16,7 @@ struct DTypeInfo {
   uint64_t block_bytes = 0;  ///< bytes per block
 };
 
-constexpr std::array<DTypeInfo, 48> kDTypes = {{
+constexpr std::array<DTypeInfo, 49> kDTypes = {{
     {DType::F64, "F64", 64, DTypeKind::kFloat},
     {DType::F32, "F32", 32, DTypeKind::kFloat},
     {DType::F16, "F16", 16, DTypeKind::kFloat},
@@ -51,20 +51,21 @@ constexpr std::array<DTypeInfo, 48> kDTypes = {{
     {DType::Q5_K, "Q5_K", 0, DTypeKind::kQuantized, 256, 176},
     {DType::Q6_K, "Q6_K", 0, DTypeKind::kQuantized, 256, 210},
     {DType::Q8_K, "Q8_K", 0, DTypeKind::kSkipped, 256, 292},
-    {DType::IQ2_XXS, "IQ2_XXS", 0, DTypeKind::kSkipped, 256, 66},
-    {DType::IQ2_XS, "IQ2_XS", 0, DTypeKind::kSkipped, 256, 74},
-    {DType::IQ3_XXS, "IQ3_XXS", 0, DTypeKind::kSkipped, 256, 98},
-    {DType::IQ1_S, "IQ1_S", 0, DTypeKind::kSkipped, 256, 50},
-    {DType::IQ4_NL, "IQ4_NL", 0, DTypeKind::kSkipped, 32, 18},
-    {DType::IQ3_S, "IQ3_S", 0, DTypeKind::kSkipped, 256, 110},
-    {DType::IQ2_S, "IQ2_S", 0, DTypeKind::kSkipped, 256, 82},
-    {DType::IQ4_XS, "IQ4_XS", 0, DTypeKind::kSkipped, 256, 136},
-    {DType::IQ1_M, "IQ1_M", 0, DTypeKind::kSkipped, 256, 56},
-    {DType::TQ1_0, "TQ1_0", 0, DTypeKind::kSkipped, 256, 54},
-    {DType::TQ2_0, "TQ2_0", 0, DTypeKind::kSkipped, 256, 66},
-    {DType::MXFP4, "MXFP4", 0, DTypeKind::kSkipped, 32, 17},
-    {DType::NVFP4, "NVFP4", 0, DTypeKind::kSkipped, 64, 36},
-    {DType::Q1_0, "Q1_0", 0, DTypeKind::kSkipped, 128, 18},
+    {DType::IQ2_XXS, "IQ2_XXS", 0, DTypeKind::kQuantized, 256, 66},
+    {DType::IQ2_XS, "IQ2_XS", 0, DTypeKind::kQuantized, 256, 74},
+    {DType::IQ3_XXS, "IQ3_XXS", 0, DTypeKind::kQuantized, 256, 98},
+    {DType::IQ1_S, "IQ1_S", 0, DTypeKind::kQuantized, 256, 50},
+    {DType::IQ4_NL, "IQ4_NL", 0, DTypeKind::kQuantized, 32, 18},
+    {DType::IQ3_S, "IQ3_S", 0, DTypeKind::kQuantized, 256, 110},
+    {DType::IQ2_S, "IQ2_S", 0, DTypeKind::kQuantized, 256, 82},
+    {DType::IQ4_XS, "IQ4_XS", 0, DTypeKind::kQuantized, 256, 136},
+    {DType::IQ1_M, "IQ1_M", 0, DTypeKind::kQuantized, 256, 56},
+    {DType::TQ1_0, "TQ1_0", 0, DTypeKind::kQuantized, 256, 54},
+    {DType::TQ2_0, "TQ2_0", 0, DTypeKind::kQuantized, 256, 66},
+    {DType::MXFP4, "MXFP4", 0, DTypeKind::kQuantized, 32, 17},
+    {DType::NVFP4, "NVFP4", 0, DTypeKind::kQuantized, 64, 36},
+    {DType::Q1_0, "Q1_0", 0, DTypeKind::kQuantized, 128, 18},
+    {DType::Q2_0, "Q2_0", 0, DTypeKind::kQuantized, 64, 18},
 }};
 
 constexpr bool listed_in_enum_order() {

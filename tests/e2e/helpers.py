@@ -45,6 +45,20 @@ def scan(*args, env=None, launcher=()):
     return result.returncode, result.document, result.stderr
 
 
+def write_gguf(path, arrays, arch="llama", file_type=0, endianess=None):
+    """A GGUF file written by gguf-py's GGUFWriter: `arrays` maps each name to (array, raw ggml type or None)."""
+    import gguf
+    writer = gguf.GGUFWriter(str(path), arch, endianess=endianess or gguf.GGUFEndian.LITTLE)
+    writer.add_file_type(file_type)
+    writer.add_quantization_version(2)
+    for name, (array, raw_dtype) in arrays.items():
+        writer.add_tensor(name, array, raw_dtype=raw_dtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
 def hub_snapshot(hub, repo, commit):
     """The hub cache's folder for `repo` at `commit` (models--org--name/snapshots/<commit>/, created, refs/main
     naming it), for the caller to fill with config.json and weights."""

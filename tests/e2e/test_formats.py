@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from safetensors.numpy import save_file
 
-from helpers import ScanTestCase, reference_precision, run, scan, tensors_by_name, warning_codes
+from helpers import ScanTestCase, reference_precision, run, scan, tensors_by_name, warning_codes, write_gguf
 
 import gguf  # noqa: E402  (after helpers: the test venv's packages)
 import h5py
@@ -55,19 +55,7 @@ def weights(seed=0):
     }
 
 
-def write_gguf(path, arrays, arch="llama", file_type=0, endianess=gguf.GGUFEndian.LITTLE):
-    writer = gguf.GGUFWriter(str(path), arch, endianess=endianess)
-    writer.add_file_type(file_type)
-    writer.add_quantization_version(2)
-    for name, (array, raw_dtype) in arrays.items():
-        writer.add_tensor(name, array, raw_dtype=raw_dtype)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-
-
-# The block types precdetect dequantizes (kernel/ggml_blocks); the IQ, TQ and FP4 types are counted, not analyzed.
+# The K-quants and the 32-value types, with a scale test of their own here (every ggml type: test_ggml_types.py).
 QUANTIZED = (GgmlType.Q4_0, GgmlType.Q4_1, GgmlType.Q5_0, GgmlType.Q5_1, GgmlType.Q8_0, GgmlType.Q2_K, GgmlType.Q3_K,
              GgmlType.Q4_K, GgmlType.Q5_K, GgmlType.Q6_K)
 # Where each K-quant block keeps its fp16 scales (d, and dmin for the types with minimums), from ggml's block_qN_K.

@@ -30,8 +30,9 @@ enum class DType {
   F8_E8M0,
   F8_E4M3FNUZ,
   F8_E5M2FNUZ,  // known, listed as skipped
-  // ggml's block-quantized types (GGUF), counted with their real bytes: Q4_0 to Q6_K analyzed from their
-  // dequantized values (quantize/ggml_blocks), the others listed as not analyzed
+  // ggml's block-quantized types (GGUF), counted with their real bytes and analyzed from their dequantized values
+  // (kernel/ggml_blocks), but for ggml's intermediate Q8_1 and Q8_K (no quantizer writes them, ggml has no to_float
+  // for them): listed as skipped
   Q4_0,
   Q4_1,
   Q5_0,
@@ -58,12 +59,13 @@ enum class DType {
   MXFP4,
   NVFP4,
   Q1_0,
+  Q2_0,
 };
 
 /// What precdetect does with a dtype's values.
 enum class DTypeKind {
   kFloat,      ///< analyzed as stored
-  kQuantized,  ///< ggml's block-quantized Q4_0 ... Q6_K: analyzed from their dequantized values
+  kQuantized,  ///< ggml's block-quantized types (Q4_0 ... IQ4_XS, MXFP4, NVFP4): analyzed from their dequantized values
   kInteger,    ///< counted, not analyzed
   kSkipped,    ///< counted, not analyzed, listed in a warning
 };

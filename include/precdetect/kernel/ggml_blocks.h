@@ -1,6 +1,7 @@
 #pragma once
-/// ggml's block-quantized weights (GGUF's Q4_0 ... Q6_K) as the float values llama.cpp computes with: each block
-/// dequantized as ggml's dequantize_row_* does it, in float32, operation for operation.
+/// ggml's block-quantized weights (every GGUF block type but Q8_1 and Q8_K) as the float values llama.cpp computes
+/// with: each block dequantized as ggml's dequantize_row_* (kernel/ggml_decoders.h) does it, in float32, operation
+/// for operation.
 
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +11,8 @@
 namespace precdetect {
 
 /// Writes the values of `blocks` whole blocks of `dtype` stored at `data` (any alignment) to `out`, block_size
-/// floats per block. `dtype` is one whose dtype_kind is DTypeKind::kQuantized.
+/// floats per block. `dtype` is one whose dtype_kind is DTypeKind::kQuantized; throws std::invalid_argument for
+/// another.
 void dequantize_blocks(DType dtype, const std::byte* data, uint64_t blocks, float* out);
 
 }  // namespace precdetect

@@ -39,7 +39,7 @@ constexpr ValueType kValueTypes[] = {{"uint8", 1},  {"int8", 1},    {"uint16", 2
                                      {"uint64", 8}, {"int64", 8},   {"float64", 8}};
 constexpr uint32_t kStringType = 8, kArrayType = 9;
 
-/// ggml's tensor types by id (ggml_type); ids 4, 5 and 31-33, 36-38 are retired.
+/// ggml's tensor types by id (ggml_type, ggml.h).
 constexpr std::pair<uint32_t, DType> kTensorTypes[] = {
     {0, DType::F32},     {1, DType::F16},      {2, DType::Q4_0},   {3, DType::Q4_1},    {6, DType::Q5_0},
     {7, DType::Q5_1},    {8, DType::Q8_0},     {9, DType::Q8_1},   {10, DType::Q2_K},   {11, DType::Q3_K},
@@ -47,7 +47,13 @@ constexpr std::pair<uint32_t, DType> kTensorTypes[] = {
     {17, DType::IQ2_XS}, {18, DType::IQ3_XXS}, {19, DType::IQ1_S}, {20, DType::IQ4_NL}, {21, DType::IQ3_S},
     {22, DType::IQ2_S},  {23, DType::IQ4_XS},  {24, DType::I8},    {25, DType::I16},    {26, DType::I32},
     {27, DType::I64},    {28, DType::F64},     {29, DType::IQ1_M}, {30, DType::BF16},   {34, DType::TQ1_0},
-    {35, DType::TQ2_0},  {39, DType::MXFP4},   {40, DType::NVFP4}, {41, DType::Q1_0}};
+    {35, DType::TQ2_0},  {39, DType::MXFP4},   {40, DType::NVFP4}, {41, DType::Q1_0},   {42, DType::Q2_0}};
+
+/// The ids ggml retired (ggml.h keeps their names as comments): its reader refuses a file holding them (their
+/// block size is 0), llama.cpp saying to convert the repacked ones again from Q4_0 and IQ4_NL.
+constexpr std::pair<uint32_t, std::string_view> kRetiredTypes[] = {
+    {4, "Q4_2"},      {5, "Q4_3"},        {31, "Q4_0_4_4"},   {32, "Q4_0_4_8"},
+    {33, "Q4_0_8_8"}, {36, "IQ4_NL_4_4"}, {37, "IQ4_NL_4_8"}, {38, "IQ4_NL_8_8"}};
 
 /// llama.cpp's names for `general.file_type` (llama_ftype, gguf-py's LlamaFileType): what most tensors hold.
 std::string file_type_name(uint64_t id) {
@@ -60,7 +66,8 @@ std::string file_type_name(uint64_t id) {
       {23, "MOSTLY_IQ3_XXS"},   {24, "MOSTLY_IQ1_S"},  {25, "MOSTLY_IQ4_NL"}, {26, "MOSTLY_IQ3_S"},
       {27, "MOSTLY_IQ3_M"},     {28, "MOSTLY_IQ2_S"},  {29, "MOSTLY_IQ2_M"},  {30, "MOSTLY_IQ4_XS"},
       {31, "MOSTLY_IQ1_M"},     {32, "MOSTLY_BF16"},   {36, "MOSTLY_TQ1_0"},  {37, "MOSTLY_TQ2_0"},
-      {38, "MOSTLY_MXFP4_MOE"}, {39, "MOSTLY_NVFP4"},  {40, "MOSTLY_Q1_0"},   {1024, "GUESSED"}};
+      {38, "MOSTLY_MXFP4_MOE"}, {39, "MOSTLY_NVFP4"},  {40, "MOSTLY_Q1_0"},   {41, "MOSTLY_Q2_0"},
+      {1024, "GUESSED"}};
   for (auto [number, name] : kNames)
     if (number == id) return std::string(name);
   return fmt::format("unknown ({})", id);
@@ -241,15 +248,14 @@ class GgufReader {
     }
     record.numel = numel;
     cursor_.mark();
-    uint32_t type = cursor_.le<uint32_t>();
-    auto known = std::find_if(std::begin(kTensorTypes), std::end(kTensorTypes),
-                              [type](const auto& entry) { return entry.first == type; });
-    if (known == std::end(kTensorTypes)) cursor_.fail(fmt::format("tensor `{}`: unknown type {}", record.name, type));
-    record.dtype = known->second;
+    record.dtype = tensor_type(record.name);
+    // ggml's reader asks for whole blocks in each row (the innermost dimension), not only in the tensor.
+    uint64_t block = std::max<uint64_t>(1, dtype_block_values(record.dtype)), row = dims == 0 ? 1 : record.shape.back();
+    if (row % block != 0)
+      cursor_.fail(fmt::format("tensor `{}`: rows of {} elements are not whole {} blocks of {}", record.name, row,
+                               dtype_name(record.dtype), block));
     auto nbytes = dtype_bytes(record.dtype, numel);
-    if (!nbytes)
-      cursor_.fail(fmt::format("tensor `{}`: {} elements are not whole {} blocks, or their size overflows", record.name,
-                               numel, dtype_name(record.dtype)));
+    if (!nbytes) cursor_.fail(fmt::format("tensor `{}`: its size in bytes overflows", record.name));
     record.nbytes = record.storage_nbytes = *nbytes;
     cursor_.mark();
     record.offset = cursor_.le<uint64_t>();  // relative to the data section until place()
@@ -257,6 +263,18 @@ class GgufReader {
       cursor_.fail(fmt::format("tensor `{}`: offset {} is not a multiple of the alignment {}", record.name,
                                record.offset, alignment_));
     return record;
+  }
+
+  /// The dtype of the tensor type id at the cursor.
+  DType tensor_type(const std::string& name) {
+    uint32_t type = cursor_.le<uint32_t>();
+    auto known = std::ranges::find(kTensorTypes, type, &std::pair<uint32_t, DType>::first);
+    if (known != std::end(kTensorTypes)) return known->second;
+    auto retired = std::ranges::find(kRetiredTypes, type, &std::pair<uint32_t, std::string_view>::first);
+    if (retired != std::end(kRetiredTypes))
+      cursor_.fail(fmt::format("tensor `{}`: type {} ({}) was retired from ggml, whose readers refuse it", name, type,
+                               retired->second));
+    cursor_.fail(fmt::format("tensor `{}`: unknown type {}", name, type));
   }
 
   /// The data section starts at the next multiple of the alignment; every tensor lies inside the file, and no
