@@ -27,8 +27,8 @@ Checkpoint open_input(const std::string& input, ReadMode mode) {
 }
 
 ModelError error_of(const std::exception& e, const std::string& input) {
-  if (const auto* ours = dynamic_cast<const Error*>(&e)) return {std::string(to_string(ours->code())), ours->what()};
-  return {std::string(to_string(ErrorCode::kInternal)), fmt::format("{}: {}", input, e.what())};
+  if (const auto* ours = dynamic_cast<const Error*>(&e)) return {ours->code(), ours->what()};
+  return {ErrorCode::kInternal, fmt::format("{}: {}", input, e.what())};
 }
 
 /// One pair; a checkpoint that cannot be read makes the pair's error, never the whole run's.

@@ -110,8 +110,7 @@ std::optional<ModelReport> scan_adapter_base(ModelReport& report, const ScanOpti
     return std::nullopt;
   }
   ModelReport base = scan_model(*adapter.base_model, options, judgement, analyzer, cache, BaseFollowing::kNo);
-  bool absent = base.error && (base.error->code == to_string(ErrorCode::kNotFound) ||
-                               base.error->code == to_string(ErrorCode::kHfCacheMiss));
+  bool absent = base.error && (base.error->code == ErrorCode::kNotFound || base.error->code == ErrorCode::kHfCacheMiss);
   if (!absent) report.base_scan = BaseScan{.path = base.path, .verdict = base.verdict, .error = base.error};
   return base;
 }
@@ -126,11 +125,9 @@ void warn_if_base_unknown(ModelReport& report, const std::optional<ModelReport>&
 /// True for a failure that came after the model's files were read whole: a bare pickle (no checkpoint), a model of
 /// no tensors, a pickle refused as unsafe (judged already), a GPU that failed. Any other is a structure the reading
 /// stopped at, which a crafted file may have made it stop at.
-bool read_to_its_end(std::string_view code) {
-  for (ErrorCode whole :
-       {ErrorCode::kNotACheckpoint, ErrorCode::kNoTensors, ErrorCode::kUnsafePickle, ErrorCode::kDevice})
-    if (code == to_string(whole)) return true;
-  return false;
+bool read_to_its_end(ErrorCode code) {
+  return code == ErrorCode::kNotACheckpoint || code == ErrorCode::kNoTensors || code == ErrorCode::kUnsafePickle ||
+         code == ErrorCode::kDevice;
 }
 
 /// `report` with its safety judged, whatever became of the scan: the examination stands apart from loading (an
@@ -141,9 +138,9 @@ ModelReport examined(ModelReport& report, const std::optional<ModelSource>& sour
                      const std::optional<Checkpoint>& checkpoint) {
   if (source) report.safety = examine_model(*source, checkpoint ? &*checkpoint : nullptr);
   // A model refused before its files were listed for a path out of it (an index naming ../) is unsafe all the same.
-  if (!source && report.error && report.error->code == to_string(ErrorCode::kPathEscape)) report.safety = Safety{};
+  if (!source && report.error && report.error->code == ErrorCode::kPathEscape) report.safety = Safety{};
   if (report.safety && report.error && !read_to_its_end(report.error->code)) {
-    bool escape = report.error->code == to_string(ErrorCode::kPathEscape);
+    bool escape = report.error->code == ErrorCode::kPathEscape;
     auto is_escape = [](const SafetyTampering& item) {
       return item.kind == TamperingKindOf(FileTampering::kPathEscape);
     };
@@ -230,10 +227,10 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
                            judgement);
     warn_if_base_unknown(report, base);
   } catch (const Error& e) {
-    fail_model(report, {std::string(to_string(e.code())), e.what()});
+    fail_model(report, {e.code(), e.what()});
   } catch (const std::exception& e) {
     // Not ours (libtorch, the standard library): still one model's failure, never the batch's.
-    fail_model(report, {std::string(to_string(ErrorCode::kInternal)), fmt::format("{}: {}", input, e.what())});
+    fail_model(report, {ErrorCode::kInternal, fmt::format("{}: {}", input, e.what())});
   }
   if (report.error && report.streamed_digests.empty()) verified(false);  // a failed scan verifies nothing
   return metered(examined(report, source, checkpoint), meter);
