@@ -153,7 +153,7 @@ TEST(DType, BlockQuantizedBytesAreWholeBlocks) {
   EXPECT_EQ(dtype_bytes(DType::BF16, 3), 6u);
   EXPECT_EQ(dtype_bytes(DType::F64, uint64_t{1} << 62), std::nullopt);
   EXPECT_EQ(parse_dtype("Q4_0"), std::nullopt);               // not a safetensors dtype
-  EXPECT_EQ(dtype_kind(DType::Q4_0), DTypeKind::kQuantized);  // analyzed dequantized (quantize/ggml_blocks)
+  EXPECT_EQ(dtype_kind(DType::Q4_0), DTypeKind::kQuantized);  // analyzed dequantized (kernel/ggml_blocks)
   EXPECT_EQ(dtype_kind(DType::IQ4_NL), DTypeKind::kSkipped);  // a lookup-table code: counted only
   EXPECT_EQ(dtype_block_values(DType::Q6_K), 256u);
   EXPECT_EQ(dtype_block_values(DType::F16), 0u);

@@ -31,7 +31,7 @@ enum class DType {
   F8_E4M3FNUZ,
   F8_E5M2FNUZ,  // known, listed as skipped
   // ggml's block-quantized types (GGUF), counted with their real bytes: Q4_0 to Q6_K analyzed from their
-  // dequantized values (quantize/ggml_blocks), the others listed as not analyzed
+  // dequantized values (kernel/ggml_blocks), the others listed as not analyzed
   Q4_0,
   Q4_1,
   Q5_0,
