@@ -11,7 +11,6 @@
 #include <string_view>
 
 #include "precdetect/analyze/device.h"
-#include "precdetect/app/output.h"
 #include "precdetect/classify/registry.h"
 #include "precdetect/classify/rules.h"
 #include "precdetect/core/error.h"
@@ -19,9 +18,16 @@
 namespace precdetect {
 namespace {
 
-constexpr const char* kOutputHelp =
-    "also write the JSON document to FILE, or to stdout in place of the table for `-o -` (a regular file is "
-    "replaced whole, a symbolic link's target too; a device or FIFO is written as it is)";
+// How -o and --json-output write FILE, for every command.
+constexpr const char* kFileRule =
+    "a regular file is replaced whole, a symbolic link's target too; a device or FIFO is written as it is";
+constexpr const char* kJsonOutputHelp = "also write the JSON document to FILE, whatever the output's format";
+
+std::string output_help(std::string_view what) {
+  return fmt::format("write {} to FILE instead of stdout (`-` is stdout; {})", what, kFileRule);
+}
+
+std::string json_output_help() { return fmt::format("{} ({})", kJsonOutputHelp, kFileRule); }
 
 constexpr const char* kFooter = R"(Exit status:
   0  every model was scanned (and passed every gate)
@@ -218,7 +224,8 @@ void add_scan_options(CLI::App& app, ScanOptions& options, ScanText& text) {
   app.add_flag_callback(
          "--json", [&options] { options.format = OutputFormat::kJson; }, "print the JSON document (--format json)")
       ->excludes("--format");
-  app.add_option("-o,--output", options.output, kOutputHelp);
+  app.add_option("-o,--output", options.output, output_help("what --format gives"));
+  app.add_option("--json-output", options.json_output, json_output_help());
   app.add_option("--report", options.report,
                  "also write a self-contained HTML page to FILE: verdict, evidence and charts (works offline)");
   app.add_option("--sarif-root", options.ci_root,
@@ -261,7 +268,8 @@ void add_diff_options(CLI::App& diff, DiffArguments& args) {
       ->expected(2, 1 << 16)
       ->option_text("BASE OTHER...");
   diff.add_flag("--json", args.command.json, "print the JSON document (docs/diff.md) instead of the table");
-  diff.add_option("-o,--output", args.command.output, kOutputHelp);
+  diff.add_option("-o,--output", args.command.output, output_help("the table, or the JSON document with --json,"));
+  diff.add_option("--json-output", args.command.json_output, json_output_help());
   diff.add_option("--rtol", args.command.tolerances.rtol, "allclose relative tolerance (default 1e-5)")
       ->check(CLI::NonNegativeNumber);
   diff.add_option("--atol", args.command.tolerances.atol, "allclose absolute tolerance (default 1e-8)")
@@ -303,7 +311,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   merge->add_option("files", merge_command.files, "JSONL files written by precdetect --jsonl")
       ->required()
       ->check(CLI::ExistingFile);
-  merge->add_option("-o,--output", merge_command.output, kOutputHelp);
+  merge->add_option("-o,--output", merge_command.output, output_help("the merged JSON document"));
   merge->add_option("--report", merge_command.report, "also write the HTML report of the merged document to FILE");
   merge->add_flag("--partial", merge_command.partial,
                   "merge the parts present when some are missing or cut short (the document lists them)");
@@ -328,8 +336,6 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     }
     if (options.inputs.empty() && options.lists.empty() && !options.hf_cache)
       throw CLI::RequiredError("PATH, --from or --hf-cache (at least one model)");
-    if (options.output == kStandardOutput && options.format == OutputFormat::kJsonl)
-      throw CLI::ValidationError("-o -", "--jsonl prints its lines on standard output: name a file");
     const Gates& gates = options.gates;
     if ((options.safety_only || options.headers_only) &&
         (gates.expect || !gates.fail_on.empty() || gates.fail_if_fp16_risk || gates.max_abs || gates.max_norm ||

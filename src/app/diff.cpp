@@ -7,6 +7,7 @@
 #include "precdetect/diff/checkpoint_diff.h"
 #include "precdetect/discover/hf_cache.h"
 #include "precdetect/report/diff_report.h"
+#include "precdetect/report/json_report.h"
 
 namespace precdetect {
 namespace {
@@ -71,8 +72,9 @@ ExitCode run_diff(const DiffCommand& command) {
     failed = failed || pair.error.has_value();
     changed = changed || (!pair.error && pair.outcome() == DiffOutcome::kChanged);
   }
-  publish(diff_to_json(pairs, command.tolerances), command.output, command.json,
-          command.json ? std::string() : render_diff_table(pairs, command.top));
+  nlohmann::ordered_json document = diff_to_json(pairs, command.tolerances);
+  write_json_output(document, command.json_output);
+  publish(command.json ? json_text(document, 2) : render_diff_table(pairs, command.top), command.output);
   if (failed) return ExitCode::kModelFailed;
   return command.fail_if_changed && changed ? ExitCode::kGateFailed : ExitCode::kSuccess;
 }

@@ -43,11 +43,25 @@
 namespace precdetect {
 namespace {
 
-/// What stdout shows for the text formats (JSON is printed by publish; JSON lines as models finish).
-std::string rendered(const ScanReport& report, const ScanOptions& options) {
+/// The JSON lines of --jsonl: a line per model as it finished, which `streamed` printed on stdout already, then
+/// the summary line; for -o FILE (not streamed), every model's line in the inputs' order before it.
+std::string json_lines(const ScanReport& report, bool streamed) {
+  std::string lines;
+  if (!streamed)
+    for (const ModelReport& model : report.models) lines += json_text(model_line_json(model), -1);
+  return lines + json_text(batch_summary_json(report), -1);
+}
+
+/// What --format gives, for -o or stdout.
+std::string rendered(const ScanReport& report, const nlohmann::ordered_json& document, const ScanOptions& options,
+                     bool lines_streamed) {
   switch (options.format) {
     case OutputFormat::kTable:
       return render_table(report, options.verbose);
+    case OutputFormat::kJson:
+      return json_text(document, 2);
+    case OutputFormat::kJsonl:
+      return json_lines(report, lines_streamed);
     case OutputFormat::kCsv:
       return render_csv(report);
     case OutputFormat::kMarkdown:
@@ -60,9 +74,8 @@ std::string rendered(const ScanReport& report, const ScanOptions& options) {
       return render_junit(report);
     case OutputFormat::kGitlab:
       return json_text(gitlab_json(report, options.ci_root), 2);
-    default:
-      return "";
   }
+  return render_table(report, options.verbose);
 }
 
 /// --annotate in GitHub Actions: the annotations on stderr, beside whatever stdout carries (the runner reads
@@ -256,7 +269,7 @@ struct RunPlan {
 /// The one weight file of `model`, when it is one file, and the root its opens are confined to. A file named by URL
 /// (an https file, an S3 object) is known without a request: its discovery would ask for the texts beside it, which
 /// its scan does anyway. A Hub repository or S3 folder is listed (the run keeps the listing for its scan:
-/// core/remote_text).
+/// net/remote_text).
 std::optional<std::pair<std::filesystem::path, ModelRoot>> single_file_of(const std::string& model) {
   if (std::optional<std::string> url = http_url_of(model); url && !model.ends_with('/')) {
     if (url_file_name(*url).ends_with(".index.json")) return std::nullopt;
@@ -403,16 +416,16 @@ ScanReport scan_all(const ScanOptions& options, const ScanEvents& events) {
 
 ExitCode run_scan(const ScanOptions& options) {
   std::optional<Progress> progress;
-  ScanReport report = scan_all(
-      options,
-      {.planned = [&](size_t models) { progress.emplace(models, Progress::wanted(options.quiet)); },
-       .started = [&](const std::string& input) { progress->started(input); },
-       .finished =
-           [&](const ModelReport& model) { announce(model, options.format == OutputFormat::kJsonl, *progress); }});
+  // JSON lines reach stdout as each model finishes; -o FILE gets them whole, at the end, as every format.
+  bool stream_lines = options.format == OutputFormat::kJsonl && to_standard_output(options.output);
+  ScanReport report =
+      scan_all(options, {.planned = [&](size_t models) { progress.emplace(models, Progress::wanted(options.quiet)); },
+                         .started = [&](const std::string& input) { progress->started(input); },
+                         .finished = [&](const ModelReport& model) { announce(model, stream_lines, *progress); }});
   nlohmann::ordered_json document = to_json(report);
   if (options.report) write_output_file(*options.report, render_html(document));
-  publish(document, options.output, options.format == OutputFormat::kJson, rendered(report, options));
-  if (options.format == OutputFormat::kJsonl) print_json_line(batch_summary_json(report));
+  write_json_output(document, options.json_output);
+  publish(rendered(report, document, options, stream_lines), options.output);
   std::fflush(stdout);  // the warnings follow the results on a terminal that shows both
   publish_to_github(report, options);
   if (!options.quiet) print_warnings(report);

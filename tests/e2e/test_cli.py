@@ -85,17 +85,35 @@ class CudaDevice(ScanTestCase):
 
 
 class Output(ScanTestCase):
-    def test_output_file_holds_the_same_document_and_no_temporary_is_left(self):
+    def test_output_file_holds_what_the_format_gives_and_stdout_nothing(self):
         save_file({"w": torch.randn(10, 10)}, self.tmp / "m.safetensors")
-        out = self.tmp / "out" / "report.json"
+        out = self.tmp / "out" / "report"
         out.parent.mkdir()
-        code, document, _ = scan(self.tmp / "m.safetensors", "-o", out)
-        self.assertEqual(code, 0)
+        code, document, _ = scan(self.tmp / "m.safetensors")
+        for args in (["--json"], [], ["--format", "csv"], ["--format", "markdown"], ["--format", "sarif"],
+                     ["--format", "junit"], ["--format", "gitlab"], ["--format", "github"], ["-v"]):
+            with self.subTest(args=args):
+                printed = run(*args, self.tmp / "m.safetensors")
+                written = run(*args, self.tmp / "m.safetensors", "--output", out)
+                self.assertEqual(written.returncode, printed.returncode)
+                self.assertEqual(written.stdout, "")
+                self.assertEqual(out.read_text(), printed.stdout)
+                self.assertEqual([p.name for p in out.parent.iterdir()], ["report"])  # no temporary left
+        run("--json", self.tmp / "m.safetensors", "-o", out)
         self.assertEqual(json.loads(out.read_text()), document)
-        self.assertEqual([p.name for p in out.parent.iterdir()], ["report.json"])
-        table = run(self.tmp / "m.safetensors", "--output", out)  # the table on stdout, JSON in the file
+
+    def test_json_output_holds_the_document_beside_any_format(self):
+        save_file({"w": torch.randn(10, 10)}, self.tmp / "m.safetensors")
+        code, document, _ = scan(self.tmp / "m.safetensors")
+        sarif = self.tmp / "results.sarif"
+        result = run(self.tmp / "m.safetensors", "--format", "sarif", "-o", sarif, "--json-output",
+                     self.tmp / "document.json")
+        self.assertEqual(result.returncode, code)
+        self.assertEqual(json.loads(sarif.read_text())["version"], "2.1.0")
+        self.assertEqual(json.loads((self.tmp / "document.json").read_text()), document)
+        table = run(self.tmp / "m.safetensors", "--json-output", self.tmp / "document.json")
         self.assertIn("abs min", table.stdout)
-        self.assertEqual(json.loads(out.read_text())["models"][0]["summary"], document["models"][0]["summary"])
+        self.assertEqual(json.loads((self.tmp / "document.json").read_text()), document)
 
     def test_warnings_reach_every_format_and_quiet_silences_them(self):
         torch.save({"model": {"w": torch.tensor([1.0, float("nan")]), "bn.running_var": torch.ones(2)},
@@ -115,9 +133,10 @@ class Output(ScanTestCase):
 
     def test_unwritable_output_is_an_error(self):
         save_file({"w": torch.ones(2)}, self.tmp / "m.safetensors")
-        result = run(self.tmp, "-o", self.tmp / "no" / "such" / "dir" / "r.json")
-        self.assertEqual(result.returncode, 3)
-        self.assertIn("r.json", result.stderr)
+        for flag in ("-o", "--json-output"):
+            result = run(self.tmp, flag, self.tmp / "no" / "such" / "dir" / "r.json")
+            self.assertEqual(result.returncode, 3)
+            self.assertIn("r.json", result.stderr)
 
     def test_paths_that_are_not_utf8_still_give_valid_json(self):
         folder = os.fsdecode(bytes(self.tmp) + b"/model-\xff")
