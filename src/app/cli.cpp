@@ -14,6 +14,7 @@
 #include "precdetect/classify/registry.h"
 #include "precdetect/classify/rules.h"
 #include "precdetect/core/error.h"
+#include "precdetect/core/format.h"
 
 namespace precdetect {
 namespace {
@@ -29,19 +30,41 @@ std::string output_help(std::string_view what) {
 
 std::string json_output_help() { return fmt::format("{} ({})", kJsonOutputHelp, kFileRule); }
 
-constexpr const char* kFooter = R"(Exit status:
+constexpr const char* kExitStatus = R"(Exit status:
   0  every model was scanned (and passed every gate)
   1  a gate failed (--expect, --fail-on, --fail-if-fp16-risk, --max-abs, --max-norm, --fail-if-unsafe,
      --fail-if-nonfinite, --verify; diff --fail-if-changed)
   2  at least one model could not be scanned (the others are still reported) and no gate failed
   3  the run could not be made: a usage error, nothing to scan, an output file that cannot be written
   4  merge refused its set of --jsonl outputs
+)";
 
-PATH is a model folder (sharded or not), one checkpoint file (safetensors; PyTorch .bin/.pt/.pth, legacy or
-zip; TorchScript; GGUF; Flax msgpack; Keras/TF HDF5; NumPy .npy/.npz), a *.index.json, or a Hugging Face id org/name[@revision] found in the local cache
-($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub). precdetect never downloads anything, and never
-executes code found in a pickle: every pickle a model holds is judged safe, unsafe or unverified instead
-(docs/security.md). Docs: docs/using.md)";
+constexpr const char* kInputs =
+    "PATH is a model folder (sharded or not), one checkpoint file, a *.index.json, a Hugging Face id "
+    "org/name[@revision] found in the local cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub), or a "
+    "remote model, read by byte ranges: hf://org/name[@revision][/folder] (the Hub), s3://bucket/prefix/ or an "
+    "http(s):// URL of a file (docs/using.md, \"Remote models\"). precdetect never executes code found in a "
+    "pickle: every pickle a model holds is judged safe, unsafe or unverified instead (docs/security.md).";
+
+/// `text` broken into lines of at most `width` columns at spaces (a word longer than that keeps its own line).
+std::string wrapped(std::string_view text, size_t width) {
+  std::string out, line;
+  std::istringstream words{std::string(text)};
+  for (std::string word; words >> word;) {
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  return out + line + "\n";
+}
+
+/// The help's last part: exit statuses, what a PATH may be, the formats read (core/format's table) and the docs.
+std::string footer() {
+  return fmt::format("{}\n{}\n{}Docs: docs/using.md", kExitStatus, wrapped(kInputs, 116),
+                     wrapped("Formats: " + format_list() + ".", 116));
+}
 
 std::optional<std::regex> compile_regex(const std::string& pattern, const char* flag) {
   if (pattern.empty()) return std::nullopt;
@@ -294,7 +317,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   bool print_rules = false, print_registry = false;
   CLI::App app("precdetect: was this checkpoint pretrained in fp16, bf16 or fp32, and is it safe in fp16?",
                "precdetect");
-  app.footer(kFooter);
+  app.footer(footer());
   app.set_version_flag("--version", std::string("precdetect ") + PRECDETECT_VERSION);
   add_scan_options(app, options, text);
   app.add_flag("--print-rules", print_rules, "print the built-in rules file (a starting point for --rules)");

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include "precdetect/analyze/analyzer.h"
@@ -17,6 +16,7 @@
 #include "precdetect/app/progress.h"
 #include "precdetect/classify/judge.h"
 #include "precdetect/core/error.h"
+#include "precdetect/core/format.h"
 #include "precdetect/core/output_file.h"
 #include "precdetect/discover/discover.h"
 #include "precdetect/discover/hf_cache.h"
@@ -212,7 +212,7 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     for (const auto& file : source->files) report.files.push_back(file.string());
     checkpoint = open_checkpoint(*source, options.read_mode.value_or(analyzer.preferred_read_mode()));
     if (component) keep_component(checkpoint->tensors, component->component, source->path.string());
-    report.format = checkpoint->format;
+    report.format = format_info(checkpoint->format).report_name;
     if (options.safety_only || options.headers_only) {
       report.values_read = false;
       if (options.headers_only) read_headers(report, *source, *checkpoint, options, judgement);
@@ -236,7 +236,7 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
                             .records = checkpoint->records,
                             .adapter = report.adapter ? &*report.adapter : nullptr,
                             .base_verdict = base && !base->error ? &base->verdict : nullptr,
-                            .gguf_names = checkpoint->format == "gguf"},
+                            .gguf_names = checkpoint->format == FileFormat::kGguf},
                            judgement);
     warn_if_base_unknown(report, base);
   } catch (const Error& e) {
@@ -290,9 +290,8 @@ std::vector<std::string> components_of(const std::string& model) {
     // The layouts are saved as safetensors and as torch's .ckpt: other formats are not opened twice to see. A
     // remote file is read here by range, its header only: a remote torch file's directory and pickle would move
     // twice, so it is split only when a component is named (URL#vae, docs/using.md).
-    static const std::set<std::string> kPipelineExtensions = {".safetensors", ".ckpt", ".pt", ".pth", ".bin"};
     std::string extension = file ? file->first.extension().string() : "";
-    if (!kPipelineExtensions.contains(extension) || (is_url(model) && extension != ".safetensors")) return {model};
+    if (!may_hold_a_pipeline(extension) || (is_url(model) && extension != ".safetensors")) return {model};
     std::vector<std::string> parts;
     Confined confined(file->second);
     for (const std::string& name : file_components(file->first)) parts.push_back(fmt::format("{}#{}", model, name));

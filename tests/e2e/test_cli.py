@@ -59,6 +59,46 @@ class ExitCodes(ScanTestCase):
 
 
 @unittest.skipUnless(torch.cuda.is_available(), "no CUDA device: the CUDA path is tested on GPU machines")
+class FormatLists(unittest.TestCase):
+    """--help lists the formats from one table (core/format); every other list of them is checked against it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.help = run("--help").stdout
+        formats = cls.help[cls.help.index("Formats: "):cls.help.index("Docs: ")]
+        cls.extensions = sorted(set(re.findall(r"(?<=[( ])\.[a-z0-9]+(?=[ )])", formats)))
+
+    def test_help_lists_every_format_and_says_what_precdetect_reads_remotely(self):
+        self.assertEqual(self.extensions, sorted([".bin", ".ckpt", ".dill", ".distcp", ".gguf", ".h5", ".hdf5", ".jit",
+                                                  ".joblib", ".keras", ".msgpack", ".nemo", ".npy", ".npz", ".onnx",
+                                                  ".pickle", ".pkl", ".pt", ".pth", ".safetensors"]))
+        for remote in ("hf://org/name[@revision][/folder]", "s3://bucket/prefix/", "http(s)://"):
+            self.assertIn(remote, self.help)
+        self.assertNotIn("never downloads", self.help)
+
+    def test_readme_names_every_extension_in_its_formats(self):
+        readme = (REPO / "README.md").read_text()
+        start = readme.index("- **Formats**:")
+        formats = readme[start:readme.index("\n- **", start + 1)]
+        for extension in self.extensions:
+            self.assertRegex(formats, re.escape(extension) + r"(?![a-z0-9])", extension)
+
+    def test_the_pre_commit_hook_takes_every_format_and_readme_shows_its_pattern(self):
+        hooks = (REPO / ".pre-commit-hooks.yaml").read_text()
+        pattern = re.search(r"^  files: '(.*)'$", hooks, re.M).group(1)
+        for extension in self.extensions:
+            self.assertRegex(f"models/m{extension}", pattern, extension)
+        self.assertEqual(re.findall(r"^ +files: '(.*)'$", (REPO / "README.md").read_text(), re.M), [pattern])
+
+    def test_fuzzing_md_has_a_row_and_the_count_of_every_fuzz_target(self):
+        targets = re.search(r"set\(PRECDETECT_FUZZ_TARGETS([^)]*)\)", (REPO / "tests/fuzz/targets.cmake").read_text())
+        names = targets.group(1).split()
+        fuzzing = (REPO / "docs/fuzzing.md").read_text()
+        self.assertEqual(sorted(re.findall(r"^\| `fuzz_([a-z0-9_]+)` \|", fuzzing, re.M)), sorted(names))
+        for count in re.findall(r"\((\d+) targets", fuzzing):
+            self.assertEqual(int(count), len(names))
+
+
 class CudaDevice(ScanTestCase):
     def test_cuda_scans_match_the_float64_reference_in_both_read_modes(self):
         # Tensors above a 64 MiB staging buffer, with small ones behind them (staged ahead while the GPU still

@@ -229,13 +229,13 @@ SafetensorsHeader read_safetensors_header(const ByteSource& source, size_t file_
 
 namespace {
 
-std::string read_safetensors(Checkpoint& checkpoint, size_t file) {
+FileFormat read_safetensors(Checkpoint& checkpoint, size_t file) {
   SafetensorsHeader header = read_safetensors_header(*checkpoint.files[file], file);
   // A rank's file of DCP's HuggingFaceStorageWriter: its tensors are chunks, joined once every file is read.
   mark_dcp_safetensors_chunks(header.tensors, header.metadata, checkpoint.files[file]->path());
   add_safetensors_subclasses(checkpoint.tensor_subclasses, header.metadata);
   for (TensorRecord& record : header.tensors) checkpoint.tensors.push_back(std::move(record));
-  return "safetensors";
+  return FileFormat::kSafetensors;
 }
 
 }  // namespace
