@@ -14,6 +14,7 @@
 #include "precdetect/app/gates.h"
 #include "precdetect/app/output.h"
 #include "precdetect/app/progress.h"
+#include "precdetect/app/rule_files.h"
 #include "precdetect/classify/judge.h"
 #include "precdetect/core/error.h"
 #include "precdetect/core/format.h"
@@ -369,8 +370,8 @@ void print_warnings(const ScanReport& report) {
 }  // namespace
 
 ScanReport scan_all(const ScanOptions& options, const ScanEvents& events) {
-  RuleSet rules = options.rules ? load_rules(*options.rules) : default_rules();
-  Registry registry = options.registry ? load_registry(*options.registry) : default_registry();
+  RuleSet rules = run_rules(options);
+  Registry registry = run_registry(options);
   ComputeDevice device = resolve_device(options.device);
   RemoteTexts texts;  // the run's: its plan and its scans read each listing and text once
   RemoteTexts::Scope planning(texts);
