@@ -213,7 +213,7 @@ DcpMetadata DcpFormatFile::metadata() const {
   return join_dcp_ranks(std::move(ranks), paths);
 }
 
-std::string DcpFormatFile::read(Checkpoint& checkpoint, size_t file) const {
+FileFormat DcpFormatFile::read(Checkpoint& checkpoint, size_t file) const {
   DcpMetadata metadata = this->metadata();
   ReadMode mode = checkpoint.files[file]->zero_copy() ? ReadMode::kMmap : ReadMode::kPread;
   std::map<std::string, size_t> files;
