@@ -48,7 +48,7 @@ constexpr std::array<FileFormatInfo, 16> kFileFormats = {{
     {FileFormat::kDcp, "dcp", "dcp", "torch.distributed.checkpoint folders", kDcpFiles, Magic::kName},
     {FileFormat::kOnnx, "onnx", "onnx", "ONNX", kOnnxFiles, Magic::kName},
     {FileFormat::kPickle, "pickle", "pickle", "bare pickles, judged for safety", kPickleFiles, Magic::kPickle},
-    {FileFormat::kUnknown, "unknown", "unknown", "", {}, Magic::kName},
+    {FileFormat::kUnknown, "unknown", "", "", {}, Magic::kName},  // nothing read: a report has no format
 }};
 
 constexpr bool file_formats_in_enum_order() {
