@@ -76,12 +76,15 @@ class FormatLists(unittest.TestCase):
             self.assertIn(remote, self.help)
         self.assertNotIn("never downloads", self.help)
 
-    def test_readme_names_every_extension_in_its_formats(self):
+    def test_readme_and_using_md_name_every_extension(self):
         readme = (REPO / "README.md").read_text()
         start = readme.index("- **Formats**:")
-        formats = readme[start:readme.index("\n- **", start + 1)]
-        for extension in self.extensions:
-            self.assertRegex(formats, re.escape(extension) + r"(?![a-z0-9])", extension)
+        using = (REPO / "docs" / "using.md").read_text()
+        one_file = re.search(r"^\| one file: .*$", using, re.M).group(0)
+        for where, text in (("README's Formats", readme[start:readme.index("\n- **", start + 1)]),
+                            ("using.md's one file", one_file)):
+            for extension in self.extensions:
+                self.assertRegex(text, re.escape(extension) + r"(?![a-z0-9])", f"{where}: {extension}")
 
     def test_the_pre_commit_hook_takes_every_format_and_readme_shows_its_pattern(self):
         hooks = (REPO / ".pre-commit-hooks.yaml").read_text()
