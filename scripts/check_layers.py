@@ -56,10 +56,6 @@ EXCEPTIONS = {
         "config.json parsed a third time here; parsed once per model (scan)",
     ("src/classify/model_identity.cpp", "discover/hf_cache.h"):
         "the identity reads an HF cache path itself; discovery hands it on (scan)",
-    ("src/classify/rules.cpp", "net/text_file.h"):
-        "load_rules reads the --rules file; the run reads it and classify parses the text (shape)",
-    ("src/classify/registry.cpp", "net/text_file.h"):
-        "load_registry reads the --registry file; the run reads it and classify parses the text (shape)",
 }
 
 TOP_LEVEL = {"src/main.cpp": "main", "src/c_api.cpp": "c_api", "include/precdetect/c_api.h": "c_api",

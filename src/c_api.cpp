@@ -11,6 +11,7 @@
 #include "precdetect/app/check.h"
 #include "precdetect/app/cli.h"
 #include "precdetect/app/diff.h"
+#include "precdetect/app/rule_files.h"
 #include "precdetect/app/scan.h"
 #include "precdetect/core/error.h"
 #include "precdetect/report/diff_report.h"
@@ -118,9 +119,8 @@ char* precdetect_check(const char* const* args, size_t count, const char* name, 
       if (!copy_to_host || copy_to_host(index, offset, into.data(), into.size()) != 0)
         throw Error(precdetect::ErrorCode::kDevice, "a GPU tensor could not be copied to the host");
     };
-    precdetect::RuleSet rules = options.rules ? precdetect::load_rules(*options.rules) : precdetect::default_rules();
-    precdetect::Registry registry =
-        options.registry ? precdetect::load_registry(*options.registry) : precdetect::default_registry();
+    precdetect::RuleSet rules = precdetect::run_rules(options);
+    precdetect::Registry registry = precdetect::run_registry(options);
     precdetect::ModelReport report = precdetect::check_live_model(
         precdetect::open_live_model(std::move(live), strings(not_tensors, not_tensor_count), std::move(copy)),
         {.name = name,

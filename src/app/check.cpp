@@ -18,9 +18,9 @@ ModelReport check_live_model(const LiveModel& model, const LiveModelInfo& info, 
                             .activations = info.activations},
                            judgement);
   } catch (const Error& e) {
-    fail_model(report, {std::string(to_string(e.code())), e.what()});
+    fail_model(report, {e.code(), e.what()});
   } catch (const std::exception& e) {
-    fail_model(report, {std::string(to_string(ErrorCode::kInternal)), fmt::format("{}: {}", info.name, e.what())});
+    fail_model(report, {ErrorCode::kInternal, fmt::format("{}: {}", info.name, e.what())});
   }
   report.gate_failures = gate_failures(report, options.gates);
   return report;

@@ -11,31 +11,60 @@
 #include <string_view>
 
 #include "precdetect/analyze/device.h"
-#include "precdetect/app/output.h"
 #include "precdetect/classify/registry.h"
 #include "precdetect/classify/rules.h"
 #include "precdetect/core/error.h"
+#include "precdetect/core/format.h"
 
 namespace precdetect {
 namespace {
 
-constexpr const char* kOutputHelp =
-    "also write the JSON document to FILE, or to stdout in place of the table for `-o -` (a regular file is "
-    "replaced whole, a symbolic link's target too; a device or FIFO is written as it is)";
+// How -o and --json-output write FILE, for every command.
+constexpr const char* kFileRule =
+    "a regular file is replaced whole, a symbolic link's target too; a device or FIFO is written as it is";
+constexpr const char* kJsonOutputHelp = "also write the JSON document to FILE, whatever the output's format";
 
-constexpr const char* kFooter = R"(Exit status:
+std::string output_help(std::string_view what) {
+  return fmt::format("write {} to FILE instead of stdout (`-` is stdout; {})", what, kFileRule);
+}
+
+std::string json_output_help() { return fmt::format("{} ({})", kJsonOutputHelp, kFileRule); }
+
+constexpr const char* kExitStatus = R"(Exit status:
   0  every model was scanned (and passed every gate)
   1  a gate failed (--expect, --fail-on, --fail-if-fp16-risk, --max-abs, --max-norm, --fail-if-unsafe,
      --fail-if-nonfinite, --verify; diff --fail-if-changed)
   2  at least one model could not be scanned (the others are still reported) and no gate failed
   3  the run could not be made: a usage error, nothing to scan, an output file that cannot be written
   4  merge refused its set of --jsonl outputs
+)";
 
-PATH is a model folder (sharded or not), one checkpoint file (safetensors; PyTorch .bin/.pt/.pth, legacy or
-zip; TorchScript; GGUF; Flax msgpack; Keras/TF HDF5; NumPy .npy/.npz), a *.index.json, or a Hugging Face id org/name[@revision] found in the local cache
-($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub). precdetect never downloads anything, and never
-executes code found in a pickle: every pickle a model holds is judged safe, unsafe or unverified instead
-(docs/security.md). Docs: docs/using.md)";
+constexpr const char* kInputs =
+    "PATH is a model folder (sharded or not), one checkpoint file, a *.index.json, a Hugging Face id "
+    "org/name[@revision] found in the local cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub), or a "
+    "remote model, read by byte ranges: hf://org/name[@revision][/folder] (the Hub), s3://bucket/prefix/ or an "
+    "http(s):// URL of a file (docs/using.md, \"Remote models\"). precdetect never executes code found in a "
+    "pickle: every pickle a model holds is judged safe, unsafe or unverified instead (docs/security.md).";
+
+/// `text` broken into lines of at most `width` columns at spaces (a word longer than that keeps its own line).
+std::string wrapped(std::string_view text, size_t width) {
+  std::string out, line;
+  std::istringstream words{std::string(text)};
+  for (std::string word; words >> word;) {
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  return out + line + "\n";
+}
+
+/// The help's last part: exit statuses, what a PATH may be, the formats read (core/format's table) and the docs.
+std::string footer() {
+  return fmt::format("{}\n{}\n{}Docs: docs/using.md", kExitStatus, wrapped(kInputs, 116),
+                     wrapped("Formats: " + format_list() + ".", 116));
+}
 
 std::optional<std::regex> compile_regex(const std::string& pattern, const char* flag) {
   if (pattern.empty()) return std::nullopt;
@@ -218,7 +247,8 @@ void add_scan_options(CLI::App& app, ScanOptions& options, ScanText& text) {
   app.add_flag_callback(
          "--json", [&options] { options.format = OutputFormat::kJson; }, "print the JSON document (--format json)")
       ->excludes("--format");
-  app.add_option("-o,--output", options.output, kOutputHelp);
+  app.add_option("-o,--output", options.output, output_help("what --format gives"));
+  app.add_option("--json-output", options.json_output, json_output_help());
   app.add_option("--report", options.report,
                  "also write a self-contained HTML page to FILE: verdict, evidence and charts (works offline)");
   app.add_option("--sarif-root", options.ci_root,
@@ -261,7 +291,8 @@ void add_diff_options(CLI::App& diff, DiffArguments& args) {
       ->expected(2, 1 << 16)
       ->option_text("BASE OTHER...");
   diff.add_flag("--json", args.command.json, "print the JSON document (docs/diff.md) instead of the table");
-  diff.add_option("-o,--output", args.command.output, kOutputHelp);
+  diff.add_option("-o,--output", args.command.output, output_help("the table, or the JSON document with --json,"));
+  diff.add_option("--json-output", args.command.json_output, json_output_help());
   diff.add_option("--rtol", args.command.tolerances.rtol, "allclose relative tolerance (default 1e-5)")
       ->check(CLI::NonNegativeNumber);
   diff.add_option("--atol", args.command.tolerances.atol, "allclose absolute tolerance (default 1e-8)")
@@ -286,7 +317,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   bool print_rules = false, print_registry = false;
   CLI::App app("precdetect: was this checkpoint pretrained in fp16, bf16 or fp32, and is it safe in fp16?",
                "precdetect");
-  app.footer(kFooter);
+  app.footer(footer());
   app.set_version_flag("--version", std::string("precdetect ") + PRECDETECT_VERSION);
   add_scan_options(app, options, text);
   app.add_flag("--print-rules", print_rules, "print the built-in rules file (a starting point for --rules)");
@@ -303,7 +334,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   merge->add_option("files", merge_command.files, "JSONL files written by precdetect --jsonl")
       ->required()
       ->check(CLI::ExistingFile);
-  merge->add_option("-o,--output", merge_command.output, kOutputHelp);
+  merge->add_option("-o,--output", merge_command.output, output_help("the merged JSON document"));
   merge->add_option("--report", merge_command.report, "also write the HTML report of the merged document to FILE");
   merge->add_flag("--partial", merge_command.partial,
                   "merge the parts present when some are missing or cut short (the document lists them)");
@@ -328,8 +359,6 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     }
     if (options.inputs.empty() && options.lists.empty() && !options.hf_cache)
       throw CLI::RequiredError("PATH, --from or --hf-cache (at least one model)");
-    if (options.output == kStandardOutput && options.format == OutputFormat::kJsonl)
-      throw CLI::ValidationError("-o -", "--jsonl prints its lines on standard output: name a file");
     const Gates& gates = options.gates;
     if ((options.safety_only || options.headers_only) &&
         (gates.expect || !gates.fail_on.empty() || gates.fail_if_fp16_risk || gates.max_abs || gates.max_norm ||

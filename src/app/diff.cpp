@@ -8,6 +8,7 @@
 #include "precdetect/discover/hf_cache.h"
 #include "precdetect/quantize/linked_checkpoint.h"
 #include "precdetect/report/diff_report.h"
+#include "precdetect/report/json_report.h"
 
 namespace precdetect {
 namespace {
@@ -28,8 +29,8 @@ LinkedCheckpoint open_input(const std::string& input, ReadMode mode) {
 }
 
 ModelError error_of(const std::exception& e, const std::string& input) {
-  if (const auto* ours = dynamic_cast<const Error*>(&e)) return {std::string(to_string(ours->code())), ours->what()};
-  return {std::string(to_string(ErrorCode::kInternal)), fmt::format("{}: {}", input, e.what())};
+  if (const auto* ours = dynamic_cast<const Error*>(&e)) return {ours->code(), ours->what()};
+  return {ErrorCode::kInternal, fmt::format("{}: {}", input, e.what())};
 }
 
 /// One pair; a checkpoint that cannot be read makes the pair's error, never the whole run's.
@@ -72,8 +73,9 @@ ExitCode run_diff(const DiffCommand& command) {
     failed = failed || pair.error.has_value();
     changed = changed || (!pair.error && pair.outcome() == DiffOutcome::kChanged);
   }
-  publish(diff_to_json(pairs, command.tolerances), command.output, command.json,
-          command.json ? std::string() : render_diff_table(pairs, command.top));
+  nlohmann::ordered_json document = diff_to_json(pairs, command.tolerances);
+  write_json_output(document, command.json_output);
+  publish(command.json ? json_text(document, 2) : render_diff_table(pairs, command.top), command.output);
   if (failed) return ExitCode::kModelFailed;
   return command.fail_if_changed && changed ? ExitCode::kGateFailed : ExitCode::kSuccess;
 }

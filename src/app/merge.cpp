@@ -76,7 +76,7 @@ ExitCode run_merge(const MergeCommand& command) {
     print_problems("--partial: merged the parts present; missing:", problems.incomplete);
   }
   if (command.report) write_output_file(*command.report, render_html(document));
-  publish(document, command.output, /*json=*/true, {});
+  publish(json_text(document, 2), command.output);
   ExitCode code = batch_exit_code(counts);
   // A partial batch never passes for a whole one: what is missing was not scanned, as far as this result goes.
   return problems.incomplete.empty() || code != ExitCode::kSuccess ? code : ExitCode::kModelFailed;

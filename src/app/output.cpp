@@ -8,6 +8,8 @@
 namespace precdetect {
 namespace {
 
+const std::filesystem::path kStandardOutput = "-";  // -o -
+
 void print(const std::string& text) {
   // SIGPIPE is ignored (main.cpp): a reader that closed the pipe early just gets less.
   std::fwrite(text.data(), 1, text.size(), stdout);
@@ -16,12 +18,17 @@ void print(const std::string& text) {
 
 }  // namespace
 
-void publish(const nlohmann::ordered_json& document, const std::optional<std::filesystem::path>& output, bool json,
-             const std::string& table) {
-  std::string text = json_text(document, 2);
-  if (output == kStandardOutput) return print(text);  // the document takes stdout, in place of the table
-  if (output) write_output_file(*output, text);
-  print(json ? text : table);
+bool to_standard_output(const std::optional<std::filesystem::path>& output) {
+  return !output || *output == kStandardOutput;
+}
+
+void publish(const std::string& text, const std::optional<std::filesystem::path>& output) {
+  if (to_standard_output(output)) return print(text);
+  write_output_file(*output, text);
+}
+
+void write_json_output(const nlohmann::ordered_json& document, const std::optional<std::filesystem::path>& file) {
+  if (file) write_output_file(*file, json_text(document, 2));
 }
 
 void print_json_line(const nlohmann::ordered_json& document) { print(json_text(document, -1)); }

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include "precdetect/analyze/analyzer.h"
@@ -15,8 +14,10 @@
 #include "precdetect/app/gates.h"
 #include "precdetect/app/output.h"
 #include "precdetect/app/progress.h"
+#include "precdetect/app/rule_files.h"
 #include "precdetect/classify/judge.h"
 #include "precdetect/core/error.h"
+#include "precdetect/core/format.h"
 #include "precdetect/core/output_file.h"
 #include "precdetect/discover/discover.h"
 #include "precdetect/discover/hf_cache.h"
@@ -44,11 +45,25 @@
 namespace precdetect {
 namespace {
 
-/// What stdout shows for the text formats (JSON is printed by publish; JSON lines as models finish).
-std::string rendered(const ScanReport& report, const ScanOptions& options) {
+/// The JSON lines of --jsonl: a line per model as it finished, which `streamed` printed on stdout already, then
+/// the summary line; for -o FILE (not streamed), every model's line in the inputs' order before it.
+std::string json_lines(const ScanReport& report, bool streamed) {
+  std::string lines;
+  if (!streamed)
+    for (const ModelReport& model : report.models) lines += json_text(model_line_json(model), -1);
+  return lines + json_text(batch_summary_json(report), -1);
+}
+
+/// What --format gives, for -o or stdout.
+std::string rendered(const ScanReport& report, const nlohmann::ordered_json& document, const ScanOptions& options,
+                     bool lines_streamed) {
   switch (options.format) {
     case OutputFormat::kTable:
       return render_table(report, options.verbose);
+    case OutputFormat::kJson:
+      return json_text(document, 2);
+    case OutputFormat::kJsonl:
+      return json_lines(report, lines_streamed);
     case OutputFormat::kCsv:
       return render_csv(report);
     case OutputFormat::kMarkdown:
@@ -61,9 +76,8 @@ std::string rendered(const ScanReport& report, const ScanOptions& options) {
       return render_junit(report);
     case OutputFormat::kGitlab:
       return json_text(gitlab_json(report, options.ci_root), 2);
-    default:
-      return "";
   }
+  return render_table(report, options.verbose);
 }
 
 /// --annotate in GitHub Actions: the annotations on stderr, beside whatever stdout carries (the runner reads
@@ -111,8 +125,7 @@ std::optional<ModelReport> scan_adapter_base(ModelReport& report, const ScanOpti
     return std::nullopt;
   }
   ModelReport base = scan_model(*adapter.base_model, options, judgement, analyzer, cache, BaseFollowing::kNo);
-  bool absent = base.error && (base.error->code == to_string(ErrorCode::kNotFound) ||
-                               base.error->code == to_string(ErrorCode::kHfCacheMiss));
+  bool absent = base.error && (base.error->code == ErrorCode::kNotFound || base.error->code == ErrorCode::kHfCacheMiss);
   if (!absent) report.base_scan = BaseScan{.path = base.path, .verdict = base.verdict, .error = base.error};
   return base;
 }
@@ -127,11 +140,9 @@ void warn_if_base_unknown(ModelReport& report, const std::optional<ModelReport>&
 /// True for a failure that came after the model's files were read whole: a bare pickle (no checkpoint), a model of
 /// no tensors, a pickle refused as unsafe (judged already), a GPU that failed. Any other is a structure the reading
 /// stopped at, which a crafted file may have made it stop at.
-bool read_to_its_end(std::string_view code) {
-  for (ErrorCode whole :
-       {ErrorCode::kNotACheckpoint, ErrorCode::kNoTensors, ErrorCode::kUnsafePickle, ErrorCode::kDevice})
-    if (code == to_string(whole)) return true;
-  return false;
+bool read_to_its_end(ErrorCode code) {
+  return code == ErrorCode::kNotACheckpoint || code == ErrorCode::kNoTensors || code == ErrorCode::kUnsafePickle ||
+         code == ErrorCode::kDevice;
 }
 
 /// `report` with its safety judged, whatever became of the scan: the examination stands apart from loading (an
@@ -142,9 +153,9 @@ ModelReport examined(ModelReport& report, const std::optional<ModelSource>& sour
                      const std::optional<LinkedCheckpoint>& checkpoint) {
   if (source) report.safety = examine_model(*source, checkpoint ? &*checkpoint : nullptr);
   // A model refused before its files were listed for a path out of it (an index naming ../) is unsafe all the same.
-  if (!source && report.error && report.error->code == to_string(ErrorCode::kPathEscape)) report.safety = Safety{};
+  if (!source && report.error && report.error->code == ErrorCode::kPathEscape) report.safety = Safety{};
   if (report.safety && report.error && !read_to_its_end(report.error->code)) {
-    bool escape = report.error->code == to_string(ErrorCode::kPathEscape);
+    bool escape = report.error->code == ErrorCode::kPathEscape;
     auto is_escape = [](const SafetyTampering& item) {
       return item.kind == TamperingKindOf(FileTampering::kPathEscape);
     };
@@ -203,7 +214,7 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     for (const auto& file : source->files) report.files.push_back(file.string());
     checkpoint = open_model(*source, options.read_mode.value_or(analyzer.preferred_read_mode()));
     if (component) keep_component(*checkpoint, component->component, source->path.string());
-    report.format = checkpoint->format;
+    report.format = format_info(checkpoint->format).report_name;
     if (options.safety_only || options.headers_only) {
       report.values_read = false;
       if (options.headers_only) read_headers(report, *source, *checkpoint, options, judgement);
@@ -227,14 +238,14 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
                             .records = checkpoint->records,
                             .adapter = report.adapter ? &*report.adapter : nullptr,
                             .base_verdict = base && !base->error ? &base->verdict : nullptr,
-                            .gguf_names = checkpoint->format == "gguf"},
+                            .gguf_names = checkpoint->format == FileFormat::kGguf},
                            judgement);
     warn_if_base_unknown(report, base);
   } catch (const Error& e) {
-    fail_model(report, {std::string(to_string(e.code())), e.what()});
+    fail_model(report, {e.code(), e.what()});
   } catch (const std::exception& e) {
     // Not ours (libtorch, the standard library): still one model's failure, never the batch's.
-    fail_model(report, {std::string(to_string(ErrorCode::kInternal)), fmt::format("{}: {}", input, e.what())});
+    fail_model(report, {ErrorCode::kInternal, fmt::format("{}: {}", input, e.what())});
   }
   if (report.error && report.streamed_digests.empty()) verified(false);  // a failed scan verifies nothing
   return metered(examined(report, source, checkpoint), meter);
@@ -260,7 +271,7 @@ struct RunPlan {
 /// The one weight file of `model`, when it is one file, and the root its opens are confined to. A file named by URL
 /// (an https file, an S3 object) is known without a request: its discovery would ask for the texts beside it, which
 /// its scan does anyway. A Hub repository or S3 folder is listed (the run keeps the listing for its scan:
-/// core/remote_text).
+/// net/remote_text).
 std::optional<std::pair<std::filesystem::path, ModelRoot>> single_file_of(const std::string& model) {
   if (std::optional<std::string> url = http_url_of(model); url && !model.ends_with('/')) {
     if (url_file_name(*url).ends_with(".index.json")) return std::nullopt;
@@ -281,9 +292,8 @@ std::vector<std::string> components_of(const std::string& model) {
     // The layouts are saved as safetensors and as torch's .ckpt: other formats are not opened twice to see. A
     // remote file is read here by range, its header only: a remote torch file's directory and pickle would move
     // twice, so it is split only when a component is named (URL#vae, docs/using.md).
-    static const std::set<std::string> kPipelineExtensions = {".safetensors", ".ckpt", ".pt", ".pth", ".bin"};
     std::string extension = file ? file->first.extension().string() : "";
-    if (!kPipelineExtensions.contains(extension) || (is_url(model) && extension != ".safetensors")) return {model};
+    if (!may_hold_a_pipeline(extension) || (is_url(model) && extension != ".safetensors")) return {model};
     std::vector<std::string> parts;
     Confined confined(file->second);
     for (const std::string& name : file_components(file->first)) parts.push_back(fmt::format("{}#{}", model, name));
@@ -361,8 +371,8 @@ void print_warnings(const ScanReport& report) {
 }  // namespace
 
 ScanReport scan_all(const ScanOptions& options, const ScanEvents& events) {
-  RuleSet rules = options.rules ? load_rules(*options.rules) : default_rules();
-  Registry registry = options.registry ? load_registry(*options.registry) : default_registry();
+  RuleSet rules = run_rules(options);
+  Registry registry = run_registry(options);
   ComputeDevice device = resolve_device(options.device);
   RemoteTexts texts;  // the run's: its plan and its scans read each listing and text once
   RemoteTexts::Scope planning(texts);
@@ -407,16 +417,16 @@ ScanReport scan_all(const ScanOptions& options, const ScanEvents& events) {
 
 ExitCode run_scan(const ScanOptions& options) {
   std::optional<Progress> progress;
-  ScanReport report = scan_all(
-      options,
-      {.planned = [&](size_t models) { progress.emplace(models, Progress::wanted(options.quiet)); },
-       .started = [&](const std::string& input) { progress->started(input); },
-       .finished =
-           [&](const ModelReport& model) { announce(model, options.format == OutputFormat::kJsonl, *progress); }});
+  // JSON lines reach stdout as each model finishes; -o FILE gets them whole, at the end, as every format.
+  bool stream_lines = options.format == OutputFormat::kJsonl && to_standard_output(options.output);
+  ScanReport report =
+      scan_all(options, {.planned = [&](size_t models) { progress.emplace(models, Progress::wanted(options.quiet)); },
+                         .started = [&](const std::string& input) { progress->started(input); },
+                         .finished = [&](const ModelReport& model) { announce(model, stream_lines, *progress); }});
   nlohmann::ordered_json document = to_json(report);
   if (options.report) write_output_file(*options.report, render_html(document));
-  publish(document, options.output, options.format == OutputFormat::kJson, rendered(report, options));
-  if (options.format == OutputFormat::kJsonl) print_json_line(batch_summary_json(report));
+  write_json_output(document, options.json_output);
+  publish(rendered(report, document, options, stream_lines), options.output);
   std::fflush(stdout);  // the warnings follow the results on a terminal that shows both
   publish_to_github(report, options);
   if (!options.quiet) print_warnings(report);

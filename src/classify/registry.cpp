@@ -8,7 +8,6 @@
 #include <map>
 
 #include "precdetect/core/error.h"
-#include "precdetect/net/text_file.h"
 
 namespace precdetect {
 namespace {
@@ -242,10 +241,6 @@ Registry parse_registry(const std::string& text, const std::string& origin) {
     registry.entries.push_back(EntryParser(origin, i < lines.size() ? lines[i] : 1).parse(document[i]));
   check_unique_ids(registry);
   return registry;
-}
-
-Registry load_registry(const std::filesystem::path& path) {
-  return parse_registry(read_text_file(path, "registry file"), path.string());
 }
 
 }  // namespace precdetect

@@ -6,7 +6,6 @@
 #include <regex>
 
 #include "precdetect/core/error.h"
-#include "precdetect/net/text_file.h"
 
 namespace precdetect {
 namespace {
@@ -99,7 +98,5 @@ RuleSet parse_rules(const std::string& text, const std::filesystem::path& origin
     fail(ErrorCode::kInvalidRules, origin, fmt::format("invalid rules file: {}", e.what()));
   }
 }
-
-RuleSet load_rules(const std::filesystem::path& path) { return parse_rules(read_text_file(path, "rules file"), path); }
 
 }  // namespace precdetect

@@ -4,39 +4,67 @@
 
 #include <array>
 
-namespace precdetect {
+#include "precdetect/core/named_enum.h"
 
-std::string_view to_string(ErrorCode code) {
-  // Indexed by the enum's order; keep the two lists in step (docs/errors.md documents each name).
-  static constexpr std::array<std::string_view, 48> kNames = {
-      "not_found",           "io_error",
-      "unknown_format",      "no_weights",
-      "no_tensors",          "several_models",
-      "duplicate_tensor",    "header_too_small",
-      "header_too_large",    "invalid_header_length",
-      "invalid_utf8",        "invalid_json",
-      "invalid_header",      "duplicate_key",
-      "unknown_dtype",       "invalid_offset",
-      "validation_overflow", "misaligned_slice",
-      "size_mismatch",       "offset_past_end",
-      "trailing_bytes",      "invalid_index",
-      "missing_shard",       "missing_tensor",
-      "invalid_zip",         "compressed_entry",
-      "invalid_pickle",      "missing_record",
-      "storage_too_small",   "invalid_legacy",
-      "invalid_numpy",       "invalid_gguf",
-      "invalid_msgpack",     "invalid_hdf5",
-      "invalid_dcp",         "invalid_onnx",
-      "path_escape",         "unsafe_pickle",
-      "not_a_checkpoint",    "hf_cache_miss",
-      "remote_error",        "range_not_honoured",
-      "remote_changed",      "auth_error",
-      "invalid_rules",       "invalid_registry",
-      "device_error",        "internal_error",
-  };
-  static_assert(kNames.size() == static_cast<size_t>(ErrorCode::kInternal) + 1);
-  return kNames[static_cast<size_t>(code)];
-}
+namespace precdetect {
+namespace {
+
+// docs/errors.md documents each name.
+constexpr std::array<NamedValue<ErrorCode>, 48> kErrorCodes = {{
+    {ErrorCode::kNotFound, "not_found"},
+    {ErrorCode::kIo, "io_error"},
+    {ErrorCode::kUnknownFormat, "unknown_format"},
+    {ErrorCode::kNoWeights, "no_weights"},
+    {ErrorCode::kNoTensors, "no_tensors"},
+    {ErrorCode::kSeveralModels, "several_models"},
+    {ErrorCode::kDuplicateTensor, "duplicate_tensor"},
+    {ErrorCode::kHeaderTooSmall, "header_too_small"},
+    {ErrorCode::kHeaderTooLarge, "header_too_large"},
+    {ErrorCode::kInvalidHeaderLength, "invalid_header_length"},
+    {ErrorCode::kInvalidUtf8, "invalid_utf8"},
+    {ErrorCode::kInvalidJson, "invalid_json"},
+    {ErrorCode::kInvalidHeader, "invalid_header"},
+    {ErrorCode::kDuplicateKey, "duplicate_key"},
+    {ErrorCode::kUnknownDtype, "unknown_dtype"},
+    {ErrorCode::kInvalidOffset, "invalid_offset"},
+    {ErrorCode::kValidationOverflow, "validation_overflow"},
+    {ErrorCode::kMisalignedSlice, "misaligned_slice"},
+    {ErrorCode::kSizeMismatch, "size_mismatch"},
+    {ErrorCode::kOffsetPastEnd, "offset_past_end"},
+    {ErrorCode::kTrailingBytes, "trailing_bytes"},
+    {ErrorCode::kInvalidIndex, "invalid_index"},
+    {ErrorCode::kMissingShard, "missing_shard"},
+    {ErrorCode::kMissingTensor, "missing_tensor"},
+    {ErrorCode::kInvalidZip, "invalid_zip"},
+    {ErrorCode::kCompressedEntry, "compressed_entry"},
+    {ErrorCode::kInvalidPickle, "invalid_pickle"},
+    {ErrorCode::kMissingRecord, "missing_record"},
+    {ErrorCode::kStorageTooSmall, "storage_too_small"},
+    {ErrorCode::kInvalidLegacy, "invalid_legacy"},
+    {ErrorCode::kInvalidNumpy, "invalid_numpy"},
+    {ErrorCode::kInvalidGguf, "invalid_gguf"},
+    {ErrorCode::kInvalidMsgpack, "invalid_msgpack"},
+    {ErrorCode::kInvalidHdf5, "invalid_hdf5"},
+    {ErrorCode::kInvalidDcp, "invalid_dcp"},
+    {ErrorCode::kInvalidOnnx, "invalid_onnx"},
+    {ErrorCode::kPathEscape, "path_escape"},
+    {ErrorCode::kUnsafePickle, "unsafe_pickle"},
+    {ErrorCode::kNotACheckpoint, "not_a_checkpoint"},
+    {ErrorCode::kHfCacheMiss, "hf_cache_miss"},
+    {ErrorCode::kRemote, "remote_error"},
+    {ErrorCode::kRangeNotHonoured, "range_not_honoured"},
+    {ErrorCode::kRemoteChanged, "remote_changed"},
+    {ErrorCode::kRemoteAuth, "auth_error"},
+    {ErrorCode::kInvalidRules, "invalid_rules"},
+    {ErrorCode::kInvalidRegistry, "invalid_registry"},
+    {ErrorCode::kDevice, "device_error"},
+    {ErrorCode::kInternal, "internal_error"},
+}};
+static_assert(listed_in_enum_order(kErrorCodes) && kErrorCodes.size() == static_cast<size_t>(ErrorCode::kInternal) + 1);
+
+}  // namespace
+
+std::string_view to_string(ErrorCode code) { return name_in(kErrorCodes, code); }
 
 void fail(ErrorCode code, const std::filesystem::path& path, std::string_view detail) {
   throw Error(code, fmt::format("{}: {}", path.string(), detail));

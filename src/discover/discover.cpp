@@ -13,7 +13,7 @@
 #include "precdetect/discover/shard_index.h"
 #include "precdetect/discover/shard_pattern.h"
 #include "precdetect/discover/training_state.h"
-#include "precdetect/discover/weight_format.h"
+#include "precdetect/core/format.h"
 #include "precdetect/net/url.h"
 
 namespace precdetect {

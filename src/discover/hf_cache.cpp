@@ -94,9 +94,9 @@ fs::path resolve_hf_id(std::string_view id, const fs::path& cache) {
   fs::path repo_dir = cache / repo_folder_name(repo);
   if (!fs::is_directory(repo_dir))
     fail(ErrorCode::kHfCacheMiss, repo_dir,
-         fmt::format("`{}` is neither a path nor a model in the local Hugging Face cache (looked in {}; "
-                     "precdetect never downloads: fetch it with `huggingface-cli download {}` first)",
-                     id, cache.string(), repo));
+         fmt::format("`{}` is neither a path nor a model in the local Hugging Face cache (looked in {}): scan it "
+                     "from the Hub as `hf://{}`, or fetch it with `huggingface-cli download {}` first",
+                     id, cache.string(), id, repo));
   std::string commit = is_commit_hash(revision) ? revision : read_ref(repo_dir / "refs" / revision);
   if (commit.empty())
     fail(ErrorCode::kHfCacheMiss, repo_dir / "refs" / revision,

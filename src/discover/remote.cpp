@@ -14,7 +14,7 @@
 #include "precdetect/discover/shard_index.h"
 #include "precdetect/discover/shard_pattern.h"
 #include "precdetect/discover/training_state.h"
-#include "precdetect/discover/weight_format.h"
+#include "precdetect/core/format.h"
 #include "precdetect/net/http.h"
 #include "precdetect/net/remote_text.h"
 #include "precdetect/net/xml_text.h"

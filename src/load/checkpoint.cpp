@@ -19,7 +19,7 @@ namespace precdetect {
 namespace {
 
 /// The format chain: the one detection (file_format.h) opens the file in its format, which reads it.
-std::string read_file(Checkpoint& checkpoint, size_t file) {
+FileFormat read_file(Checkpoint& checkpoint, size_t file) {
   const ByteSource& source = *checkpoint.files[file];
   std::unique_ptr<FormatFile> format = open_format(source);
   if (format) return checkpoint.formats.emplace_back(std::move(format))->read(checkpoint, file);
@@ -106,9 +106,11 @@ Checkpoint open_checkpoint(const ModelSource& source, ReadMode mode) {
   Checkpoint checkpoint{.model_parallel = source.model_parallel};
   for (const auto& file : source.files) {
     checkpoint.files.push_back(open_file_of(source, file, mode));
-    std::string format = read_file(checkpoint, checkpoint.files.size() - 1);
-    if (!checkpoint.format.empty() && checkpoint.format != format)
-      checkpoint.warnings.push_back({.code = WarningCode::kMixedFormats, .names = {checkpoint.format, format}});
+    FileFormat format = read_file(checkpoint, checkpoint.files.size() - 1);
+    // Mixed as a report names them: .npz and .npy files are both NumPy's
+    std::string_view was = format_info(checkpoint.format).report_name, is = format_info(format).report_name;
+    if (checkpoint.format != FileFormat::kUnknown && was != is)
+      checkpoint.warnings.push_back({.code = WarningCode::kMixedFormats, .names = {std::string(was), std::string(is)}});
     checkpoint.format = format;
   }
   if (!source.other_formats.empty())

@@ -20,7 +20,7 @@ class PlainFormatFile final : public FormatFile {
   PlainFormatFile(const ByteSource& source, FileFormat format, ReadFormat read, NamePickles name_pickles)
       : source_(source), format_(format), read_(read), name_pickles_(name_pickles) {}
   FileFormat format() const override { return format_; }
-  std::string read(Checkpoint& checkpoint, size_t file) const override { return read_(checkpoint, file); }
+  FileFormat read(Checkpoint& checkpoint, size_t file) const override { return read_(checkpoint, file); }
   void name_pickles(const std::string& where, PickleVisitor& visitor) const override {
     name_pickles_(source_, where, visitor);
   }
@@ -33,42 +33,6 @@ class PlainFormatFile final : public FormatFile {
 };
 
 }  // namespace
-
-std::string_view file_format_name(FileFormat format) {
-  switch (format) {
-    case FileFormat::kGguf:
-      return "gguf";
-    case FileFormat::kFlax:
-      return "flax";
-    case FileFormat::kHdf5:
-      return "hdf5";
-    case FileFormat::kKeras:
-      return "keras";
-    case FileFormat::kSafetensors:
-      return "safetensors";
-    case FileFormat::kNpz:
-      return "npz";
-    case FileFormat::kTorchZip:
-      return "torch_zip";
-    case FileFormat::kTorchLegacy:
-      return "torch_legacy";
-    case FileFormat::kNemo:
-      return "nemo";
-    case FileFormat::kTorchTar:
-      return "torch_tar";
-    case FileFormat::kNpy:
-      return "npy";
-    case FileFormat::kDcp:
-      return "dcp";
-    case FileFormat::kOnnx:
-      return "onnx";
-    case FileFormat::kPickle:
-      return "pickle";
-    case FileFormat::kUnknown:
-      return "unknown";
-  }
-  return "unknown";
-}
 
 std::string_view file_tampering_name(FileTampering kind) {
   switch (kind) {

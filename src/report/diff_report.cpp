@@ -72,7 +72,7 @@ ordered_json pair_json(const PairDiff& pair) {
   ordered_json error = nullptr, changed = pair.changed(), outcome = outcome_name(pair.outcome()),
                overall = stats_json(pair.overall);
   if (pair.error) {
-    error = {{"code", pair.error->code}, {"message", pair.error->message}};
+    error = {{"code", to_string(pair.error->code)}, {"message", pair.error->message}};
     changed = outcome = overall = nullptr;
   }
   return {{"base", pair.base},
@@ -136,7 +136,7 @@ std::string render_diff_table(const std::vector<PairDiff>& pairs, size_t top) {
   std::string out;
   for (const PairDiff& pair : pairs) {
     if (pair.error)
-      out += fmt::format("{} -> {}: error: {}\n", pair.base, pair.other, pair.error->code);
+      out += fmt::format("{} -> {}: error: {}\n", pair.base, pair.other, to_string(pair.error->code));
     else
       append_pair_table(out, pair, top);
   }

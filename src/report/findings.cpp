@@ -218,8 +218,8 @@ void add_model(Collector& out, const ModelReport& model, size_t index) {
   out.set_component(component ? "#" + component->component : "");
   std::string file = model.files.empty() ? model.input : model.files.front();
   if (model.error)
-    out.add(kUnreadable, "", index, fmt::format("{}: {} ({})", model.input, model.error->message, model.error->code),
-            file, "");
+    out.add(kUnreadable, "", index,
+            fmt::format("{}: {} ({})", model.input, model.error->message, to_string(model.error->code)), file, "");
   add_safety(out, model, index);
   add_precision(out, model, index);
   for (const GateFailure& failure : model.gate_failures)

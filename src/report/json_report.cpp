@@ -304,7 +304,7 @@ ordered_json adapter_json(const ModelReport& model) {
   ordered_json base_scan = nullptr;
   if (const std::optional<BaseScan>& base = model.base_scan) {
     ordered_json error = nullptr;
-    if (base->error) error = {{"code", base->error->code}, {"message", base->error->message}};
+    if (base->error) error = {{"code", to_string(base->error->code)}, {"message", base->error->message}};
     base_scan = {{"path", base->path},
                  {"label", label_name(base->verdict.label)},
                  {"candidates", label_list(base->verdict.candidates)},
@@ -332,7 +332,7 @@ ordered_json model_json(const ModelReport& model) {
   ordered_json tensors = ordered_json::array();
   for (const TensorReport& tensor : model.tensors) tensors.push_back(tensor_json(tensor));
   ordered_json error = nullptr;
-  if (model.error) error = {{"code", model.error->code}, {"message", model.error->message}};
+  if (model.error) error = {{"code", to_string(model.error->code)}, {"message", model.error->message}};
   ordered_json json = {{"input", model.input},
                        {"path", model.path},
                        {"format", model.format.empty() ? ordered_json(nullptr) : ordered_json(model.format)},

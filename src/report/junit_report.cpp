@@ -5,27 +5,21 @@
 
 #include <vector>
 
+#include "precdetect/core/utf8.h"
+
 namespace precdetect {
 namespace {
 
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 
-/// The length of the UTF-8 sequence at `text[at]` when it is one XML 1.0 may hold, else 0.
+/// The length of the UTF-8 sequence at `text[at]` when it is a character XML 1.0 may hold, else 0: a control
+/// character but tab, newline and carriage return, U+FFFE and U+FFFF are none.
 size_t xml_char_length(std::string_view text, size_t at) {
-  auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
-  unsigned char lead = byte(at);
-  if (lead < 0x80) return lead >= 0x20 || lead == '\t' || lead == '\n' || lead == '\r' ? 1 : 0;
-  size_t length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC2 ? 2 : 0;
-  if (length == 0 || lead > 0xF4 || at + length > text.size()) return 0;
-  uint32_t code = lead & (0x7F >> length);
-  for (size_t i = 1; i < length; ++i) {
-    if ((byte(at + i) & 0xC0) != 0x80) return 0;
-    code = (code << 6) | (byte(at + i) & 0x3F);
-  }
-  // Overlong forms, surrogates, U+FFFE/U+FFFF and code points past U+10FFFF are no characters XML allows.
-  bool shortest = code >= (length == 2 ? 0x80u : length == 3 ? 0x800u : 0x10000u);
-  bool allowed = (code < 0xD800 || code > 0xDFFF) && code != 0xFFFE && code != 0xFFFF && code <= 0x10FFFF;
-  return shortest && allowed ? length : 0;
+  std::optional<Utf8Char> c = decode_utf8(text, at);
+  if (!c) return 0;
+  uint32_t code = c->code_point;
+  bool allowed = code >= 0x20 ? code != 0xFFFE && code != 0xFFFF : code == '\t' || code == '\n' || code == '\r';
+  return allowed ? c->length : 0;
 }
 
 std::string_view entity(char c) {
@@ -80,7 +74,7 @@ std::string scan_case(const ModelReport& model) {
   if (!model.error) return open + "</testcase>\n";
   std::string message = xml_escaped(model.error->message);
   return fmt::format("{}\n      <error message=\"{}\" type=\"{}\">{}</error>\n    </testcase>\n", open, message,
-                     xml_escaped(model.error->code), message);
+                     xml_escaped(to_string(model.error->code)), message);
 }
 
 struct Counts {

@@ -105,7 +105,7 @@ std::string risk_text(const Verdict& verdict) {
 
 std::string model_verdict_text(const ModelReport& model) {
   std::string gate = model.gate_failures.empty() ? "" : " GATE FAILED";
-  if (model.error) return "error: " + model.error->code + safety_cell(model) + gate;
+  if (model.error) return "error: " + std::string(to_string(model.error->code)) + safety_cell(model) + gate;
   if (!model.values_read) {  // --safety-only, --headers-only: no values, no verdict
     std::string cell = safety_cell(model);
     // --headers-only: the documented precision of the model its name names, which needs no values.

@@ -4,6 +4,7 @@
 
 #include "precdetect/core/confinement.h"
 #include "precdetect/core/error.h"
+#include "precdetect/core/format.h"
 #include "precdetect/load/file_format.h"
 #include "precdetect/load/pickle/pickle_stream.h"
 #include "precdetect/safety/chat_template.h"
@@ -101,9 +102,8 @@ void examine_file(const std::filesystem::path& path, Safety& safety, bool weight
     bool examined = examine_source(*source, path.string(), safety);
     if (examined || weights) safety.files.push_back(path.string());
     if (!examined && weights)
-      safety.unverified.push_back(fmt::format(
-          "{}: not a format precdetect examines (no safetensors, GGUF, msgpack, HDF5, zip, pickle, tar or npy header)",
-          path.string()));
+      safety.unverified.push_back(
+          fmt::format("{}: not a format precdetect examines (no {} header)", path.string(), examined_headers()));
   } catch (const std::exception& e) {  // our Error, or memory: never the batch's failure, never passed
     safety.files.push_back(path.string());
     safety.add_failure(e, path.string());

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "precdetect/core/utf8.h"
 #include "precdetect/safety/jinja_text.h"
 
 namespace precdetect::jinja {
@@ -175,9 +176,9 @@ class Lexer {
         continue;
       }
       if (static_cast<unsigned char>(c) < 0x80 || python_space_width(source_, p) > 0) break;
-      std::optional<size_t> width = utf8_width(source_, p);
-      if (!width) fail("invalid UTF-8", p);
-      p += *width;
+      std::optional<Utf8Char> character = decode_utf8(source_, p);
+      if (!character) fail("invalid UTF-8", p);
+      p += character->length;
     }
     push(TokenKind::kName, p);
   }

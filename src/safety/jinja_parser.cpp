@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "precdetect/core/utf8.h"
 #include "precdetect/safety/jinja_expression.h"
 #include "precdetect/safety/jinja_text.h"
 #include "precdetect/safety/jinja_tokens.h"

@@ -23,23 +23,6 @@ char at(std::string_view text, size_t p) { return p < text.size() ? text[p] : '\
 constexpr std::pair<char, char> kSimpleEscapes[] = {{'\\', '\\'}, {'\'', '\''}, {'"', '"'},  {'a', '\a'}, {'b', '\b'},
                                                     {'f', '\f'},  {'n', '\n'},  {'r', '\r'}, {'t', '\t'}, {'v', '\v'}};
 
-/// The code point at `p` and its width; {0, 0} where the bytes are not well-formed UTF-8.
-std::pair<uint32_t, size_t> decode_utf8(std::string_view text, size_t p) {
-  auto byte = [&](size_t i) { return i < text.size() ? static_cast<unsigned char>(text[i]) : 0U; };
-  uint32_t lead = byte(p);
-  if (lead < 0x80) return {lead, 1};
-  size_t width = lead >= 0xF5 ? 0 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC2 ? 2 : 0;
-  if (width == 0) return {0, 0};
-  uint32_t cp = lead & (0x7F >> width);
-  for (size_t i = 1; i < width; ++i) {
-    if ((byte(p + i) & 0xC0) != 0x80) return {0, 0};
-    cp = (cp << 6) | (byte(p + i) & 0x3F);
-  }
-  constexpr uint32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kLeast[width] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return {0, 0};
-  return {cp, width};
-}
-
 /// `(\d+_)*\d+` at `p`: the end of the match, or `p` when there is none.
 size_t digits(std::string_view text, size_t p) {
   size_t q = p;
@@ -124,11 +107,11 @@ size_t escape(std::string_view body, size_t p, size_t offset, DecodedString& out
     append_utf8(out.value, cp);
     return q;
   }
-  auto [cp, width] = decode_utf8(body, p + 1);
-  if (width > 1) {  // `\é` became `\\xe9`: a backslash, then the escape's text as it is
+  if (std::optional<Utf8Char> escaped = decode_utf8(body, p + 1); escaped && escaped->length > 1) {
+    // `\é` became `\\xe9`: a backslash, then the escape's text as it is
     out.value += '\\';
-    out.value += backslash_form(cp);
-    return p + 1 + width;
+    out.value += backslash_form(escaped->code_point);
+    return p + 1 + escaped->length;
   }
   out.value += '\\';  // an unknown escape keeps its backslash
   out.value += c;
@@ -138,25 +121,13 @@ size_t escape(std::string_view body, size_t p, size_t offset, DecodedString& out
 }  // namespace
 
 size_t python_space_width(std::string_view text, size_t p) {
-  auto [cp, width] = decode_utf8(text, p);
+  std::optional<Utf8Char> c = decode_utf8(text, p);
+  if (!c) return 0;
+  uint32_t cp = c->code_point;
   bool space = (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
                (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
                cp == 0x3000;
-  return space && width > 0 ? width : 0;
-}
-
-std::optional<size_t> utf8_width(std::string_view text, size_t p) {
-  size_t width = decode_utf8(text, p).second;
-  return width > 0 ? std::optional<size_t>(width) : std::nullopt;
-}
-
-bool is_utf8(std::string_view text) {
-  for (size_t p = 0; p < text.size();) {
-    std::optional<size_t> width = utf8_width(text, p);
-    if (!width) return false;
-    p += *width;
-  }
-  return true;
+  return space ? c->length : 0;
 }
 
 size_t float_length(std::string_view text, size_t p) {

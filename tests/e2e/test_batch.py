@@ -116,12 +116,20 @@ class JsonLines(Zoo):
         self.assertEqual(result.returncode, 3)
         self.assertIn("--json", result.stderr)
 
-    def test_output_file_still_gets_the_whole_document(self):
+    def test_json_output_still_gets_the_whole_document(self):
         out = self.tmp / "report.json"
-        result = run("--jsonl", "-o", out, self.fp16, self.bf16)
+        result = run("--jsonl", "--json-output", out, self.fp16, self.bf16)
         self.assertEqual(result.returncode, 0)
         self.assertEqual(len(result.stdout.splitlines()), 3)
         self.assertEqual([m["input"] for m in json.loads(out.read_text())["models"]], [str(self.fp16), str(self.bf16)])
+
+    def test_output_file_gets_the_lines_in_input_order_and_stdout_none(self):
+        out = self.tmp / "lines.jsonl"
+        streamed = run("--jsonl", "--jobs", "1", self.fp16, self.bf16).stdout
+        result = run("--jsonl", "--jobs", "1", "-o", out, self.fp16, self.bf16)
+        self.assertEqual(result.returncode, 0)
+        self.assertEqual(result.stdout, "")
+        self.assertEqual(out.read_text(), streamed)
 
 
 class Jobs(Zoo):
@@ -526,8 +534,10 @@ class Merge(ScanTestCase):
         first, second = self.tmp / "a.jsonl", self.tmp / "b.jsonl"
         first.write_text(run("--jsonl", self.tmp / "bf16-like").stdout)
         second.write_text(run("--jsonl", "--expect", "fp16", self.tmp / "bf16-copy").stdout)
-        merged = run("merge", first, second, "-o", self.tmp / "zoo.json", check_json=True)
+        merged = run("merge", first, second, check_json=True)
         self.assertEqual(merged.returncode, 1)  # the second run's gate failure
+        written = run("merge", first, second, "-o", self.tmp / "zoo.json")
+        self.assertEqual((written.returncode, written.stdout), (1, ""))  # -o: the document in the file alone
         direct = run("--json", self.tmp / "bf16-like", check_json=True).document
         self.assertEqual(merged.document["models"][0], direct["models"][0])
         self.assertEqual(merged.document["models"][1]["gate_failures"],

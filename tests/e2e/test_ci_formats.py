@@ -150,7 +150,7 @@ class CiFormats(unittest.TestCase):
         cls.checkout = Path(cls.temp.name) / "checkout"
         cls.inputs = [f"models/{name}" for name in write_checkpoints(cls.checkout / "models")]
         cls.json_file = Path(cls.temp.name) / "document.json"
-        cls.sarif_run = ci_run("sarif", cls.checkout, cls.inputs, "-o", cls.json_file)
+        cls.sarif_run = ci_run("sarif", cls.checkout, cls.inputs, "--json-output", cls.json_file)
         cls.sarif = json.loads(cls.sarif_run.stdout)
         cls.document = json.loads(cls.json_file.read_text())
 

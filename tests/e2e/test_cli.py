@@ -59,6 +59,49 @@ class ExitCodes(ScanTestCase):
 
 
 @unittest.skipUnless(torch.cuda.is_available(), "no CUDA device: the CUDA path is tested on GPU machines")
+class FormatLists(unittest.TestCase):
+    """--help lists the formats from one table (core/format); every other list of them is checked against it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.help = run("--help").stdout
+        formats = cls.help[cls.help.index("Formats: "):cls.help.index("Docs: ")]
+        cls.extensions = sorted(set(re.findall(r"(?<=[( ])\.[a-z0-9]+(?=[ )])", formats)))
+
+    def test_help_lists_every_format_and_says_what_precdetect_reads_remotely(self):
+        self.assertEqual(self.extensions, sorted([".bin", ".ckpt", ".dill", ".distcp", ".gguf", ".h5", ".hdf5", ".jit",
+                                                  ".joblib", ".keras", ".msgpack", ".nemo", ".npy", ".npz", ".onnx",
+                                                  ".pickle", ".pkl", ".pt", ".pth", ".safetensors"]))
+        for remote in ("hf://org/name[@revision][/folder]", "s3://bucket/prefix/", "http(s)://"):
+            self.assertIn(remote, self.help)
+        self.assertNotIn("never downloads", self.help)
+
+    def test_readme_and_using_md_name_every_extension(self):
+        readme = (REPO / "README.md").read_text()
+        start = readme.index("- **Formats**:")
+        using = (REPO / "docs" / "using.md").read_text()
+        one_file = re.search(r"^\| one file: .*$", using, re.M).group(0)
+        for where, text in (("README's Formats", readme[start:readme.index("\n- **", start + 1)]),
+                            ("using.md's one file", one_file)):
+            for extension in self.extensions:
+                self.assertRegex(text, re.escape(extension) + r"(?![a-z0-9])", f"{where}: {extension}")
+
+    def test_the_pre_commit_hook_takes_every_format_and_readme_shows_its_pattern(self):
+        hooks = (REPO / ".pre-commit-hooks.yaml").read_text()
+        pattern = re.search(r"^  files: '(.*)'$", hooks, re.M).group(1)
+        for extension in self.extensions:
+            self.assertRegex(f"models/m{extension}", pattern, extension)
+        self.assertEqual(re.findall(r"^ +files: '(.*)'$", (REPO / "README.md").read_text(), re.M), [pattern])
+
+    def test_fuzzing_md_has_a_row_and_the_count_of_every_fuzz_target(self):
+        targets = re.search(r"set\(PRECDETECT_FUZZ_TARGETS([^)]*)\)", (REPO / "tests/fuzz/targets.cmake").read_text())
+        names = targets.group(1).split()
+        fuzzing = (REPO / "docs/fuzzing.md").read_text()
+        self.assertEqual(sorted(re.findall(r"^\| `fuzz_([a-z0-9_]+)` \|", fuzzing, re.M)), sorted(names))
+        for count in re.findall(r"\((\d+) targets", fuzzing):
+            self.assertEqual(int(count), len(names))
+
+
 class CudaDevice(ScanTestCase):
     def test_cuda_scans_match_the_float64_reference_in_both_read_modes(self):
         # Tensors above a 64 MiB staging buffer, with small ones behind them (staged ahead while the GPU still
@@ -85,17 +128,35 @@ class CudaDevice(ScanTestCase):
 
 
 class Output(ScanTestCase):
-    def test_output_file_holds_the_same_document_and_no_temporary_is_left(self):
+    def test_output_file_holds_what_the_format_gives_and_stdout_nothing(self):
         save_file({"w": torch.randn(10, 10)}, self.tmp / "m.safetensors")
-        out = self.tmp / "out" / "report.json"
+        out = self.tmp / "out" / "report"
         out.parent.mkdir()
-        code, document, _ = scan(self.tmp / "m.safetensors", "-o", out)
-        self.assertEqual(code, 0)
+        code, document, _ = scan(self.tmp / "m.safetensors")
+        for args in (["--json"], [], ["--format", "csv"], ["--format", "markdown"], ["--format", "sarif"],
+                     ["--format", "junit"], ["--format", "gitlab"], ["--format", "github"], ["-v"]):
+            with self.subTest(args=args):
+                printed = run(*args, self.tmp / "m.safetensors")
+                written = run(*args, self.tmp / "m.safetensors", "--output", out)
+                self.assertEqual(written.returncode, printed.returncode)
+                self.assertEqual(written.stdout, "")
+                self.assertEqual(out.read_text(), printed.stdout)
+                self.assertEqual([p.name for p in out.parent.iterdir()], ["report"])  # no temporary left
+        run("--json", self.tmp / "m.safetensors", "-o", out)
         self.assertEqual(json.loads(out.read_text()), document)
-        self.assertEqual([p.name for p in out.parent.iterdir()], ["report.json"])
-        table = run(self.tmp / "m.safetensors", "--output", out)  # the table on stdout, JSON in the file
+
+    def test_json_output_holds_the_document_beside_any_format(self):
+        save_file({"w": torch.randn(10, 10)}, self.tmp / "m.safetensors")
+        code, document, _ = scan(self.tmp / "m.safetensors")
+        sarif = self.tmp / "results.sarif"
+        result = run(self.tmp / "m.safetensors", "--format", "sarif", "-o", sarif, "--json-output",
+                     self.tmp / "document.json")
+        self.assertEqual(result.returncode, code)
+        self.assertEqual(json.loads(sarif.read_text())["version"], "2.1.0")
+        self.assertEqual(json.loads((self.tmp / "document.json").read_text()), document)
+        table = run(self.tmp / "m.safetensors", "--json-output", self.tmp / "document.json")
         self.assertIn("abs min", table.stdout)
-        self.assertEqual(json.loads(out.read_text())["models"][0]["summary"], document["models"][0]["summary"])
+        self.assertEqual(json.loads((self.tmp / "document.json").read_text()), document)
 
     def test_warnings_reach_every_format_and_quiet_silences_them(self):
         torch.save({"model": {"w": torch.tensor([1.0, float("nan")]), "bn.running_var": torch.ones(2)},
@@ -115,9 +176,10 @@ class Output(ScanTestCase):
 
     def test_unwritable_output_is_an_error(self):
         save_file({"w": torch.ones(2)}, self.tmp / "m.safetensors")
-        result = run(self.tmp, "-o", self.tmp / "no" / "such" / "dir" / "r.json")
-        self.assertEqual(result.returncode, 3)
-        self.assertIn("r.json", result.stderr)
+        for flag in ("-o", "--json-output"):
+            result = run(self.tmp, flag, self.tmp / "no" / "such" / "dir" / "r.json")
+            self.assertEqual(result.returncode, 3)
+            self.assertIn("r.json", result.stderr)
 
     def test_paths_that_are_not_utf8_still_give_valid_json(self):
         folder = os.fsdecode(bytes(self.tmp) + b"/model-\xff")

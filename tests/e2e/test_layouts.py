@@ -123,7 +123,7 @@ class HfCache(ScanTestCase):
         code, document, _ = scan("acme/absent", env=env)
         self.assertEqual(code, 2)
         self.assertEqual(document["models"][0]["error"]["code"], "hf_cache_miss")
-        self.assertIn("never downloads", document["models"][0]["error"]["message"])
+        self.assertIn("scan it from the Hub as `hf://acme/absent`", document["models"][0]["error"]["message"])
 
 
 if __name__ == "__main__":

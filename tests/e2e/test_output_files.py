@@ -1,4 +1,4 @@
-"""What -o (and --report, and the results cache) do with each kind of path: a regular file is replaced whole, a
+"""What -o (and --json-output, --report, and the results cache) do with each kind of path: a regular file is replaced whole, a
 link's target too with the link kept, and a device, a FIFO or a descriptor is written as it is, never replaced.
 
 Device nodes are made with mknod in a scratch folder, and the machine's own /dev/null and /dev/stderr are only ever
@@ -42,8 +42,10 @@ class OutputFiles(ScanTestCase):
         part.write_text(run("--shard", "0/1", "--jsonl", self.model).stdout)
         commands = {
             "scan -o": ["--json", "-o", null, self.model],
+            "scan --json-output": ["--json-output", null, self.model],
             "scan --report": ["--report", null, self.model],
             "diff -o": ["diff", "--json", "-o", null, self.model, self.model],
+            "diff --json-output": ["diff", "--json-output", null, self.model, self.model],
             "merge -o": ["merge", "-o", null, part],
             "merge --report": ["merge", "--report", null, part],
         }
@@ -64,8 +66,8 @@ class OutputFiles(ScanTestCase):
             mknod -m 666 /dev/null c 1 3
             ln -s /proc/self/fd/1 /dev/stdout
             ln -s /proc/self/fd/2 /dev/stderr
-            "$1" --json -o /dev/null "$2" >"$3/stdout.json"
-            "$1" --quiet -o /dev/stderr "$2" >/dev/null 2>"$3/stderr.json"
+            "$1" --json-output /dev/null "$2" --json >"$3/stdout.json"
+            "$1" --quiet --json -o /dev/stderr "$2" >/dev/null 2>"$3/stderr.json"
             stat -c '%F %t,%T' /dev/null
             stat -c '%F' /dev/stderr
             ls /dev""", BINARY, self.model, self.tmp)
@@ -81,7 +83,7 @@ class OutputFiles(ScanTestCase):
         received = []
         reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
         reader.start()
-        result = run("-o", fifo, self.model)
+        result = run("--json", "-o", fifo, self.model)
         reader.join(timeout=60)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(json.loads(received[0]), self.document)
@@ -94,24 +96,24 @@ class OutputFiles(ScanTestCase):
         (self.tmp / "out").mkdir()
         link = self.tmp / "out" / "report.json"
         link.symlink_to("../kept/report.json")
-        result = run("-o", link, self.model)
+        result = run("--json-output", link, self.model)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertTrue(link.is_symlink())
         self.assertEqual(os.readlink(link), "../kept/report.json")
         self.assertEqual(json.loads((kept / "report.json").read_text()), self.document)
         self.assertEqual([p.name for p in kept.iterdir()], ["report.json"])
 
-    def test_dash_is_standard_output_in_place_of_the_table(self):
-        result = run("-o", "-", self.model)
-        self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual(json.loads(result.stdout), self.document)
+    def test_dash_is_standard_output(self):
+        for args in (["--json"], [], ["--jsonl"]):
+            with self.subTest(args=args):
+                result = run(*args, "-o", "-", self.model)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertEqual(result.stdout, run(*args, self.model).stdout)
+        self.assertEqual(json.loads(run("--json", "-o", "-", self.model).stdout), self.document)
         self.assertFalse((self.tmp / "-").exists())
-        refused = run("-o", "-", "--jsonl", self.model)
-        self.assertEqual(refused.returncode, 3)
-        self.assertIn("--jsonl prints its lines on standard output", refused.stderr)
 
     def test_a_folder_is_a_named_error(self):
-        result = run("-o", self.tmp, self.model)
+        result = run("--json-output", self.tmp, self.model)
         self.assertEqual(result.returncode, 3)
         self.assertIn(f"precdetect: {self.tmp}: cannot write: Is a directory", result.stderr)
 
@@ -121,11 +123,11 @@ class OutputFiles(ScanTestCase):
         target = folder / "r.json"
         if namespace_available():  # root writes into any folder its modes forbid: a read-only mount, privately
             result = in_private_mounts('mount --bind "$1" "$1"; mount -o remount,bind,ro "$1"; '
-                                       'exec "$2" -o "$1/r.json" "$3"', folder, BINARY, self.model)
+                                       'exec "$2" --json -o "$1/r.json" "$3"', folder, BINARY, self.model)
             reason = "Read-only file system"
         elif not ROOT:
             folder.chmod(0o555)
-            result = run("-o", target, self.model)
+            result = run("--json", "-o", target, self.model)
             reason = "Permission denied"
         else:
             self.skipTest("root without unshare cannot make a folder it may not write")

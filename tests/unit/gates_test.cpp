@@ -106,7 +106,7 @@ TEST(Labels, TwoLabelValuesJoinAndContainTheirPrecisions) {
 
 TEST(Gates, AFailedModelOrAMissingStatisticViolatesNoGate) {
   ModelReport failed = scanned(Label::kUnknown, 0, 0);
-  failed.error = ModelError{"io_error", "m: gone"};
+  failed.error = ModelError{ErrorCode::kIo, "m: gone"};
   EXPECT_TRUE(gate_failures(failed, {.expect = Label::kFp16}).empty());
   ModelReport no_values = scanned(Label::kUnknown, 0, 0);
   no_values.summary.has_values = no_values.summary.has_nonzero_norm = false;

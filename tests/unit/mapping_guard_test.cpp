@@ -71,7 +71,7 @@ TEST_F(ShrinkingFile, TheAnalyzerFailsTheModelInsteadOfCrashing) {
   std::string data = testing::random_tensor_bytes(DType::F32, 8 * kPage, 3);
   write(testing::safetensors_bytes(
       fmt::format(R"({{"w":{{"dtype":"F32","shape":[{}],"data_offsets":[0,{}]}}}})", 8 * kPage, data.size()), data));
-  Checkpoint checkpoint{.format = "safetensors"};
+  Checkpoint checkpoint{.format = FileFormat::kSafetensors};
   checkpoint.files.push_back(map_file(path_));
   checkpoint.tensors = read_safetensors_header(*checkpoint.files.front()).tensors;
   LinkedCheckpoint model = link_checkpoint(std::move(checkpoint), nullptr, path_.string());

@@ -43,7 +43,7 @@ class ReadModes : public ::testing::Test {
   static void TearDownTestSuite() { std::filesystem::remove(path_); }
 
   static Checkpoint open(ReadMode mode) {
-    Checkpoint checkpoint{.format = "safetensors"};
+    Checkpoint checkpoint{.format = FileFormat::kSafetensors};
     checkpoint.files.push_back(map_file(path_, mode));
     checkpoint.tensors = read_safetensors_header(*checkpoint.files.front()).tensors;
     return checkpoint;

@@ -45,7 +45,7 @@ TEST(TorchStats, EmptyAndAllNanTensors) {
 
 /// A one-file checkpoint over in-memory safetensors bytes, for the Analyzer.
 Checkpoint checkpoint_of(const std::string& bytes) {
-  Checkpoint checkpoint{.format = "safetensors"};
+  Checkpoint checkpoint{.format = FileFormat::kSafetensors};
   checkpoint.files.push_back(memory_source(bytes, "gpu.safetensors"));
   checkpoint.tensors = read_safetensors_header(*checkpoint.files.front()).tensors;
   return checkpoint;

@@ -117,7 +117,7 @@ TEST(ZipFormat, ReadsItsDirectoryOnceForItsReaderAndItsPickles) {
   std::unique_ptr<FormatFile> format = open_format(source);
   ASSERT_NE(format, nullptr);
   EXPECT_EQ(format->format(), FileFormat::kTorchZip);
-  EXPECT_EQ(format->read(checkpoint, 0), "pytorch-zip");
+  EXPECT_EQ(format->read(checkpoint, 0), FileFormat::kTorchZip);
   Named named;
   format->name_pickles("m.pt", named);
   EXPECT_EQ(named.places, std::vector<std::string>{"m.pt!archive/data.pkl"});

@@ -31,9 +31,10 @@ struct DiffCommand {
   std::string base;
   std::vector<std::string> others;  ///< compared with base in order (a training trajectory)
   DiffOptions tolerances;
-  bool json = false;
-  std::optional<std::filesystem::path> output;
-  size_t top = 20;  ///< most-changed tensors shown per pair in the table
+  bool json = false;                                 ///< the JSON document (docs/diff.md) in place of the table
+  std::optional<std::filesystem::path> output;       ///< -o: the table or document goes here, not to stdout
+  std::optional<std::filesystem::path> json_output;  ///< --json-output: the JSON document also goes here
+  size_t top = 20;                                   ///< most-changed tensors shown per pair in the table
   std::string device = "auto";
   ReadMode read_mode = ReadMode::kMmap;
   TensorFilter filter;
@@ -43,7 +44,7 @@ struct DiffCommand {
 /// `precdetect merge`: --jsonl outputs of shards combined into one JSON document.
 struct MergeCommand {
   std::vector<std::filesystem::path> files;
-  std::optional<std::filesystem::path> output;
+  std::optional<std::filesystem::path> output;  ///< -o: the merged document goes here, not to stdout
   std::optional<std::filesystem::path> report;  ///< also write the HTML report of the merged document here
   bool partial = false;  ///< merge the parts present when some are missing or cut short (listed, never silent)
 };
@@ -62,7 +63,7 @@ struct Gates {
   bool strict_safety = false;  ///< with fail_if_unsafe: nor anything unverified
 };
 
-/// What a scan prints on stdout (--format; --json and --jsonl are its short forms). kSarif, kGithub, kJunit and
+/// What a scan writes to stdout or -o (--format; --json and --jsonl are its short forms). kSarif, kGithub, kJunit and
 /// kGitlab are the CI systems' formats (docs/using.md, "CI systems").
 enum class OutputFormat { kTable, kJson, kJsonl, kCsv, kMarkdown, kSarif, kGithub, kJunit, kGitlab };
 
@@ -85,8 +86,9 @@ struct ScanOptions {
   std::optional<std::filesystem::path> cache;  ///< the SQLite results cache (--cache, $PRECDETECT_CACHE)
   /// kJsonl: one JSON line per model as it finishes, then a summary line
   OutputFormat format = OutputFormat::kTable;
-  std::optional<std::filesystem::path> output;  ///< also write the JSON document here, atomically
-  std::optional<std::filesystem::path> report;  ///< also write the HTML report here, atomically
+  std::optional<std::filesystem::path> output;       ///< -o: what --format gives goes here, not to stdout
+  std::optional<std::filesystem::path> json_output;  ///< --json-output: the JSON document also goes here
+  std::optional<std::filesystem::path> report;       ///< also write the HTML report here, atomically
   /// --sarif-root: the folder the CI formats name weight files relative to (empty: the current directory)
   std::filesystem::path ci_root;
   bool annotate = false;  ///< --annotate, under GITHUB_ACTIONS=true: the findings as GitHub annotations on stderr too

@@ -31,7 +31,7 @@ std::string sha256_of_file(const std::filesystem::path& file);
 
 /// One Gate::kVerify failure per file that differs from its expected SHA-256 or has none to check against, naming
 /// the file; empty when all match. A remote file (a URL) is judged by what its scan's hash came to, in `streamed`
-/// (core/streamed_sha256.h), against the SHA-256 its server names: one not hashed to its end (--headers-only,
+/// (net/streamed_sha256.h), against the SHA-256 its server names: one not hashed to its end (--headers-only,
 /// --safety-only, a read that failed) is not verified, and fails.
 std::vector<GateFailure> verify_files(const std::vector<std::string>& files, const Manifest& manifest,
                                       std::span<const StreamedDigest> streamed = {});

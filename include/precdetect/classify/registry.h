@@ -3,7 +3,6 @@
 /// a grade (docs/method.md, "Documented precision"). The built-in registry is src/classify/registry.json,
 /// embedded at build time; --registry replaces it.
 
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -63,10 +62,9 @@ struct Registry {
 const std::string& default_registry_json();
 /// The built-in registry.
 const Registry& default_registry();
-/// Reads a registry file (--registry). Throws Error(kInvalidRegistry) naming the file and the line.
-Registry load_registry(const std::filesystem::path& path);
-/// Parses registry text; `origin` names it in errors. Every entry needs ids, a precision, a grade and a source;
-/// an id listed twice is an error.
+/// Parses registry text (a `--registry` file's, app/rule_files); `origin` names it in errors. Every entry needs ids,
+/// a precision, a grade and a source; an id listed twice is an error. Throws Error(kInvalidRegistry) naming the file
+/// and the line.
 Registry parse_registry(const std::string& text, const std::string& origin);
 
 }  // namespace precdetect

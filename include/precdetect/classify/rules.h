@@ -42,9 +42,8 @@ struct RuleSet {
 const std::string& default_rules_json();
 /// The built-in rules.
 const RuleSet& default_rules();
-/// Reads a rules file (`--rules`). Throws Error(kInvalidRules) naming the file and the offending rule.
-RuleSet load_rules(const std::filesystem::path& path);
-/// Parses rules text; `origin` names it in errors.
+/// Parses rules text (a `--rules` file's, app/rule_files); `origin` names it in errors. Throws Error(kInvalidRules)
+/// naming the file and the offending rule.
 RuleSet parse_rules(const std::string& text, const std::filesystem::path& origin);
 
 }  // namespace precdetect

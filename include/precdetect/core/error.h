@@ -75,7 +75,7 @@ class Error : public std::runtime_error {
 
 /// An error as a report carries it, for a model or a diff pair that could not be read.
 struct ModelError {
-  std::string code;     ///< ErrorCode name, e.g. "header_too_small"
+  ErrorCode code;       ///< written by its name (to_string) in reports
   std::string message;  ///< names the file
 };
 

@@ -18,7 +18,7 @@
 namespace precdetect {
 
 struct Checkpoint {
-  std::string format;                              ///< "safetensors"
+  FileFormat format = FileFormat::kUnknown;        ///< what its files were read as (the last file's)
   std::vector<std::unique_ptr<ByteSource>> files;  ///< TensorRecord::file indexes this
   /// Each file opened in its format, in the order of `files` (over the bytes each was mapped as, which a reader
   /// may wrap: a NeMo archive's file becomes its weights member): the safety examination asks these for the

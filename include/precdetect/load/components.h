@@ -28,7 +28,7 @@ std::vector<std::string> single_file_components(std::span<const TensorRecord> te
 
 /// The components of the single file `file` (safetensors, or a torch file), by single_file_components over its
 /// tensors' names; empty for one model. A safetensors file's header alone is read, with pread (nothing is mapped),
-/// or by range where `file` is a URL (core/url.h). Throws Error where the file cannot be read as a checkpoint.
+/// or by range where `file` is a URL (net/url.h). Throws Error where the file cannot be read as a checkpoint.
 std::vector<std::string> file_components(const std::filesystem::path& file);
 
 struct ComponentInput {

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "precdetect/core/format.h"
 #include "precdetect/core/named_enum.h"
 #include "precdetect/load/pickle/pickle.h"
 #include "precdetect/load/source/byte_source.h"
@@ -20,28 +21,6 @@
 namespace precdetect {
 
 struct Checkpoint;
-
-enum class FileFormat {
-  kGguf,
-  kFlax,   ///< flax_model.msgpack
-  kHdf5,   ///< Keras / TF weights
-  kKeras,  ///< Keras 3's .keras archive: a zip of config.json and model.weights.h5
-  kSafetensors,
-  kNpz,          ///< a zip named .npz: NumPy arrays
-  kTorchZip,     ///< torch.save >= 1.6, TorchScript
-  kTorchLegacy,  ///< torch.save before 1.6: pickles between raw storages
-  kNemo,         ///< a tar holding model_weights.ckpt
-  kTorchTar,     ///< torch.save before 0.4: a tar of pickles and storages
-  kNpy,
-  kDcp,     ///< torch.distributed.checkpoint: a folder's .metadata pickle, indexing its .distcp files
-  kOnnx,    ///< a protobuf ModelProto named .onnx
-  kPickle,  ///< a bare pickle stream: never a checkpoint of weights by itself
-  kUnknown,
-};
-
-/// "gguf", "flax", "hdf5", "keras", "safetensors", "npz", "torch_zip", "torch_legacy", "nemo", "torch_tar", "npy",
-/// "dcp", "onnx", "pickle", "unknown".
-std::string_view file_format_name(FileFormat format);
 
 class FormatFile;
 
@@ -94,9 +73,10 @@ class FormatFile {
   virtual ~FormatFile() = default;
   virtual FileFormat format() const = 0;
   /// Appends the file's tensor records (and the training records, warnings and metadata its reader finds) to
-  /// `checkpoint`, whose file `file` holds the bytes this was opened on; returns the name Checkpoint::format takes
-  /// ("pytorch-zip"). Throws Error with the format's own codes (docs/errors.md).
-  virtual std::string read(Checkpoint& checkpoint, size_t file) const = 0;
+  /// `checkpoint`, whose file `file` holds the bytes this was opened on; returns the format it read, which
+  /// Checkpoint::format takes (format() but where reading tells more: a torch zip that is TorchScript). Throws Error
+  /// with the format's own codes (docs/errors.md).
+  virtual FileFormat read(Checkpoint& checkpoint, size_t file) const = 0;
   /// Names to `visitor` every pickle the file holds, as the format's own loader (torch.load, numpy.load,
   /// pickle.load) would unpickle them; what the format cannot follow it names unverified. Reads headers and
   /// pickles, never tensor data.
@@ -104,7 +84,7 @@ class FormatFile {
 };
 
 /// A format whose reading and pickle naming need nothing read in advance: its two functions, over the bytes.
-using ReadFormat = std::string (*)(Checkpoint& checkpoint, size_t file);
+using ReadFormat = FileFormat (*)(Checkpoint& checkpoint, size_t file);
 using NamePickles = void (*)(const ByteSource& source, const std::string& where, PickleVisitor& visitor);
 std::unique_ptr<FormatFile> plain_format_file(const ByteSource& source, FileFormat format, ReadFormat read,
                                               NamePickles name_pickles);
@@ -125,7 +105,3 @@ FileFormat detect_format(const ByteSource& source);
 template <>
 struct fmt::formatter<precdetect::FileTampering>
     : precdetect::NamedEnumFormatter<precdetect::FileTampering, precdetect::file_tampering_name> {};
-
-template <>
-struct fmt::formatter<precdetect::FileFormat>
-    : precdetect::NamedEnumFormatter<precdetect::FileFormat, precdetect::file_format_name> {};

@@ -98,7 +98,7 @@ struct TensorRecord {
   /// into the whole tensor, whose statistics are the chunks' merged. nullopt for a tensor stored whole.
   std::optional<ChunkOf> chunk_of;
   /// Set on a sparse tensor's stored values: analysis reports the dense tensor, its statistics the values' merged
-  /// with those of its zeros (analyze/zero_stats.h); diff lists it as not compared. nullopt for a dense tensor.
+  /// with those of its zeros (kernel/zero_stats.h); diff lists it as not compared. nullopt for a dense tensor.
   std::optional<SparseOf> sparse_of;
 };
 

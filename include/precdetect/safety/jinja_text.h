@@ -15,12 +15,6 @@ namespace precdetect::jinja {
 /// U+205F, U+3000), else 0.
 size_t python_space_width(std::string_view text, size_t p);
 
-/// The width of the well-formed UTF-8 sequence at `p` (surrogates and overlong forms are not), or nullopt.
-std::optional<size_t> utf8_width(std::string_view text, size_t p);
-
-/// Whether the whole text is well-formed UTF-8 (Python reads a template only as such).
-bool is_utf8(std::string_view text);
-
 /// The length of lexer.py's float_re match at `p` (`1.5`, `1e3`, `1_000.5E-2`; never right after a `.`), or 0.
 size_t float_length(std::string_view text, size_t p);
 

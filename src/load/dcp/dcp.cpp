@@ -182,7 +182,7 @@ class DcpFormatFile final : public FormatFile {
  public:
   explicit DcpFormatFile(const ByteSource& source) : source_(source) {}
   FileFormat format() const override { return FileFormat::kDcp; }
-  std::string read(Checkpoint& checkpoint, size_t file) const override;
+  FileFormat read(Checkpoint& checkpoint, size_t file) const override;
   void name_pickles(const std::string& where, PickleVisitor& visitor) const override;
 
  private:
@@ -213,7 +213,7 @@ DcpMetadata DcpFormatFile::metadata() const {
   return join_dcp_ranks(std::move(ranks), paths);
 }
 
-std::string DcpFormatFile::read(Checkpoint& checkpoint, size_t file) const {
+FileFormat DcpFormatFile::read(Checkpoint& checkpoint, size_t file) const {
   DcpMetadata metadata = this->metadata();
   ReadMode mode = checkpoint.files[file]->zero_copy() ? ReadMode::kMmap : ReadMode::kPread;
   std::map<std::string, size_t> files;
@@ -225,7 +225,7 @@ std::string DcpFormatFile::read(Checkpoint& checkpoint, size_t file) const {
     checkpoint.files.push_back(map_file(path, mode));
   }
   for (const DcpTensor& tensor : metadata.tensors) add_tensor(checkpoint, tensor, files);
-  return "dcp";
+  return FileFormat::kDcp;
 }
 
 void DcpFormatFile::name_archive(const ByteSource& data, const std::string& fqn, const DcpArchive& archive,

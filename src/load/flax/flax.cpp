@@ -207,9 +207,9 @@ bool looks_like_flax(const ByteSource& source) {
   return (first >= 0x80 && first <= 0x8f) || first == 0xde || first == 0xdf;
 }
 
-std::string read_flax(Checkpoint& checkpoint, size_t file) {
+FileFormat read_flax(Checkpoint& checkpoint, size_t file) {
   FlaxReader(checkpoint, file).read();
-  return "flax";
+  return FileFormat::kFlax;
 }
 
 std::string torch_name_of_flax_path(std::string_view path) {

@@ -315,9 +315,9 @@ bool looks_like_gguf(const ByteSource& source) {
   return source.size() >= 4 && std::memcmp(source.view(0, 4).data(), kGgufMagic, 4) == 0;
 }
 
-std::string read_gguf(Checkpoint& checkpoint, size_t file) {
+FileFormat read_gguf(Checkpoint& checkpoint, size_t file) {
   GgufReader(*checkpoint.files[file], file).read(checkpoint);
-  return "gguf";
+  return FileFormat::kGguf;
 }
 
 void name_gguf_templates(const ByteSource& source, const std::string& where, PickleVisitor& visitor) {

@@ -129,9 +129,9 @@ bool looks_like_hdf5(const ByteSource& source) {
          std::memcmp(source.view(0, kSignatureSize).data(), kSignature, kSignatureSize) == 0;
 }
 
-std::string read_hdf5(Checkpoint& checkpoint, size_t file) {
+FileFormat read_hdf5(Checkpoint& checkpoint, size_t file) {
   read_hdf5_range(checkpoint, file, {.offset = 0, .size = checkpoint.files[file]->size()});
-  return "hdf5";
+  return FileFormat::kHdf5;
 }
 
 void read_hdf5_range(Checkpoint& checkpoint, size_t file, Hdf5Range range) {

@@ -16,7 +16,7 @@ namespace {
 constexpr std::string_view kConfig = "config.json";
 constexpr std::string_view kWeights = "model.weights.h5";
 
-std::string read_keras(Checkpoint& checkpoint, size_t file, const std::vector<ZipEntry>& entries) {
+FileFormat read_keras(Checkpoint& checkpoint, size_t file, const std::vector<ZipEntry>& entries) {
   const std::filesystem::path path = checkpoint.files[file]->path();
   std::map<std::string, ZipEntry> members = zip_directory(entries, path);
   auto weights = members.find(std::string(kWeights));
@@ -33,7 +33,7 @@ std::string read_keras(Checkpoint& checkpoint, size_t file, const std::vector<Zi
          fmt::format("member `{}` is compressed (method {}); keras stores it: store it again (zip -0)", kWeights,
                      entry.method));
   read_hdf5_range(checkpoint, file, {.offset = entry.data_offset, .size = entry.size});
-  return "keras";
+  return FileFormat::kKeras;
 }
 
 /// Every `config.json` entry, named as a Keras config: keras reads the last of two (zipfile keeps the last name),

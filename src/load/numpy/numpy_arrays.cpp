@@ -33,7 +33,7 @@ std::string array_name(const ZipEntry& entry) {
 
 }  // namespace
 
-std::string read_npy(Checkpoint& checkpoint, size_t file) {
+FileFormat read_npy(Checkpoint& checkpoint, size_t file) {
   const ByteSource& source = *checkpoint.files[file];
   NpyHeader header = read_npy_header(npy_head(source, 0, source.size()), source.path());
   uint64_t data_size = source.size() - header.data_offset;
@@ -46,10 +46,10 @@ std::string read_npy(Checkpoint& checkpoint, size_t file) {
       npy_tensor(header, *dtype, source.path().stem().string(), header.data_offset, data_size, source.path());
   record.file = file;
   checkpoint.tensors.push_back(std::move(record));
-  return "numpy";
+  return FileFormat::kNpy;
 }
 
-std::string read_npz(Checkpoint& checkpoint, size_t file, const std::vector<ZipEntry>& entries) {
+FileFormat read_npz(Checkpoint& checkpoint, size_t file, const std::vector<ZipEntry>& entries) {
   auto decoded = std::make_unique<DecodedSource>(std::move(checkpoint.files[file]));
   const std::filesystem::path& path = decoded->path();
   std::vector<std::string> not_read;
@@ -87,7 +87,7 @@ std::string read_npz(Checkpoint& checkpoint, size_t file, const std::vector<ZipE
   }
   warn_about(checkpoint.warnings, WarningCode::kDtypesNotRead, path.string(), std::move(not_read));
   checkpoint.files[file] = std::move(decoded);
-  return "numpy";
+  return FileFormat::kNpz;
 }
 
 namespace {

@@ -303,9 +303,9 @@ std::filesystem::path onnx_external_path(const std::filesystem::path& model, std
   return model.parent_path() / relative;
 }
 
-std::string read_onnx(Checkpoint& checkpoint, size_t file) {
+FileFormat read_onnx(Checkpoint& checkpoint, size_t file) {
   OnnxReader(checkpoint, file).read();
-  return "onnx";
+  return FileFormat::kOnnx;
 }
 
 std::unique_ptr<FormatFile> open_onnx(const ByteSource& source) {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "precdetect/core/error.h"
+#include "precdetect/core/format.h"
 #include "precdetect/load/checkpoint.h"
 #include "precdetect/load/pickle/pickle_globals.h"
 
@@ -34,9 +35,8 @@ bool starts_like_pickle(std::span<const std::byte> bytes) {
 }
 
 bool looks_like_pickle(const ByteSource& source) {
-  static constexpr std::string_view kExtensions[] = {".pkl", ".pickle", ".joblib", ".dill"};
-  std::string extension = source.path().extension().string();
-  if (std::find(std::begin(kExtensions), std::end(kExtensions), extension) != std::end(kExtensions)) return true;
+  std::span<const std::string_view> extensions = format_info(FileFormat::kPickle).extensions;
+  if (std::ranges::find(extensions, source.path().extension().string()) != extensions.end()) return true;
   return starts_like_pickle(source.view(0, std::min<uint64_t>(source.size(), 2)));
 }
 
@@ -67,7 +67,7 @@ void refuse_pickle(const ByteSource& source, std::span<const std::byte> bytes, u
 
 namespace {
 
-std::string read_pickle(Checkpoint& checkpoint, size_t file) {
+FileFormat read_pickle(Checkpoint& checkpoint, size_t file) {
   const ByteSource& source = *checkpoint.files[file];
   refuse_pickle(source, source.view(0, source.size()), 0);
 }

@@ -8,6 +8,7 @@
 
 #include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
+#include "precdetect/core/utf8.h"
 #include "precdetect/load/checkpoint.h"
 #include "precdetect/load/dcp/dcp_safetensors.h"
 #include "precdetect/load/tensor_subclasses.h"
@@ -23,27 +24,6 @@ constexpr int kMaxJsonDepth = 16;
 // The largest real checkpoints hold tens of thousands of tensors across all their shards; a header declaring
 // more than this in one file is hostile, and would cost seconds and gigabytes to take apart.
 constexpr size_t kMaxTensorsPerFile = 1 << 18;
-
-bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
-
-/// Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
-bool is_valid_utf8(std::string_view text) {
-  static constexpr uint32_t kMinForLength[] = {0, 0x80, 0x800, 0x10000};
-  for (size_t i = 0; i < text.size();) {
-    auto lead = static_cast<unsigned char>(text[i]);
-    size_t extra = lead < 0x80 ? 0 : (lead >> 5) == 0x6 ? 1 : (lead >> 4) == 0xE ? 2 : (lead >> 3) == 0x1E ? 3 : 4;
-    if (extra == 4 || extra >= text.size() - i) return false;
-    uint32_t cp = extra == 0 ? lead : lead & (0x3F >> extra);
-    for (size_t k = 1; k <= extra; ++k) {
-      auto next = static_cast<unsigned char>(text[i + k]);
-      if (!is_continuation(next)) return false;
-      cp = (cp << 6) | (next & 0x3F);
-    }
-    if (cp < kMinForLength[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += extra + 1;
-  }
-  return true;
-}
 
 /// A first pass over the header that builds nothing: it rejects duplicate keys (nlohmann keeps the last one
 /// silently; the format forbids them) and deep nesting. Not json::parse's callback, which is quadratic in the
@@ -225,7 +205,7 @@ SafetensorsHeader read_safetensors_header(const ByteSource& source, size_t file_
 
   auto bytes = source.view(kLengthPrefix, length);
   std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  if (!is_valid_utf8(text)) fail(ErrorCode::kInvalidUtf8, path, "invalid UTF-8 in header");
+  if (!is_utf8(text)) fail(ErrorCode::kInvalidUtf8, path, "invalid UTF-8 in header");
   json header = parse_header_json(text, path);
   if (!header.is_object()) fail(ErrorCode::kInvalidHeader, path, "header is not a JSON object");
 
@@ -249,13 +229,13 @@ SafetensorsHeader read_safetensors_header(const ByteSource& source, size_t file_
 
 namespace {
 
-std::string read_safetensors(Checkpoint& checkpoint, size_t file) {
+FileFormat read_safetensors(Checkpoint& checkpoint, size_t file) {
   SafetensorsHeader header = read_safetensors_header(*checkpoint.files[file], file);
   // A rank's file of DCP's HuggingFaceStorageWriter: its tensors are chunks, joined once every file is read.
   mark_dcp_safetensors_chunks(header.tensors, header.metadata, checkpoint.files[file]->path());
   add_safetensors_subclasses(checkpoint.tensor_subclasses, header.metadata);
   for (TensorRecord& record : header.tensors) checkpoint.tensors.push_back(std::move(record));
-  return "safetensors";
+  return FileFormat::kSafetensors;
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ std::string sha256_named(std::string etag) {
 }
 
 /// The threads ranges are fetched on: the process's worker pool is the kernel's, and a transfer queued behind its
-/// loops would stop the read-ahead from overlapping them; each thread keeps its connections (core/http.h).
+/// loops would stop the read-ahead from overlapping them; each thread keeps its connections (net/http.h).
 WorkerPool& transfer_pool() {
   static WorkerPool pool(kRequestsInFlight - 1);  // and the caller
   return pool;

@@ -28,7 +28,7 @@ class NemoFile final : public FormatFile {
       : archive_(archive), members_(std::move(members)), escapes_(std::move(escapes)) {}
   FileFormat format() const override { return FileFormat::kNemo; }
 
-  std::string read(Checkpoint& checkpoint, size_t file) const override {
+  FileFormat read(Checkpoint& checkpoint, size_t file) const override {
     auto weights = members_named(members_, kWeights);
     if (weights.size() != 1)
       fail(ErrorCode::kUnknownFormat, archive_.path(),
@@ -46,7 +46,7 @@ class NemoFile final : public FormatFile {
     const FormatFile& zip = weights_zip(ckpt);
     checkpoint.files[file] = member_source(std::move(checkpoint.files[file]), ckpt.offset, ckpt.size);
     zip.read(checkpoint, file);
-    return "nemo";
+    return FileFormat::kNemo;
   }
 
   /// The checkpoints the archive holds (.ckpt, .pt), each examined as a file.

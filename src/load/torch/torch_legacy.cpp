@@ -128,7 +128,7 @@ bool looks_like_torch_legacy(const ByteSource& source) {
          std::memcmp(source.view(0, sizeof(kLegacyMagic)).data(), kLegacyMagic, sizeof(kLegacyMagic)) == 0;
 }
 
-std::string read_torch_legacy(Checkpoint& checkpoint, size_t file) {
+FileFormat read_torch_legacy(Checkpoint& checkpoint, size_t file) {
   const ByteSource& source = *checkpoint.files[file];
   uint64_t at = next_pickle(source, 0).end;  // the magic number
   auto protocol = next_pickle(source, at);
@@ -145,7 +145,7 @@ std::string read_torch_legacy(Checkpoint& checkpoint, size_t file) {
       fail(ErrorCode::kInvalidLegacy, source.path(), fmt::format("storage `{}` is referenced but not stored", key));
   add_torch_tensors(checkpoint, find_tensors(objects, source.path()), locate, file, written_big_endian(sys_info.root));
   add_pickle_findings(checkpoint, objects, source.path());
-  return "pytorch-legacy";
+  return FileFormat::kTorchLegacy;
 }
 
 std::unique_ptr<FormatFile> open_torch_legacy(const ByteSource& source) {

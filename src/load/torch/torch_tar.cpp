@@ -221,7 +221,7 @@ bool looks_like_tar(const ByteSource& source) {
   return source.size() >= kBlock && std::memcmp(source.view(257, 5).data(), "ustar", 5) == 0;
 }
 
-std::string read_torch_tar(Checkpoint& checkpoint, size_t file) {
+FileFormat read_torch_tar(Checkpoint& checkpoint, size_t file) {
   const ByteSource& source = *checkpoint.files[file];
   auto members = read_tar_members(source);
   auto storages = read_storages(source, member(members, "storages", source), checkpoint.pickle_log);
@@ -244,7 +244,7 @@ std::string read_torch_tar(Checkpoint& checkpoint, size_t file) {
   };
   add_torch_tensors(checkpoint, find_tensors(result, source.path()), locate, file, false);
   add_pickle_findings(checkpoint, result, source.path());
-  return "pytorch-tar";
+  return FileFormat::kTorchTar;
 }
 
 namespace {

@@ -128,7 +128,7 @@ void add_pickle_tensors(Checkpoint& checkpoint, size_t file, TorchZipMembers& me
 
 }  // namespace
 
-std::string read_torch_zip(Checkpoint& checkpoint, size_t file, const std::vector<ZipEntry>& directory) {
+FileFormat read_torch_zip(Checkpoint& checkpoint, size_t file, const std::vector<ZipEntry>& directory) {
   TorchZipMembers members(checkpoint, file, directory);
   const ZipEntry* data = members.find("data.pkl");
   if (data == nullptr)
@@ -139,9 +139,9 @@ std::string read_torch_zip(Checkpoint& checkpoint, size_t file, const std::vecto
   bool big_endian = std::string_view(reinterpret_cast<const char*>(order.data()), order.size()) == "big";
   add_pickle_tensors(checkpoint, file, members, *data, "data/", "", big_endian);
   const ZipEntry* constants = members.find("constants.pkl");  // present in TorchScript archives only
-  if (constants == nullptr) return "pytorch-zip";
+  if (constants == nullptr) return FileFormat::kTorchZip;
   add_pickle_tensors(checkpoint, file, members, *constants, "constants/", "constants", big_endian);
-  return "torchscript";
+  return FileFormat::kTorchScript;
 }
 
 std::unique_ptr<FormatFile> open_torch_zip(const ByteSource& source) {

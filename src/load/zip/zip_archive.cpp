@@ -120,7 +120,7 @@ class ZipFormatFile final : public FormatFile {
   ZipFormatFile(const ByteSource& source, FileFormat format, ReadZip read, NameMembers name_members)
       : source_(source), format_(format), read_(read), name_members_(name_members) {}
   FileFormat format() const override { return format_; }
-  std::string read(Checkpoint& checkpoint, size_t file) const override { return read_(checkpoint, file, entries()); }
+  FileFormat read(Checkpoint& checkpoint, size_t file) const override { return read_(checkpoint, file, entries()); }
   void name_pickles(const std::string& where, PickleVisitor& visitor) const override {
     const std::vector<ZipEntry>* entries = nullptr;
     try {

@@ -21,7 +21,7 @@ bool looks_like_flax(const ByteSource& source);
 /// listed in a kDtypesNotRead warning. Returns "flax". Errors: kInvalidMsgpack (damaged msgpack, an array
 /// whose bytes do not match its shape and dtype, a malformed chunked array, keys that are not strings or twice in
 /// one map).
-std::string read_flax(Checkpoint& checkpoint, size_t file);
+FileFormat read_flax(Checkpoint& checkpoint, size_t file);
 
 /// The file opened as Flax when it is named so, else nullptr; it holds no pickles.
 std::unique_ptr<FormatFile> open_flax(const ByteSource& source);

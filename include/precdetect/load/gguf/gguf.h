@@ -20,7 +20,7 @@ bool looks_like_gguf(const ByteSource& source);
 /// Returns "gguf". Errors: kInvalidGguf naming the offset (a version other than 2 or 3, a big-endian file, counts
 /// or lengths past the end, an unknown value or tensor type, a misaligned or overlapping tensor, overflowing
 /// dimensions), kDuplicateTensor.
-std::string read_gguf(Checkpoint& checkpoint, size_t file);
+FileFormat read_gguf(Checkpoint& checkpoint, size_t file);
 
 /// NamePickles of GGUF, which holds no pickles: names to `visitor` each chat template the file carries
 /// (`tokenizer.chat_template`, `tokenizer.chat_template.<name>`: llama.cpp and llama-cpp-python render them with

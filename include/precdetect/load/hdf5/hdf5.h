@@ -19,7 +19,7 @@ bool looks_like_hdf5(const ByteSource& source);
 /// enums such as h5py's booleans, compounds) are listed in a kDtypesNotRead warning. Only hard links are followed.
 /// Returns "hdf5". Errors: kInvalidHdf5 (HDF5 cannot open or read it; a dataset stored in other files: external
 /// storage or a virtual dataset, which precdetect never opens).
-std::string read_hdf5(Checkpoint& checkpoint, size_t file);
+FileFormat read_hdf5(Checkpoint& checkpoint, size_t file);
 
 /// Where an HDF5 file lies in the file precdetect opened: the whole file, or a stored archive member.
 struct Hdf5Range {

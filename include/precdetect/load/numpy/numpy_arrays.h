@@ -14,13 +14,13 @@ namespace precdetect {
 /// Reads the .npy that is file `file` of `checkpoint`: a numeric array is one tensor named by the file's stem; an
 /// array of objects is a pickle, refused by what it imports (Error kUnsafePickle or kNotACheckpoint). Returns
 /// "numpy". Errors: kInvalidNumpy, kUnknownDtype (an array of strings, datetimes, ...).
-std::string read_npy(Checkpoint& checkpoint, size_t file);
+FileFormat read_npy(Checkpoint& checkpoint, size_t file);
 
 /// Reads the .npz that is file `file`, whose zip directory is `entries`: stored members from the mapping, deflated ones
 /// through a DecodedSource (inflated when analyzed, dropped after). Arrays of objects and of dtypes precdetect cannot
 /// read are listed in a kDtypesNotRead warning, never unpickled (the safety report judges their pickles). Returns
 /// "numpy". Errors: kInvalidZip, kCompressedEntry (a method other than stored or deflated), kInvalidNumpy.
-std::string read_npz(Checkpoint& checkpoint, size_t file, const std::vector<ZipEntry>& entries);
+FileFormat read_npz(Checkpoint& checkpoint, size_t file, const std::vector<ZipEntry>& entries);
 
 /// The file opened as a .npy when it starts with NumPy's magic, else nullptr. Its one pickle is an object array's.
 std::unique_ptr<FormatFile> open_npy(const ByteSource& source);

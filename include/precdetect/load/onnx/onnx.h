@@ -34,7 +34,7 @@ std::filesystem::path onnx_external_path(const std::filesystem::path& model, std
 /// (read_onnx_graph's, an unknown data type, values whose count or size is not the shape's, external data outside its
 /// file or outside the model's folder, a sparse tensor that breaks onnx's checker's rules: onnx_sparse.h), kNotFound
 /// (an external data file that is not there), kIo.
-std::string read_onnx(Checkpoint& checkpoint, size_t file);
+FileFormat read_onnx(Checkpoint& checkpoint, size_t file);
 
 /// The file opened as ONNX when its name ends in `.onnx` (a protobuf has no magic number), else nullptr; it holds
 /// no pickles.

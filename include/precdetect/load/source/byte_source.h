@@ -64,7 +64,7 @@ class ByteSource {
 };
 
 /// Maps `path` read-only; with ReadMode::kPread also keeps it open for read(). Throws Error(kNotFound / kIo)
-/// naming the path. The mapping lives as long as the object. A URL (core/url.h: an http(s) file, as remote
+/// naming the path. The mapping lives as long as the object. A URL (net/url.h: an http(s) file, as remote
 /// discovery names a remote model's files) opens a remote_source instead, whatever `mode`.
 std::unique_ptr<ByteSource> map_file(const std::filesystem::path& path, ReadMode mode = ReadMode::kMmap);
 

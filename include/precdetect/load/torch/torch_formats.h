@@ -14,7 +14,7 @@ namespace precdetect {
 /// torch.save >= 1.6 or TorchScript: a zip archive holding data.pkl and one record per storage.
 /// Reads file `file` of `checkpoint`, whose zip directory is `entries`, and returns its format, "pytorch-zip" or
 /// "torchscript". Errors: kInvalidZip, kCompressedEntry, kMissingRecord, kInvalidPickle, kStorageTooSmall.
-std::string read_torch_zip(Checkpoint& checkpoint, size_t file, const std::vector<ZipEntry>& entries);
+FileFormat read_torch_zip(Checkpoint& checkpoint, size_t file, const std::vector<ZipEntry>& entries);
 
 /// The file opened as torch.save's zip when it is a zip archive (an .npz is claimed before), else nullptr.
 std::unique_ptr<FormatFile> open_torch_zip(const ByteSource& source);
@@ -25,7 +25,7 @@ bool looks_like_torch_legacy(const ByteSource& source);
 /// Legacy torch.save (before 1.6, or _use_new_zipfile_serialization=False): a sequence of pickles, then each
 /// storage as an int64 element count and its bytes. Returns "pytorch-legacy". Errors: kInvalidLegacy,
 /// kInvalidPickle, kStorageTooSmall.
-std::string read_torch_legacy(Checkpoint& checkpoint, size_t file);
+FileFormat read_torch_legacy(Checkpoint& checkpoint, size_t file);
 
 /// The file opened as legacy torch.save when it starts with its magic number, else nullptr. Its pickles: the
 /// five torch.load reads (magic number, protocol, sys_info, the object, the storage keys).
@@ -58,7 +58,7 @@ std::unique_ptr<FormatFile> open_nemo(const ByteSource& source);
 /// The pre-0.4 tar layout: members "storages" (each storage's key, type and bytes), "tensors" (views of them,
 /// absent from some writers) and "pickle" (the object graph). Returns "pytorch-tar". Errors: kInvalidLegacy,
 /// kInvalidPickle, kMissingRecord, kStorageTooSmall.
-std::string read_torch_tar(Checkpoint& checkpoint, size_t file);
+FileFormat read_torch_tar(Checkpoint& checkpoint, size_t file);
 
 /// The file opened as the pre-0.4 tar layout when it is a tar archive (a NeMo archive is claimed before), else
 /// nullptr. Its pickles: sys_info, and every pickle read_torch_tar finds between the raw storages.

@@ -16,7 +16,7 @@
 namespace precdetect {
 
 /// Reads the zip that is file `file` of `checkpoint`, whose directory is `entries`; returns Checkpoint::format.
-using ReadZip = std::string (*)(Checkpoint& checkpoint, size_t file, const std::vector<ZipEntry>& entries);
+using ReadZip = FileFormat (*)(Checkpoint& checkpoint, size_t file, const std::vector<ZipEntry>& entries);
 
 /// What a format names to the visitor of its own members, beside their pickles (a .keras archive's config.json).
 using NameMembers = void (*)(const ByteSource& archive, const std::vector<ZipEntry>& entries, const std::string& where,
