@@ -5,10 +5,10 @@
 #include <set>
 
 #include "precdetect/core/error.h"
-#include "precdetect/core/remote_env.h"
-#include "precdetect/core/remote_text.h"
-#include "precdetect/core/url.h"
-#include "precdetect/core/xml_text.h"
+#include "precdetect/net/remote_env.h"
+#include "precdetect/net/remote_text.h"
+#include "precdetect/net/url.h"
+#include "precdetect/net/xml_text.h"
 
 namespace precdetect {
 namespace {

@@ -1,5 +1,5 @@
 // One version of a remote file (net/file_version.h): what pins it, and every validator's change named.
-#include "precdetect/core/file_version.h"
+#include "precdetect/net/file_version.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // When a remote request is tried again, and after how long (net/retry.h): Retry-After in both of RFC 9110's forms,
 // capped, else the doubling backoff.
-#include "precdetect/core/retry.h"
+#include "precdetect/net/retry.h"
 
 #include <curl/curl.h>
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
-// The low-speed floor of a remote transfer (core/speed_floor.h), with the clock given: a stall is noticed an
+// The low-speed floor of a remote transfer (net/speed_floor.h), with the clock given: a stall is noticed an
 // interval after the last bytes came, however much came before them; a drip under the floor is a stall; one above
 // it is not.
-#include "precdetect/core/speed_floor.h"
+#include "precdetect/net/speed_floor.h"
 
 #include <gtest/gtest.h>
 

@@ -1,13 +1,13 @@
-// URLs of remote models (core/url.h) and the credentials the environment binds to a host (core/remote_env.h).
-#include "precdetect/core/url.h"
+// URLs of remote models (net/url.h) and the credentials the environment binds to a host (net/remote_env.h).
+#include "precdetect/net/url.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
 #include "precdetect/core/error.h"
-#include "precdetect/core/remote_env.h"
-#include "precdetect/core/xml_text.h"
+#include "precdetect/net/remote_env.h"
+#include "precdetect/net/xml_text.h"
 
 namespace precdetect {
 namespace {
@@ -119,7 +119,7 @@ TEST(Url, FindsDotSegments) {
 
 TEST(RemoteEnv, AnS3KeyIsWrittenWithItsDotSegments) {
   // `run-42/../secret.bin` is a key under `run-42/`, not `secret.bin`: its URL keeps the segments, and requests to
-  // the S3 endpoint are sent with the path as written (core/http.cpp: CURLOPT_PATH_AS_IS).
+  // the S3 endpoint are sent with the path as written (net/http.cpp: CURLOPT_PATH_AS_IS).
   ::setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:5000/", 1);
   EXPECT_EQ(http_url_of("s3://bucket/run-42/../secret.bin"), "http://127.0.0.1:5000/bucket/run-42/../secret.bin");
   EXPECT_EQ(http_url_of("s3://bucket/run-42/./x y.safetensors"),

@@ -15,7 +15,7 @@ namespace precdetect {
 /// which the source's `path` then names: `hf://org/name@<commit>[/folder]`) and an S3 folder (ListObjectsV2) are one
 /// model as a local folder of the same files would be: the shard index, else one weight file or one shard group.
 /// `config.json` and the text files a loader acts on are named beside the weights when the listing holds them.
-/// Throws Error: kRemote, kRemoteAuth, kNotFound (from core/http.h, naming the URL; kRemote also under
+/// Throws Error: kRemote, kRemoteAuth, kNotFound (from net/http.h, naming the URL; kRemote also under
 /// HF_HUB_OFFLINE=1), kInvalidIndex, kMissingShard (an index names a file the listing lacks), kPathEscape (an index
 /// names a file outside its folder), kSeveralModels, kNoWeights.
 ModelSource discover_remote(const std::string& input);

@@ -20,7 +20,7 @@ struct S3Level {
 };
 
 /// `s3://bucket/prefix`'s own level (a delimiter keeps sub-folders' keys out), through the run's texts
-/// (core/remote_text.h). Throws Error: kPathEscape (a key outside `prefix`), kRemote (a continuation token seen
+/// (net/remote_text.h). Throws Error: kPathEscape (a key outside `prefix`), kRemote (a continuation token seen
 /// before, a truncated page without one, more than kMaxListPages pages), and what remote_text throws.
 S3Level list_s3_level(const std::string& bucket, const std::string& prefix);
 

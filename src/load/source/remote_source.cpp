@@ -10,11 +10,11 @@
 
 #include "precdetect/core/byte_cursor.h"
 #include "precdetect/core/error.h"
-#include "precdetect/core/http.h"
-#include "precdetect/core/remote_text.h"
 #include "precdetect/core/sha256.h"
-#include "precdetect/core/streamed_sha256.h"
 #include "precdetect/core/worker_pool.h"
+#include "precdetect/net/http.h"
+#include "precdetect/net/remote_text.h"
+#include "precdetect/net/streamed_sha256.h"
 
 namespace precdetect {
 namespace {
@@ -49,7 +49,7 @@ std::string sha256_named(std::string etag) {
 }
 
 /// The threads ranges are fetched on: the process's worker pool is the kernel's, and a transfer queued behind its
-/// loops would stop the read-ahead from overlapping them; each thread keeps its connections (core/http.h).
+/// loops would stop the read-ahead from overlapping them; each thread keeps its connections (net/http.h).
 WorkerPool& transfer_pool() {
   static WorkerPool pool(kRequestsInFlight - 1);  // and the caller
   return pool;

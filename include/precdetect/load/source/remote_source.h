@@ -1,5 +1,5 @@
 #pragma once
-/// A file read over HTTP by byte ranges (core/http.h), behind ByteSource: every format reads a remote file as it
+/// A file read over HTTP by byte ranges (net/http.h), behind ByteSource: every format reads a remote file as it
 /// reads a local one, with no remote path of its own.
 
 #include <memory>
@@ -14,7 +14,7 @@ namespace precdetect {
 /// Error(kRemote), never held unbounded in memory. Structure walked through a source_cursor never asks this much.
 inline constexpr uint64_t kMaxRemoteView = uint64_t{256} << 20;
 
-/// Opens `url` (an http(s) URL; credentials from the environment for its host, core/remote_env.h): one ranged
+/// Opens `url` (an http(s) URL; credentials from the environment for its host, net/remote_env.h): one ranged
 /// request reads its first 64 KiB, its size and ETag. view() then fetches what it is asked (in 4 KiB blocks, kept
 /// until release(); a view that misses where the last fetch ended reads ahead twice as far as that fetch went, up
 /// to 4 MiB, so a walk through megabytes of header takes a few requests); view_at_least() gives the fetched blocks

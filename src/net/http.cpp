@@ -1,4 +1,4 @@
-#include "precdetect/core/http.h"
+#include "precdetect/net/http.h"
 
 #include <curl/curl.h>
 #include <fmt/format.h>
@@ -12,8 +12,8 @@
 #include <utility>
 
 #include "precdetect/core/error.h"
-#include "precdetect/core/retry.h"
-#include "precdetect/core/speed_floor.h"
+#include "precdetect/net/retry.h"
+#include "precdetect/net/speed_floor.h"
 
 namespace precdetect {
 namespace {

@@ -1,11 +1,11 @@
-#include "precdetect/core/remote_text.h"
+#include "precdetect/net/remote_text.h"
 
 #include <fmt/format.h>
 
 #include <utility>
 
-#include "precdetect/core/remote_env.h"
-#include "precdetect/core/url.h"
+#include "precdetect/net/remote_env.h"
+#include "precdetect/net/url.h"
 
 namespace precdetect {
 namespace {

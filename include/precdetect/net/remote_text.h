@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "precdetect/core/error.h"
-#include "precdetect/core/http.h"
+#include "precdetect/net/http.h"
 
 namespace precdetect {
 

@@ -1,4 +1,4 @@
-#include "precdetect/core/speed_floor.h"
+#include "precdetect/net/speed_floor.h"
 
 namespace precdetect {
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "precdetect/core/file_version.h"
-#include "precdetect/core/remote_env.h"
+#include "precdetect/net/file_version.h"
+#include "precdetect/net/remote_env.h"
 
 namespace precdetect {
 

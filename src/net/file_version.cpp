@@ -1,4 +1,4 @@
-#include "precdetect/core/file_version.h"
+#include "precdetect/net/file_version.h"
 
 #include <fmt/format.h>
 

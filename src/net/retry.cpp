@@ -1,4 +1,4 @@
-#include "precdetect/core/retry.h"
+#include "precdetect/net/retry.h"
 
 #include <curl/curl.h>
 
