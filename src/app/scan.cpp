@@ -185,9 +185,10 @@ void read_headers(ModelReport& report, const ModelSource& source, const LinkedCh
   report.headers_read = true;
 }
 
-/// A remote model's report says how many bytes its reading moved.
+/// A remote model's report says how many bytes its reading moved, and which of its files no validator pinned.
 ModelReport metered(ModelReport report, const TransferMeter& meter) {
   if (is_url(report.input)) report.bytes_transferred = meter.bytes();
+  warn_about(report.warnings, WarningCode::kRemoteUnpinned, "", meter.unpinned());
   return report;
 }
 

@@ -60,6 +60,8 @@ std::string_view warning_code_name(WarningCode code) {
       return "adapter_without_base";
     case WarningCode::kAdapterBaseUnknown:
       return "adapter_base_unknown";
+    case WarningCode::kRemoteUnpinned:
+      return "remote_unpinned";
   }
   return "unknown";
 }
@@ -183,6 +185,12 @@ std::string Warning::message() const {
           "the adapter's base model {} is not in the registry of documented precisions and could not be scanned "
           "here ({}): the verdict is unknown; scan the base itself, or download it to the HF cache",
           names.at(0), names.at(1));
+    case WarningCode::kRemoteUnpinned:
+      return fmt::format(
+          "{} remote file(s) came with no validator (no strong ETag, no Last-Modified, no Hub commit and LFS ETag): "
+          "a file replaced during the scan by one of the same size could not be told from it, so the results may "
+          "mix two versions: {}. Scan a local copy, or serve the files with an ETag",
+          count, names_text);
   }
   return "";
 }

@@ -20,10 +20,6 @@ std::optional<fs::path> env_path(const char* name) {
   return fs::path(value);
 }
 
-bool is_commit_hash(std::string_view revision) {
-  return revision.size() == 40 && revision.find_first_not_of("0123456789abcdef") == std::string_view::npos;
-}
-
 /// "org/name" -> "models--org--name", as huggingface_hub's repo_folder_name() spells it.
 std::string repo_folder_name(std::string_view repo) {
   std::string folder = "models--";
@@ -81,6 +77,10 @@ std::optional<std::string> cached_repo_id(const fs::path& path) {
   for (fs::path folder = path; !folder.empty() && folder != folder.parent_path(); folder = folder.parent_path())
     if (std::string name = folder.filename().string(); name.starts_with("models--")) return repo_id(name);
   return std::nullopt;
+}
+
+bool is_commit_hash(std::string_view revision) {
+  return revision.size() == 40 && revision.find_first_not_of("0123456789abcdef") == std::string_view::npos;
 }
 
 bool has_hf_id_shape(std::string_view input) {

@@ -11,18 +11,20 @@
 #include <set>
 
 #include "precdetect/core/error.h"
+#include "precdetect/discover/hf_cache.h"
+#include "precdetect/discover/s3_listing.h"
 #include "precdetect/discover/shard_index.h"
 #include "precdetect/discover/shard_pattern.h"
 #include "precdetect/discover/training_state.h"
 #include "precdetect/core/format.h"
 #include "precdetect/net/http.h"
 #include "precdetect/net/remote_text.h"
-#include "precdetect/net/xml_text.h"
 
 namespace precdetect {
 namespace {
 
-/// A remote folder's listing: the base URL its files are named from, and their names (relative, '/'-separated).
+/// A remote folder's listing: the base URL its files are named from, and their names (relative, '/'-separated,
+/// as spelled: each is percent-encoded once, per segment, when it becomes part of a URL).
 struct Listing {
   std::string base;  ///< ends with '/'
   std::set<std::string> names;
@@ -31,14 +33,6 @@ struct Listing {
 
 std::string url_of(const Listing& listing, const std::string& name) {
   return listing.base + percent_encode(name, /*keep_slash=*/true);
-}
-
-std::string fetch_text(const std::string& url, const char* what) {
-  try {
-    return remote_text(url, HttpRequest{}.max_body);
-  } catch (const Error& e) {
-    throw Error(e.code(), fmt::format("{} ({})", e.what(), what));
-  }
 }
 
 /// The text files beside the weights a loader reads and may act on (discover.cpp's texts_beside), in name order.
@@ -53,18 +47,19 @@ bool is_weight_candidate(const std::string& name) {
   return name.find('/') == std::string::npos && name.find('\0') == std::string::npos && !is_trainer_state(name);
 }
 
-/// A sharded model: the index's shards, each beside it; missing when the listing is complete and lacks one.
-void add_index(ModelSource& source, const Listing& listing, const std::string& index_name) {
-  std::string index_url = url_of(listing, index_name);
-  ShardIndex index = parse_shard_index(fetch_text(index_url, "shard index"), index_url);
-  std::string folder = index_name.substr(0, index_name.rfind('/') + 1);
+/// A sharded model: the index (at `index_url`, in the listing's `folder`: empty or ending with '/') and its shards,
+/// each beside it; missing when the listing is complete and lacks one.
+void add_index(ModelSource& source, const Listing& listing, const std::string& index_url, const std::string& folder) {
+  ShardIndex index = parse_shard_index(remote_text(index_url, "shard index"), index_url);
   std::vector<std::string> missing;
   for (const std::string& shard : index.shards) {
-    if (shard.find_first_of("?#") != std::string::npos || shard.find("://") != std::string::npos)
-      fail(ErrorCode::kPathEscape, index_url, fmt::format("weight_map names `{}`, which is no file beside it", shard));
     // A shard is a path from the index's folder, as a loader joins it (`./x` is `x`; `..` was refused): its `.`
-    // segments go before it names a file, which an S3 key would keep.
-    std::string name = folder + std::filesystem::path(shard).lexically_normal().generic_string();
+    // segments go before it names a file, which an S3 key would keep. Any other character is the name's own
+    // (`?`, `#`, `%`, a space), percent-encoded once as the name becomes a URL.
+    std::string name = std::filesystem::path(shard).lexically_normal().generic_string();
+    if (!is_clean_path(name))
+      fail(ErrorCode::kPathEscape, index_url, fmt::format("weight_map names `{}`, which is no file beside it", shard));
+    name = folder + name;
     if (listing.complete && !listing.names.contains(name)) missing.push_back(shard);
     source.files.emplace_back(url_of(listing, name));
   }
@@ -112,7 +107,7 @@ void add_folder(ModelSource& source, const Listing& listing) {
     }
     picked = &format;
     if (indexed)
-      add_index(source, listing, std::string(format.index));
+      add_index(source, listing, url_of(listing, std::string(format.index)), "");
     else
       add_files(source, listing, files);
   }
@@ -152,7 +147,45 @@ void add_training_state(ModelSource& source, const Listing& listing) {
   }
 }
 
-/// `hf://org/name[@revision]`: the Hub's revision API lists the repository's files at the commit it names.
+/// `input` as a Hub model (parse_hub_url). Throws Error: kNotFound when it names none, kPathEscape when its revision
+/// or folder has a `.` or `..` segment (no git ref or path has one, and a URL loses it: another revision's or
+/// folder's answer would be read).
+HubRef checked_hub_url(const std::string& input) {
+  std::optional<HubRef> hub = parse_hub_url(input);
+  if (!hub)
+    fail(ErrorCode::kNotFound, input,
+         "a Hub model is named hf://org/name[@revision][/folder], org and name as huggingface_hub's repository ids "
+         "(letters, digits, `-`, `_` and `.`)");
+  if (has_dot_segment(hub->revision) || has_dot_segment(hub->folder))
+    fail(ErrorCode::kPathEscape, input,
+         fmt::format("the revision `{}` or folder `{}` has a `.` or `..` segment, which no git ref or path has: its "
+                     "URL would name another",
+                     hub->revision, hub->folder));
+  return *hub;
+}
+
+/// A name the Hub lists, which must be a clean relative path (git holds no other, nor does the Hub serve one): a
+/// mirror's absolute, empty, `.` or `..` name would have its URL name another file.
+void check_listed(const std::string& api, const std::string& name) {
+  if (!is_clean_path(name))
+    fail(ErrorCode::kPathEscape, api,
+         fmt::format("the Hub lists `{}`, which is no clean path inside the repository (an absolute path, an empty, "
+                     "`.` or `..` segment): its URL would name another file",
+                     name));
+}
+
+/// The commit the Hub's model info names, which becomes part of every file's URL: a commit id (40 hex digits,
+/// huggingface_hub's REGEX_COMMIT_HASH), else a mirror's answer that would have us read elsewhere.
+std::string listed_commit(const std::string& api, const nlohmann::json& info) {
+  std::string commit = info["sha"].get<std::string>();
+  if (!is_commit_hash(commit))
+    fail(ErrorCode::kPathEscape, api,
+         fmt::format("the Hub's model info names the commit `{}`, which is no commit id (40 hex digits): it would "
+                     "name the repository's files by another path",
+                     commit));
+  return commit;
+}
+
 /// A Hub repository's files at the commit its revision names, as a listing of `hub.folder` (the repository's top
 /// when empty); `commit` is set to that commit.
 Listing list_hub(const std::string& input, const HubRef& hub, std::string& commit) {
@@ -160,26 +193,23 @@ Listing list_hub(const std::string& input, const HubRef& hub, std::string& commi
       fmt::format("{}/api/models/{}/revision/{}", hf_endpoint(), hub.repo, percent_encode(hub.revision, false));
   nlohmann::json info;
   try {
-    info = nlohmann::json::parse(fetch_text(api, "the Hub's model info"));
+    info = nlohmann::json::parse(remote_text(api, "the Hub's model info"));
   } catch (const nlohmann::json::exception& e) {
     fail(ErrorCode::kRemote, api, fmt::format("the Hub's answer is not the model info it documents: {}", e.what()));
   }
   if (!info.is_object() || !info.contains("sha") || !info["sha"].is_string() || !info.contains("siblings"))
     fail(ErrorCode::kRemote, api, "the Hub's answer has no `sha` and `siblings`");
-  commit = info["sha"].get<std::string>();
+  commit = listed_commit(api, info);
   std::string folder = hub.folder.empty() ? "" : hub.folder + "/";
   Listing listing{
       .base = fmt::format("{}/{}/resolve/{}/{}", hf_endpoint(), hub.repo, commit, percent_encode(folder, true)),
       .complete = true};
   for (const auto& sibling : info["siblings"])
-    if (sibling.is_object() && sibling.contains("rfilename") && sibling["rfilename"].is_string())
-      if (std::string name = sibling["rfilename"].get<std::string>(); name.starts_with(folder)) {
-        // git holds no such path: a listing that names one (a mirror's) would have us read another file.
-        if (has_dot_segment(name))
-          fail(ErrorCode::kPathEscape, api,
-               fmt::format("the Hub lists `{}`, whose `.` or `..` segment would name another file", name));
-        listing.names.insert(name.substr(folder.size()));
-      }
+    if (sibling.is_object() && sibling.contains("rfilename") && sibling["rfilename"].is_string()) {
+      std::string name = sibling["rfilename"].get<std::string>();
+      check_listed(api, name);
+      if (name.starts_with(folder)) listing.names.insert(name.substr(folder.size()));
+    }
   if (listing.names.empty()) fail(ErrorCode::kNotFound, input, "no such folder in the repository");
   return listing;
 }
@@ -191,11 +221,10 @@ std::string hub_path(const HubRef& hub, const std::string& commit, const std::st
 
 /// `hf://org/name[@revision][/folder]`: the Hub's revision API lists the repository's files at the commit it names.
 ModelSource discover_hub(const std::string& input) {
-  std::optional<HubRef> hub = parse_hub_url(input);
-  if (!hub) fail(ErrorCode::kNotFound, input, "a Hub model is named hf://org/name[@revision][/folder]");
+  HubRef hub = checked_hub_url(input);
   std::string commit;
-  Listing listing = list_hub(input, *hub, commit);
-  ModelSource source{.input = input, .path = hub_path(*hub, commit, hub->folder)};
+  Listing listing = list_hub(input, hub, commit);
+  ModelSource source{.input = input, .path = hub_path(hub, commit, hub.folder)};
   add_folder(source, listing);
   add_texts(source, listing, "");
   add_training_state(source, listing);
@@ -209,7 +238,7 @@ void add_texts_beside(ModelSource& source, const Listing& beside) {
   for (std::string_view name : kTextNames) {
     std::string url = url_of(beside, std::string(name));
     try {
-      fetch_text(url, "a text file beside the weights");
+      remote_text(url, "a text file beside the weights");
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kNotFound || e.code() == ErrorCode::kRemoteAuth) continue;
       throw;
@@ -217,35 +246,6 @@ void add_texts_beside(ModelSource& source, const Listing& beside) {
     if (name == "config.json") source.config = url;
     source.texts_beside.emplace_back(url);
   }
-}
-
-/// One level of an S3 folder: its keys, and the prefixes of its sub-folders.
-struct S3Level {
-  std::vector<std::string> keys;
-  std::vector<std::string> folders;
-};
-
-/// `s3://bucket/prefix/`'s own level: ListObjectsV2, page by page (a delimiter keeps sub-folders' keys out).
-S3Level list_s3_level(const std::string& bucket, const std::string& prefix) {
-  S3Level level;
-  std::string token;
-  // The query is SigV4's canonical one as it stands (libcurl 7.88 signs it as written): its parameters in name
-  // order, each value percent-encoded whole, '/' too (a `/` left as it is is signed as `/`, where S3 and SeaweedFS
-  // sign `%2F`, and the request is refused; moto's server lets it pass).
-  do {
-    std::string query = fmt::format("delimiter=%2F&list-type=2&prefix={}", percent_encode(prefix, false));
-    if (!token.empty()) query = fmt::format("continuation-token={}&{}", percent_encode(token, false), query);
-    std::string url = fmt::format("{}/{}?{}", s3_endpoint(), bucket, query);
-    std::string xml = fetch_text(url, "S3 ListObjectsV2");
-    for (std::string& key : xml_element_texts(xml, "Key")) level.keys.push_back(std::move(key));
-    // The answer's own <Prefix> is the one asked; each sub-folder's is a longer one, ending with the delimiter.
-    for (std::string& folder : xml_element_texts(xml, "Prefix"))
-      if (folder.size() > prefix.size() && folder.starts_with(prefix) && folder.ends_with('/'))
-        level.folders.push_back(std::move(folder));
-    std::vector<std::string> next = xml_element_texts(xml, "NextContinuationToken");
-    token = next.empty() ? "" : next.front();
-  } while (!token.empty());
-  return level;
 }
 
 /// An S3 folder's files, and those of its `global_step*/` folders (the training state a local folder's discovery
@@ -271,7 +271,7 @@ ModelSource discover_s3(const std::string& input) {
   if (!key.empty() && !key.ends_with('/')) {  // one object: a weight file or an index
     Listing beside{.base = url_folder(*http_url_of(input))};
     if (key.ends_with(".index.json"))
-      add_index(source, beside, url_file_name(key));
+      add_index(source, beside, *http_url_of(input), "");
     else
       source.files.emplace_back(*http_url_of(input));
     add_texts_beside(source, beside);
@@ -292,7 +292,7 @@ ModelSource discover_http(const std::string& input) {
   ModelSource source{.input = input, .path = input};
   Listing beside{.base = url_folder(input)};
   if (url_file_name(input).ends_with(".index.json"))
-    add_index(source, beside, url_file_name(input));
+    add_index(source, beside, input, "");
   else
     source.files.emplace_back(input);
   add_texts_beside(source, beside);
@@ -326,7 +326,7 @@ std::vector<std::string> components_of(const Listing& listing) {
 Listing list_s3_pipeline(const std::string& bucket, const std::string& prefix) {
   Listing listing{.base = fmt::format("{}/{}/", s3_endpoint(), bucket), .complete = true};
   S3Level level = list_s3_level(bucket, prefix);
-  for (const std::string& key : level.keys) listing.names.insert(key.substr(prefix.size()));
+  for (const std::string& key : level.keys) listing.names.insert(key.substr(prefix.size()));  // under it: add_keys
   if (!listing.names.contains("model_index.json")) return listing;
   for (const std::string& folder : level.folders)
     for (const std::string& key : list_s3_level(bucket, folder).keys) listing.names.insert(key.substr(prefix.size()));
@@ -338,12 +338,13 @@ Listing list_s3_pipeline(const std::string& bucket, const std::string& prefix) {
 std::vector<std::string> remote_models_in(const std::string& input) {
   try {
     if (hf_offline()) return {input};  // scanning it names why nothing is read
-    if (std::optional<HubRef> hub = parse_hub_url(input)) {
+    if (input.starts_with("hf://")) {
+      HubRef hub = checked_hub_url(input);
       std::string commit;
       std::vector<std::string> models;
       // Each component at the commit listed: the pipeline's parts are read from one version of it.
-      for (const std::string& component : components_of(list_hub(input, *hub, commit)))
-        models.push_back(hub_path(*hub, commit, hub->folder.empty() ? component : hub->folder + "/" + component));
+      for (const std::string& component : components_of(list_hub(input, hub, commit)))
+        models.push_back(hub_path(hub, commit, hub.folder.empty() ? component : hub.folder + "/" + component));
       if (!models.empty()) return models;
     } else if (input.starts_with("s3://") && input.ends_with('/')) {
       std::string spec = input.substr(std::string_view("s3://").size());

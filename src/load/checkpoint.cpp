@@ -32,11 +32,17 @@ FileFormat read_file(Checkpoint& checkpoint, size_t file) {
   fail(ErrorCode::kUnknownFormat, source.path(), "unknown checkpoint format");
 }
 
+/// The name the index knows a shard by: a local file's name; a URL's last segment, percent-decoded (a shard named
+/// `model 1.safetensors` is read from `.../model%201.safetensors`).
+std::string shard_file_name(const std::filesystem::path& file) {
+  return is_url(file.native()) ? url_file_name(file.native()) : file.filename().string();
+}
+
 /// Every tensor the index names must sit in the shard it names; tensors the index omits are reported.
 void check_against_index(Checkpoint& checkpoint, const ModelSource& source) {
   std::set<std::pair<std::string, std::string>> found;
   for (const auto& record : checkpoint.tensors)
-    found.emplace(record.name, checkpoint.files[record.file]->path().filename().string());
+    found.emplace(record.name, shard_file_name(checkpoint.files[record.file]->path()));
   for (const auto& [name, shard] : source.weight_map) {
     if (!found.count({name, std::filesystem::path(shard).filename().string()}))
       fail(ErrorCode::kMissingTensor, source.path,

@@ -12,15 +12,17 @@
 #include <utility>
 
 #include "precdetect/core/error.h"
+#include "precdetect/net/retry.h"
+#include "precdetect/net/speed_floor.h"
 
 namespace precdetect {
 namespace {
 
-thread_local std::atomic<uint64_t>* t_meter = nullptr;
+using Clock = SpeedFloor::Clock;
 
-constexpr int kAttempts = 3;            // a transient failure is tried twice more
+thread_local TransferMeter* t_meter = nullptr;
+
 constexpr int kMaxRedirects = 5;        // as huggingface_hub's requests session
-constexpr long kMaxRetryAfter = 60;     // seconds: a longer Retry-After is capped, the scan does not sleep for hours
 constexpr size_t kErrorBodyKept = 512;  // of an error answer's body, for its message
 constexpr std::string_view kEmptySha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
@@ -74,22 +76,26 @@ bool is_redirect(long status) {
 /// One request's state, shared with libcurl's callbacks.
 struct Transfer {
   const HttpRequest& request;
+  const TransferLimits& limits;
   std::string url;
   std::span<std::byte> into;
   long status = 0;
   std::map<std::string, std::string> headers;
-  bool checked = false;          // the headers were judged (on the first body byte, or at the end)
-  std::optional<Error> failure;  // why the transfer was stopped: never retried
-  uint64_t limit = 0, received = 0;
-  uint64_t total = 0;
+  bool checked = false;                           // the headers were judged (on the first body byte, or at the end)
+  std::optional<Error> failure;                   // why the transfer was stopped: never retried
+  bool stalled = false;                           // stopped below the low-speed floor: tried again
+  uint64_t limit = 0, received = 0, arrived = 0;  // the body's exact length; bytes taken; bytes of any body
+  FileVersion version;
   std::string body;
   std::atomic<uint64_t>* meter = request.meter ? request.meter : TransferMeter::current();
+  SpeedFloor floor{limits.low_speed_limit, std::chrono::seconds(limits.interval_seconds), Clock::now()};
 
   [[noreturn]] void refuse(ErrorCode code, const std::string& why) {
     throw Error(code, fmt::format("{}: {}", url, why));
   }
 
-  /// A 2xx answer's headers against the request: the range rules. Sets `limit`, the body's exact length.
+  /// A 2xx answer's headers against the request: the range rules and the file's version. Sets `limit`, the body's
+  /// exact length.
   void check_headers() {
     checked = true;
     if (status < 200 || status >= 300) return;
@@ -97,6 +103,8 @@ struct Transfer {
     if (!encoding.empty() && encoding != "identity")
       refuse(ErrorCode::kRangeNotHonoured,
              fmt::format("the body is compressed ({}); bytes must arrive as stored", encoding));
+    take_final_validators(version, headers);
+    take_hub_validators(version, headers);  // a mirror that answers without redirecting names them here
     if (!request.range) {
       limit = request.max_body;
       return;
@@ -106,26 +114,25 @@ struct Transfer {
              fmt::format("answered {} to a request for bytes {}-{}: the server does not honour ranges", status,
                          request.range->first, request.range->last));
     check_content_range();
-    std::string etag = headers.contains("etag") ? headers["etag"] : "";
-    if (!request.etag.empty() && etag != request.etag)
-      refuse(ErrorCode::kRemoteChanged,
-             fmt::format("the file changed during the scan: its ETag was {}, now {}", request.etag, etag));
+    if (request.version) check_same_version(*request.version, version, request.follow_redirects, url);
   }
 
   void check_content_range() {
     const HttpRange& asked = *request.range;
     std::string value = headers.contains("content-range") ? headers["content-range"] : "";
     std::optional<ContentRange> got = parse_content_range(value);
-    uint64_t expected_total = request.total ? request.total : (got ? got->total : 0);
-    // A range past a file's end is cut at it (RFC 9110); asked for exactly, when the total is known.
-    bool matches = got && !got->unsatisfied && got->first == asked.first &&
-                   got->last == std::min(asked.last, expected_total - 1) && got->total == expected_total;
-    if (!matches)
+    if (!got || got->unsatisfied)
+      refuse(ErrorCode::kRangeNotHonoured,
+             fmt::format("asked for bytes {}-{}, the answer's Content-Range is `{}`", asked.first, asked.last, value));
+    version.size = got->total;
+    // Of another size, the file is another (net/file_version.h says which); then the range was cut where that
+    // file ends. A range past a file's end is cut at it (RFC 9110); asked for exactly, when the size is known.
+    if (request.version && got->total != request.version->size) return;
+    if (got->first != asked.first || got->last != std::min(asked.last, got->total - 1))
       refuse(ErrorCode::kRangeNotHonoured,
              fmt::format("asked for bytes {}-{}{}, the answer's Content-Range is `{}`", asked.first, asked.last,
-                         request.total ? fmt::format(" of {}", request.total) : "", value));
+                         request.version ? fmt::format(" of {}", request.version->size) : "", value));
     limit = got->last - got->first + 1;
-    total = got->total;
     if (!into.empty() && limit != into.size())
       refuse(ErrorCode::kRangeNotHonoured, fmt::format("the answer holds {} bytes, {} were asked", limit, into.size()));
   }
@@ -133,6 +140,8 @@ struct Transfer {
   /// Body bytes: kept (an error answer's start), discarded (a redirect's) or taken, never more than `limit`.
   bool take(const char* data, size_t length) {
     if (meter) *meter += length;
+    arrived += length;
+    floor.record(Clock::now(), arrived);
     if (is_redirect(status)) return true;
     if (status < 200 || status >= 300) {
       body.append(data, std::min(length, kErrorBodyKept - std::min(kErrorBodyKept, body.size())));
@@ -182,6 +191,14 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   }
 }
 
+/// libcurl's progress callback, at least once a second while a transfer waits: stops one below the floor.
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto& transfer = *static_cast<Transfer*>(user);
+  if (transfer.floor.kept(Clock::now(), transfer.arrived)) return 0;
+  transfer.stalled = true;
+  return 1;  // CURLE_ABORTED_BY_CALLBACK
+}
+
 /// The request's headers: the range, no compression, and the credentials when `url` is their host.
 curl_slist* request_headers(CURL* curl, const HttpRequest& request, const Url& url) {
   curl_slist* list = curl_slist_append(nullptr, "Accept-Encoding: identity");
@@ -193,6 +210,8 @@ curl_slist* request_headers(CURL* curl, const HttpRequest& request, const Url& u
     if (!credentials->bearer.empty())
       list = curl_slist_append(list, fmt::format("Authorization: Bearer {}", credentials->bearer).c_str());
     if (!credentials->aws_key.empty()) {
+      // libcurl signs the path as it is sent (its canonical URI for S3 is the request's path, not encoded again:
+      // lib/http_aws_sigv4.c), which holds each key segment percent-encoded once as S3's canonical URI wants.
       curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, fmt::format("aws:amz:{}:s3", credentials->aws_region).c_str());
       curl_easy_setopt(curl, CURLOPT_USERNAME, credentials->aws_key.c_str());
       curl_easy_setopt(curl, CURLOPT_PASSWORD, credentials->aws_secret.c_str());
@@ -210,7 +229,6 @@ CURLcode perform(Transfer& transfer) {
   std::optional<Url> url = parse_http_url(transfer.url);
   if (!url) throw Error(ErrorCode::kRemote, fmt::format("{}: not an http(s) URL", transfer.url));
   CURL* curl = thread_handle();
-  long timeout = download_timeout_seconds();
   curl_slist* headers = request_headers(curl, transfer.request, *url);
   curl_easy_setopt(curl, CURLOPT_URL, transfer.url.c_str());
   // An S3 key's `.` and `..` segments are part of the key (S3 signs the path unnormalized): libcurl would otherwise
@@ -220,9 +238,11 @@ CURLcode perform(Transfer& transfer) {
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, 512L << 10);  // fewer, larger writes into a tensor's buffer
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, timeout);
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);  // a stalled server: no byte for `timeout` seconds
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, timeout);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, transfer.limits.interval_seconds);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT, transfer.limits.deadline_seconds);
+  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &transfer);
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "precdetect");
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
@@ -244,6 +264,7 @@ bool retryable(CURLcode code) {
   switch (code) {
     case CURLE_COULDNT_CONNECT:
     case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_ABORTED_BY_CALLBACK:  // below the low-speed floor (on_progress)
     case CURLE_RECV_ERROR:
     case CURLE_SEND_ERROR:
     case CURLE_PARTIAL_FILE:
@@ -257,17 +278,23 @@ bool retryable(CURLcode code) {
   }
 }
 
-bool retryable(long status) {
-  return status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
-}
-
-/// How long to wait before attempt `attempt` + 1: the server's Retry-After (in seconds, capped), else 0.5 s doubled.
-std::chrono::milliseconds backoff(int attempt, const std::map<std::string, std::string>& headers) {
-  if (auto it = headers.find("retry-after"); it != headers.end()) {
-    long seconds = std::atol(it->second.c_str());
-    if (seconds > 0 || it->second == "0") return std::chrono::seconds(std::min(seconds, kMaxRetryAfter));
-  }
-  return std::chrono::milliseconds(500) * (1 << attempt);
+/// Why a try failed in libcurl, in the words of the limit it broke when it broke one.
+std::string transport_failure(const Transfer& transfer, CURLcode code, Clock::duration took) {
+  const TransferLimits& limits = transfer.limits;
+  if (transfer.stalled)
+    return fmt::format(
+        "the transfer fell below the low-speed floor: fewer than {} bytes in {} s (PRECDETECT_LOW_SPEED_LIMIT={} "
+        "bytes per second over HF_HUB_DOWNLOAD_TIMEOUT={} s)",
+        limits.low_speed_limit * static_cast<uint64_t>(limits.interval_seconds), limits.interval_seconds,
+        limits.low_speed_limit, limits.interval_seconds);
+  // A connection that is not made in time is answered by none; an answer that does not end in time is the deadline.
+  bool deadline = transfer.status != 0 || took >= std::chrono::seconds(limits.deadline_seconds);
+  if (code == CURLE_OPERATION_TIMEDOUT && deadline)
+    return fmt::format("the transfer passed its deadline of {} s (PRECDETECT_TRANSFER_DEADLINE)",
+                       limits.deadline_seconds);
+  if (code == CURLE_OPERATION_TIMEDOUT)
+    return fmt::format("no connection within {} s (HF_HUB_DOWNLOAD_TIMEOUT)", limits.interval_seconds);
+  return curl_easy_strerror(code);
 }
 
 [[noreturn]] void fail_status(const Transfer& transfer) {
@@ -287,11 +314,24 @@ HttpResponse response_of(Transfer& transfer) {
   if (transfer.request.range && transfer.received != transfer.limit)
     throw Error(ErrorCode::kRangeNotHonoured, fmt::format("{}: the answer ended after {} of the {} bytes asked",
                                                           transfer.url, transfer.received, transfer.limit));
-  HttpResponse response{
-      .status = transfer.status, .url = transfer.url, .body = std::move(transfer.body), .total = transfer.total};
-  response.etag = transfer.headers.contains("etag") ? transfer.headers["etag"] : transfer.headers["x-linked-etag"];
-  response.headers = std::move(transfer.headers);
-  return response;
+  return HttpResponse{.status = transfer.status,
+                      .url = transfer.url,
+                      .headers = std::move(transfer.headers),
+                      .body = std::move(transfer.body),
+                      .version = std::move(transfer.version)};
+}
+
+/// Where a redirect answer from `from` leads: an http(s) URL, never from https to http (the Hub's own clients
+/// refuse a downgrade; credentials and bytes would cross the network in the clear).
+std::string redirect_target(const std::string& from, const std::string& location) {
+  Url base = *parse_http_url(from);
+  std::string target = resolve_location(base, location);
+  std::optional<Url> next = parse_http_url(target);
+  if (!next)
+    throw Error(ErrorCode::kRemote, fmt::format("{}: redirected to `{}`, which is no http(s) URL", from, location));
+  if (base.scheme == "https" && next->scheme == "http")
+    throw Error(ErrorCode::kRemote, fmt::format("{}: redirected from https to http (`{}`): refused", from, target));
+  return target;
 }
 
 }  // namespace
@@ -299,39 +339,54 @@ HttpResponse response_of(Transfer& transfer) {
 HttpResponse http_get(const HttpRequest& request, std::span<std::byte> into) {
   if (hf_offline())
     throw Error(ErrorCode::kRemote, fmt::format("{}: HF_HUB_OFFLINE is set: no network is used", request.url));
-  std::string url = request.url, linked_etag;
+  TransferLimits limits = transfer_limits();
+  std::string url = request.url;
+  FileVersion on_the_way;  // the Hub's validators, from the answers before the last (a resolve's redirect)
   int redirects = 0;
-  for (int attempt = 0;;) {
-    Transfer transfer{.request = request, .url = url, .into = into};
+  for (int attempt = 1;;) {
+    Transfer transfer{.request = request, .limits = limits, .url = url, .into = into, .version = on_the_way};
+    Clock::time_point started = Clock::now();
     CURLcode code = perform(transfer);
     if (transfer.failure) throw *transfer.failure;
-    bool transient = code != CURLE_OK ? retryable(code) : retryable(transfer.status);
-    if (transient && ++attempt < kAttempts) {
-      std::this_thread::sleep_for(backoff(attempt - 1, transfer.headers));
+    bool transient = code != CURLE_OK ? retryable(code) : retryable_status(transfer.status);
+    if (transient && attempt < kAttempts) {
+      std::optional<std::string_view> retry_after;
+      if (auto it = transfer.headers.find("retry-after"); code == CURLE_OK && it != transfer.headers.end())
+        retry_after = it->second;
+      std::this_thread::sleep_for(retry_delay(attempt++, retry_after, std::chrono::system_clock::now()));
       continue;
     }
     if (code != CURLE_OK)
-      throw Error(ErrorCode::kRemote,
-                  fmt::format("{}: {} (after {} attempts)", url, curl_easy_strerror(code), attempt));
-    if (linked_etag.empty() && transfer.headers.contains("x-linked-etag"))
-      linked_etag = transfer.headers["x-linked-etag"];
+      throw Error(ErrorCode::kRemote, fmt::format("{}: {} (after {} attempts)", url,
+                                                  transport_failure(transfer, code, Clock::now() - started), attempt));
     if (is_redirect(transfer.status) && request.follow_redirects && transfer.headers.contains("location")) {
       if (++redirects > kMaxRedirects)
         throw Error(ErrorCode::kRemote, fmt::format("{}: too many redirects", request.url));
-      url = resolve_location(*parse_http_url(url), transfer.headers["location"]);
+      take_hub_validators(on_the_way, transfer.headers);
+      url = redirect_target(url, transfer.headers["location"]);
       continue;
     }
     if (transfer.status < 200 || transfer.status >= 300) fail_status(transfer);
-    HttpResponse response = response_of(transfer);
-    response.linked_etag = std::move(linked_etag);
-    return response;
+    return response_of(transfer);
   }
 }
 
-TransferMeter::TransferMeter() : previous_(std::exchange(t_meter, &bytes_)) {}
+TransferMeter::TransferMeter() : previous_(std::exchange(t_meter, this)) {}
 
 TransferMeter::~TransferMeter() { t_meter = previous_; }
 
-std::atomic<uint64_t>* TransferMeter::current() { return t_meter; }
+std::vector<std::string> TransferMeter::unpinned() const {
+  std::lock_guard lock(mutex_);
+  return unpinned_;
+}
+
+std::atomic<uint64_t>* TransferMeter::current() { return t_meter ? &t_meter->bytes_ : nullptr; }
+
+void TransferMeter::note_unpinned(const std::string& url) {
+  if (!t_meter) return;
+  std::lock_guard lock(t_meter->mutex_);
+  if (std::find(t_meter->unpinned_.begin(), t_meter->unpinned_.end(), url) == t_meter->unpinned_.end())
+    t_meter->unpinned_.push_back(url);
+}
 
 }  // namespace precdetect

@@ -1,8 +1,13 @@
 #include "precdetect/net/remote_env.h"
 
+#include <fmt/format.h>
+
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include "precdetect/core/error.h"
 
 namespace precdetect {
 namespace {
@@ -38,6 +43,17 @@ std::string hf_token() {
 std::string authority_of(const std::string& base) {
   std::optional<Url> url = parse_http_url(base);
   return url ? url->authority : std::string();
+}
+
+/// The variable `name` as a positive whole number; `otherwise` when it is unset or empty.
+long positive_number(const char* name, long otherwise) {
+  std::string value = env(name);
+  if (value.empty()) return otherwise;
+  long number = 0;
+  auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+  if (error != std::errc() || end != value.data() + value.size() || number <= 0)
+    throw Error(ErrorCode::kRemote, fmt::format("{}=`{}` is not a positive whole number", name, value));
+  return number;
 }
 
 bool truthy(const std::string& value) { return value == "1" || value == "ON" || value == "YES" || value == "TRUE"; }
@@ -77,11 +93,12 @@ std::optional<std::string> http_url_of(std::string_view input) {
          percent_encode(object.substr(slash + 1), /*keep_slash=*/true);
 }
 
-long download_timeout_seconds() {
-  std::string value = env("HF_HUB_DOWNLOAD_TIMEOUT");
-  char* end = nullptr;
-  long seconds = value.empty() ? 0 : std::strtol(value.c_str(), &end, 10);
-  return seconds > 0 ? seconds : 10;
+TransferLimits transfer_limits() {
+  TransferLimits limits;
+  limits.interval_seconds = positive_number("HF_HUB_DOWNLOAD_TIMEOUT", limits.interval_seconds);
+  limits.low_speed_limit = positive_number("PRECDETECT_LOW_SPEED_LIMIT", static_cast<long>(limits.low_speed_limit));
+  limits.deadline_seconds = positive_number("PRECDETECT_TRANSFER_DEADLINE", limits.deadline_seconds);
+  return limits;
 }
 
 std::optional<HttpCredentials> credentials_for(const Url& url) {

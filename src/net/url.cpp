@@ -56,22 +56,30 @@ std::optional<std::string> percent_decoded(std::string_view text) {
   return out;
 }
 
+/// An org or a name as huggingface_hub's validate_repo_id allows it (REPO_ID_REGEX, ASCII): the only characters a
+/// repository's part of a URL path holds.
+bool is_repo_id_part(std::string_view part) {
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  return !part.empty() && part.size() <= 96 && word(part.front()) && word(part.back()) &&
+         std::all_of(part.begin(), part.end(), [&](char c) { return word(c) || c == '-' || c == '.'; }) &&
+         part.find("--") == std::string_view::npos && part.find("..") == std::string_view::npos;
+}
+
 }  // namespace
 
 std::optional<HubRef> parse_hub_url(std::string_view text) {
   if (!text.starts_with("hf://")) return std::nullopt;
   std::string_view spec = text.substr(std::string_view("hf://").size());
   size_t org_end = spec.find('/');
-  if (org_end == 0 || org_end == std::string_view::npos) return std::nullopt;
+  if (org_end == std::string_view::npos || !is_repo_id_part(spec.substr(0, org_end))) return std::nullopt;
   size_t name_end = std::min(spec.find_first_of("@/", org_end + 1), spec.size());
-  if (name_end == org_end + 1) return std::nullopt;
+  if (!is_repo_id_part(spec.substr(org_end + 1, name_end - org_end - 1))) return std::nullopt;
   HubRef ref{.repo = std::string(spec.substr(0, name_end)), .revision = "main"};
   std::string_view rest = spec.substr(name_end);
   if (rest.starts_with('@')) {
     size_t slash = std::min(rest.find('/'), rest.size());
     std::optional<std::string> revision = percent_decoded(rest.substr(1, slash - 1));
-    // git's ref names hold no `.` or `..` segment, and the API's URL would lose it: another revision's answer.
-    if (!revision || revision->empty() || has_dot_segment(*revision)) return std::nullopt;
+    if (!revision || revision->empty()) return std::nullopt;
     ref.revision = std::move(*revision);
     rest = rest.substr(slash);
   }
@@ -91,7 +99,8 @@ std::string resolve_location(const Url& base, std::string_view location) {
 
 std::string url_file_name(std::string_view url) {
   url = url.substr(0, url.find('?'));
-  return std::string(url.substr(url.rfind('/') + 1));
+  std::string_view name = url.substr(url.rfind('/') + 1);
+  return percent_decoded(name).value_or(std::string(name));  // a stray `%` is the name's own
 }
 
 std::string url_folder(std::string_view url) {
@@ -106,6 +115,18 @@ bool has_dot_segment(std::string_view path) {
     begin = end + 1;
   }
   return false;
+}
+
+bool is_clean_path(std::string_view path) {
+  if (path.empty() || path.front() == '/' || path.find('\0') != std::string_view::npos) return false;
+  for (size_t begin = 0; begin <= path.size();) {
+    size_t end = std::min(path.find('/', begin), path.size());
+    if (std::string_view segment = path.substr(begin, end - begin);
+        segment.empty() || segment == "." || segment == "..")
+      return false;
+    begin = end + 1;
+  }
+  return true;
 }
 
 std::string percent_encode(std::string_view text, bool keep_slash) {

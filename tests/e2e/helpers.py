@@ -26,11 +26,12 @@ DTYPE_NAMES = {
 FLOAT_DTYPES = {torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2}
 
 
-def run(*args, env=None, check_json=False, stdin=b"", launcher=(), cwd=None):
+def run(*args, env=None, check_json=False, stdin=b"", launcher=(), cwd=None, timeout=300):
     """Runs precdetect (through `launcher`, a command prefix, when given); returns the CompletedProcess with stdout
-    decoded strictly as UTF-8 (it must be valid) and stderr leniently (it may quote a path that is not UTF-8)."""
+    decoded strictly as UTF-8 (it must be valid) and stderr leniently (it may quote a path that is not UTF-8). A run
+    longer than `timeout` seconds fails the test (subprocess.TimeoutExpired) instead of holding it."""
     full_env = dict(os.environ, **(env or {}))
-    result = subprocess.run([*launcher, BINARY, *map(str, args)], capture_output=True, env=full_env, timeout=300,
+    result = subprocess.run([*launcher, BINARY, *map(str, args)], capture_output=True, env=full_env, timeout=timeout,
                             input=stdin, cwd=cwd)
     result.stdout = result.stdout.decode("utf-8")
     result.stderr = result.stderr.decode("utf-8", errors="replace")
@@ -39,9 +40,9 @@ def run(*args, env=None, check_json=False, stdin=b"", launcher=(), cwd=None):
     return result
 
 
-def scan(*args, env=None, launcher=()):
+def scan(*args, env=None, launcher=(), timeout=300):
     """Runs `precdetect --json ARGS`; returns (exit code, parsed document, stderr)."""
-    result = run("--json", *args, env=env, check_json=True, launcher=launcher)
+    result = run("--json", *args, env=env, check_json=True, launcher=launcher, timeout=timeout)
     return result.returncode, result.document, result.stderr
 
 

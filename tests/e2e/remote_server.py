@@ -3,25 +3,38 @@
 - the Hub's documented endpoints over ROOT/hub/ORG/NAME/: model info at a revision (`/api/models/ORG/NAME[/revision/REV]`,
   `siblings` and `sha`; with `?blobs=true` each weight file's `lfs` SHA-256 and size), file resolve (`/ORG/NAME/resolve/REV/FILE`, HEAD and GET) that redirects weight files to a
   second port acting as the CDN with the LFS headers huggingface_hub reads (X-Repo-Commit, X-Linked-Etag,
-  X-Linked-Size); the names ROOT/extra-siblings/ORG/NAME lists, one a line, are listed too (what no Hub lists: a
-  name with a `..` segment); repositories under ORG `private` answer 401 without `Authorization: Bearer hf_test_token`; a file
+  X-Linked-Size); the names ROOT/extra-siblings/ORG/NAME lists, one a line (or ROOT/extra-siblings/ORG/NAME.json, a
+  JSON list), are listed too (what no Hub lists: a name with a `..` segment, an absolute or empty one); repositories under ORG `private` answer 401 without `Authorization: Bearer hf_test_token`; a file
   ROOT/lfs-sha256/ORG/NAME/FILE makes the Hub name the SHA-256 it holds for FILE, not the one of the bytes the CDN
   serves (an LFS object that does not match its pointer);
 - the CDN port: blobs by SHA-256, Range honoured; a request carrying Authorization is counted (`auth_on_cdn`) and refused;
-- plain files (`/files/PATH`, Range honoured) and the same with a fault (`/fault/KIND/PATH`, KIND below);
+- plain files (`/files/PATH`, Range honoured) and the same with a fault (`/fault/KIND/PATH`, KIND in `serve`: the
+  answer's validators, a file replaced by ROOT/files/PATH.v2 once its start was read, a drip, a status forever, a
+  Retry-After as an HTTP-date);
+- misbehaving Hub mirrors: ROOT/hub-info/ORG/NAME.json is merged into that repository's model info (a `sha` that is
+  no commit id), or names a `status` it always answers; a repository with ROOT/hub-hop/ORG/NAME redirects its weights
+  through `http://localhost:PORT/hop/...` (another host by its name) before the CDN;
+- misbehaving S3 listings under the raw-keys bucket's prefixes `pages-*/` (one key a page; `pages-ok/` paginates
+  rightly, `pages-repeat/` sends one continuation token again and again, `pages-cycle/` two in turn,
+  `pages-empty/` says it is truncated and gives no token, `pages-endless/` a fresh token for ever) and `outside/`
+  (its listing names a key outside the prefix asked);
 - a path-style S3 bucket `raw-keys` (AWS_ENDPOINT_URL = this server): ranged GetObject of the keys ROOT/raw-keys.json
   maps to files, each key exactly as its path spells it (`run-42/../x.bin` is a key, not `x.bin`), and a minimal
   ListObjectsV2 (prefix, delimiter); a request signed with SigV4 is checked as S3 checks it (botocore's
   S3SigV4Auth over the path as sent, which S3 does not normalize, with the secret `secret`), a mismatch answered 403
   SignatureDoesNotMatch;
 - `/__stats`: body bytes sent and answers given per served file (per path for other answers), every request's path
-  as sent (`paths`), the count of tokens that reached the CDN
-  and of requests refused for an expired link; `/__reset` clears them and the expiry;
+  as sent (`paths`), when it came (`times`, seconds since the epoch) and the Range it asked (`ranges`), the count of tokens that reached the CDN
+  (`auth_on_cdn`) or any host but the Hub's own authority (`auth_off_host`), and of requests refused for an expired
+  link; `/__reset` clears them, the expiry and the CDN's validators;
 - `/__latency?ms=N`: from now on each request waits N ms before it is answered, as on a link with that round trip
   (a benchmark's; `/__reset` sets it back to 0);
-- `/__expire?after=N[&change=1]`: from now on each CDN link (one per resolve answer) serves N requests, then answers
-  403 as a signed URL past its expiry does; with `change=1` a file's later links serve another version of it (another
-  ETag), as if it had been replaced on the Hub meanwhile.
+- `/__expire?after=N[&change=1|commit|linked]`: from now on each CDN link (one per resolve answer) serves N requests,
+  then answers 403 as a signed URL past its expiry does; with `change=1` a file's later links serve another version
+  of it (another ETag), as if it had been replaced on the Hub meanwhile; with `commit` or `linked` a file's later
+  resolve answers name another X-Repo-Commit or X-Linked-Etag;
+- `/__cdn?validators=0`: from now on the CDN answers with no ETag (a CDN that keeps none: the Hub's commit and
+  linked ETag are what pin a file).
 
 Prints `{"port": P, "cdn_port": C}` on its first line of stdout, then serves until killed.
 """
@@ -36,21 +49,32 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, unquote, urlsplit
+from email.utils import formatdate
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 from xml.sax.saxutils import escape
 
 ROOT = Path(sys.argv[1])
 TOKEN = "hf_test_token"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 TEXT_SUFFIXES = (".json", ".md", ".txt", ".py", ".jinja", ".yaml")  # served by the Hub itself, not the CDN
-STATS = {"bytes": {}, "answers": {}, "paths": [], "auth_on_cdn": 0, "requests": 0, "expired": 0}
+STATS = {"bytes": {}, "answers": {}, "paths": [], "times": [], "ranges": [], "auth_on_cdn": 0, "auth_off_host": 0,
+         "requests": 0, "expired": 0}
 BUCKET = "raw-keys"
-EXPIRY = {"after": 0, "change": False}  # after 0: links never expire
+EXPIRY = {"after": 0, "change": ""}  # after 0: links never expire
+CDN = {"validators": True}
+RESOLVES = {}  # (org, name, file) -> resolve answers given
 LATENCY = {"seconds": 0.0}
 LINKS = {"issued": 0, "uses": {}, "first": {}}  # link id -> requests served; digest -> its first link
 LOCK = threading.Lock()
 SEEN = {}  # fault state per path: requests seen
 CDN_PORT = [0]
+MAIN_PORT = [0]
+PAGED = ("pages-ok/", "pages-repeat/", "pages-cycle/", "pages-empty/", "pages-endless/")
+# Validators per fault kind: the ETag's kind ("weak": W/"<version>"; "weak-same": W/"1" whatever the version), whether
+# Last-Modified is sent, and whether the file is replaced by PATH.v2 for every request but those of its start.
+VALIDATORS = {"lm": (None, True, False), "weak": ("weak", False, False), "none": (None, False, False),
+              "swap-lm": (None, True, True), "swap-weak": ("weak", False, True),
+              "swap-weak-lm": ("weak-same", True, True), "swap-none": (None, False, True)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -104,10 +128,16 @@ class Handler(BaseHTTPRequestHandler):
     def route(self):
         with LOCK:
             STATS["requests"] += 1
+            # A token is for the Hub's own authority, 127.0.0.1:PORT: never for the CDN, nor the same server by
+            # another name.
+            if "Authorization" in self.headers and self.headers.get("Host") != f"127.0.0.1:{MAIN_PORT[0]}":
+                STATS["auth_off_host"] += 1
         path = unquote(urlsplit(self.path).path)
         if not path.startswith("/__"):
             with LOCK:
                 STATS["paths"].append(urlsplit(self.path).path)
+                STATS["times"].append(time.time())
+                STATS["ranges"].append(self.headers.get("Range", ""))
         if not path.startswith("/__"):
             time.sleep(LATENCY["seconds"])
         if self.server.server_port == CDN_PORT[0]:
@@ -116,9 +146,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(200, json.dumps(STATS).encode(), {"Content-Type": "application/json"})
         if path == "/__reset":
             with LOCK:
-                STATS.update(bytes={}, answers={}, paths=[], auth_on_cdn=0, requests=0, expired=0)
+                STATS.update(bytes={}, answers={}, paths=[], times=[], ranges=[], auth_on_cdn=0, auth_off_host=0,
+                             requests=0, expired=0)
                 SEEN.clear()
-                EXPIRY.update(after=0, change=False)
+                RESOLVES.clear()
+                EXPIRY.update(after=0, change="")
+                CDN.update(validators=True)
                 LINKS.update(uses={}, first={})
                 LATENCY.update(seconds=0.0)
             return self.reply(200, b"{}")
@@ -129,8 +162,14 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/__expire":
             query = parse_qs(urlsplit(self.path).query)
             with LOCK:
-                EXPIRY.update(after=int(query["after"][0]), change=query.get("change") == ["1"])
+                EXPIRY.update(after=int(query["after"][0]), change=query.get("change", [""])[0])
             return self.reply(200, b"{}")
+        if path == "/__cdn":
+            with LOCK:
+                CDN.update(validators=parse_qs(urlsplit(self.path).query).get("validators") != ["0"])
+            return self.reply(200, b"{}")
+        if path.startswith("/hop/"):  # a redirect's stop on the way: on to where `to` says
+            return self.reply(302, b"", {"Location": parse_qs(urlsplit(self.path).query)["to"][0]})
         if path.startswith("/api/models/"):
             return self.model_info(path[len("/api/models/"):], "blobs=true" in urlsplit(self.path).query)
         if path.startswith("/files/"):
@@ -168,10 +207,17 @@ class Handler(BaseHTTPRequestHandler):
         files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
         extra = ROOT / "extra-siblings" / org / name
         files += extra.read_text().split() if extra.is_file() else []
+        extra_json = ROOT / "extra-siblings" / org / f"{name}.json"  # names no line can hold: "", "a b"
+        files += json.loads(extra_json.read_text()) if extra_json.is_file() else []
         info = {"_id": "0" * 24, "id": f"{org}/{name}", "modelId": f"{org}/{name}", "sha": COMMIT,
                 "private": org == "private", "gated": False, "disabled": False, "downloads": 0, "likes": 0,
                 "tags": [], "lastModified": "2026-01-01T00:00:00.000Z", "createdAt": "2026-01-01T00:00:00.000Z",
                 "siblings": [self.sibling(org, name, f, folder / f, blobs) for f in files]}
+        override = ROOT / "hub-info" / org / f"{name}.json"
+        changes = json.loads(override.read_text()) if override.is_file() else {}
+        if "status" in changes:  # a mirror that fails, every time it is asked
+            return self.reply(changes["status"], b'{"error": "Internal Error"}')
+        info.update(changes)
         self.reply(200, json.dumps(info).encode(), {"Content-Type": "application/json"})
 
     @staticmethod
@@ -198,9 +244,16 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             LINKS["issued"] += 1
             link = LINKS["issued"]
-        self.reply(302, b"", {**common, "Location": f"http://127.0.0.1:{CDN_PORT[0]}/{digest}?link={link}",
-                               "X-Linked-Etag": f'"{named}"', "X-Linked-Size": str(file.stat().st_size),
-                               "ETag": f'"{named}"'})
+            resolved = RESOLVES[(org, name, filename)] = RESOLVES.get((org, name, filename), 0) + 1
+        if resolved > 1 and EXPIRY["change"] == "commit":  # the mirror now answers for another commit
+            common["X-Repo-Commit"] = "f" * 40
+        if resolved > 1 and EXPIRY["change"] == "linked":  # ... or names another LFS object
+            named = "0" * 64
+        location = f"http://127.0.0.1:{CDN_PORT[0]}/{digest}?link={link}"
+        if (ROOT / "hub-hop" / org / name).is_file():  # the same server by another name, then the CDN
+            location = f"http://localhost:{MAIN_PORT[0]}/hop/?to={quote(location, safe='')}"
+        self.reply(302, b"", {**common, "Location": location, "X-Linked-Etag": f'"{named}"',
+                               "X-Linked-Size": str(file.stat().st_size), "ETag": f'"{named}"'})
 
     def cdn(self, path):
         if "Authorization" in self.headers:  # a token must never leave the Hub's host
@@ -216,10 +269,11 @@ class Handler(BaseHTTPRequestHandler):
             STATS["expired"] += bool(expired)
         if expired:
             return self.reply(403, b"<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>")
-        etag = f'"{digest}"' if not EXPIRY["change"] or link == first else '"another-version"'
+        etag = f'"{digest}"' if EXPIRY["change"] != "1" or link == first else '"another-version"'
         for file in (ROOT / "hub").rglob("*"):
             if file.is_file() and not file.name.endswith(TEXT_SUFFIXES) and sha256(file) == digest:
-                return self.serve(file, f"cdn:{file.relative_to(ROOT / 'hub').as_posix()}", etag=etag)
+                return self.serve(file, f"cdn:{file.relative_to(ROOT / 'hub').as_posix()}",
+                                  fault=None if CDN["validators"] else "none", etag=etag)
         self.reply(404, b"no such blob")
 
     # -- S3 keys as they are spelled --
@@ -249,7 +303,10 @@ class Handler(BaseHTTPRequestHandler):
         objects = json.loads((ROOT / "raw-keys.json").read_text())
         query = parse_qs(urlsplit(self.path).query)
         if not key and query.get("list-type") == ["2"]:
-            return self.list_objects(objects, query.get("prefix", [""])[0], query.get("delimiter", [""])[0])
+            prefix, token = query.get("prefix", [""])[0], query.get("continuation-token", [""])[0]
+            if prefix.startswith(PAGED):
+                return self.list_page(objects, prefix, token)
+            return self.list_objects(objects, prefix, query.get("delimiter", [""])[0])
         if key not in objects:
             return self.reply(404, b"<Error><Code>NoSuchKey</Code></Error>")
         self.serve(ROOT / objects[key], f"s3:{key}")
@@ -259,9 +316,10 @@ class Handler(BaseHTTPRequestHandler):
         up into common prefixes."""
         keys, folders = [], set()
         for key in sorted(objects):
-            if not key.startswith(prefix):
+            # `outside/`'s listing names a key outside it, as a store that ignores the prefix would.
+            if not key.startswith(prefix) and not (prefix.startswith("outside/") and key == "secret.bin"):
                 continue
-            cut = key.find(delimiter, len(prefix)) if delimiter else -1
+            cut = key.find(delimiter, len(prefix)) if delimiter and key.startswith(prefix) else -1
             if cut < 0:
                 keys.append(key)
             else:
@@ -274,22 +332,59 @@ class Handler(BaseHTTPRequestHandler):
                "</ListBucketResult>")
         self.reply(200, xml.encode(), {"Content-Type": "application/xml"})
 
+    def list_page(self, objects, prefix, token):
+        """One key a page under a `pages-*/` prefix, each continued as the prefix says: rightly (`pages-ok/`: its
+        keys, then the end), or with a token sent again (`repeat`), two in turn (`cycle`), none though the answer
+        says it is truncated (`empty`), or a fresh one for ever (`endless`)."""
+        keys = sorted(k for k in objects if k.startswith(prefix))
+        page = int(token[len("page-"):]) if token.startswith("page-") else 0
+        mode = prefix.split("/", 1)[0][len("pages-"):]
+        following = {"ok": f"page-{page + 1}" if page + 1 < len(keys) else "",
+                     "repeat": "page-0", "cycle": f"page-{1 - page % 2}", "empty": "",
+                     "endless": f"page-{page + 1}"}[mode]
+        truncated = mode != "ok" or bool(following)
+        key = keys[page % len(keys)]
+        xml = (f'<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>{BUCKET}</Name><Prefix>{escape(prefix)}'
+               f"</Prefix><KeyCount>1</KeyCount><IsTruncated>{str(truncated).lower()}</IsTruncated>"
+               + (f"<NextContinuationToken>{following}</NextContinuationToken>" if truncated else "")
+               + f"<Contents><Key>{escape(key)}</Key><Size>{(ROOT / objects[key]).stat().st_size}</Size></Contents>"
+               "</ListBucketResult>")
+        self.reply(200, xml.encode(), {"Content-Type": "application/xml"})
+
     # -- files, with faults --
 
     def serve(self, file, key, fault=None, etag=None, extra=None):
+        """`file` by range. A fault changes the answer: its status (401, 403, 404; 429 and `503-date` once, 500
+        always), its validators (VALIDATORS: Last-Modified only, a weak ETag, none; `etag`: another ETag each time;
+        `swap-*`: PATH.v2 served to every range but one from byte 0), its bytes (`ignore-range`, `bad-range`,
+        `short`, `long`, `gzip`), or how they come once the first read is done (`stall`: nothing for 30 s;
+        `stall-after`: half the body, then nothing for a minute; `reset`; `drip-N-MS`: N bytes every MS ms)."""
         if not file.is_file():
             return self.reply(404, b"not found")
         with LOCK:
             seen = SEEN[key] = SEEN.get(key, 0) + 1
-        status_fault = {"401": 401, "403": 403, "404": 404}.get(fault)
+        status_fault = {"401": 401, "403": 403, "404": 404, "500": 500}.get(fault)
         if status_fault:
             return self.reply(status_fault, b"refused")
         if fault == "429" and seen == 1:
             return self.reply(429, b"slow down", {"Retry-After": "1"})
+        if fault == "503-date" and seen == 1:  # Retry-After as an HTTP-date, 3 s ahead
+            return self.reply(503, b"busy", {"Retry-After": formatdate(time.time() + 3, usegmt=True)})
+        kind, last_modified, swapped = VALIDATORS.get(fault, ("strong", False, False))
+        # Replaced once its start was read: a reader's first reads (its header) see the old file, its later ones
+        # (the tensors) the new.
+        version = 2 if swapped and not self.headers.get("Range", "").startswith("bytes=0-") else 1
+        if version == 2:
+            file = file.with_name(file.name + ".v2")
         status = file.stat()
         size = status.st_size
         headers = dict(extra or {})
-        headers["ETag"] = f'"v{seen}"' if fault == "etag" else (etag or f'"{status.st_size:x}-{status.st_mtime_ns:x}"')
+        if kind == "strong":
+            headers["ETag"] = f'"v{seen}"' if fault == "etag" else (etag or f'"{size:x}-{status.st_mtime_ns:x}"')
+        elif kind and kind.startswith("weak"):
+            headers["ETag"] = f'W/"{1 if kind == "weak-same" else version}"'
+        if last_modified:
+            headers["Last-Modified"] = formatdate(1767225600 + 3600 * version, usegmt=True)
         headers["Accept-Ranges"] = "bytes"
         asked = parse_range(self.headers.get("Range"), size)
         if fault == "gzip":
@@ -307,9 +402,31 @@ class Handler(BaseHTTPRequestHandler):
             body = body + b"\0" * 16
         if fault == "stall" and first > 0:
             time.sleep(30)
+        if fault == "stall-after" and first > 0:  # the body's first half, then nothing for a minute
+            return self.drip(206, body, headers, key, len(body) // 2 + 1, 60)
         if fault == "reset" and first > 0:
             return self.reset(206, body, headers, key)
+        if fault and fault.startswith("drip-") and first > 0:
+            _, chunk, every = fault.split("-")
+            return self.drip(206, body, headers, key, int(chunk), int(every) / 1000)
         self.reply(206, body, headers, key)
+
+    def drip(self, status, body, headers, key, chunk, every):
+        """Sends the headers, then `chunk` bytes of the body every `every` seconds until it is sent or the client
+        goes: a server too slow to be waited for, or one just fast enough."""
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            for at in range(0, len(body), chunk):
+                self.wfile.write(body[at:at + chunk])
+                self.wfile.flush()
+                self.count(key, len(body[at:at + chunk]))
+                time.sleep(every)
+        except OSError:  # the client gave up on it
+            self.close_connection = True
 
     def reset(self, status, body, headers, key):
         """Sends the headers and half the body, then resets the connection."""
@@ -349,7 +466,7 @@ def main():
     main_server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     cdn_server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     main_server.daemon_threads = cdn_server.daemon_threads = True
-    CDN_PORT[0] = cdn_server.server_port
+    CDN_PORT[0], MAIN_PORT[0] = cdn_server.server_port, main_server.server_port
     threading.Thread(target=cdn_server.serve_forever, daemon=True).start()
     print(json.dumps({"port": main_server.server_port, "cdn_port": cdn_server.server_port}), flush=True)
     main_server.serve_forever()

@@ -147,7 +147,7 @@ def sha256_of(path):
 def model_without_places(model, places):
     """A model's record with each of `places` (folder paths, base URLs) written as <model> in every string: the
     remote scan and the local one must agree on everything else."""
-    text = json.dumps(model)
+    text = json.dumps(model, ensure_ascii=False)  # a place may hold non-ASCII letters, as written
     for place in places:
         text = text.replace(place, "<model>")
     result = json.loads(text)
@@ -162,14 +162,35 @@ def without_places(document, places):
 
 
 class ServedTestCase(unittest.TestCase):
-    """Files under cls.tmp served by remote_server.py, started once for the class and stopped by its process id."""
+    """Files under cls.tmp served by remote_server.py, started once for the class and stopped by its process id; its
+    log reset before each test, and after each no token anywhere but on the Hub's own host."""
 
     @classmethod
     def serve(cls):
-        """Starts the server on cls.tmp; returns its base URL once it answers."""
+        """Starts the server on cls.tmp; returns its base URL (cls.server_url) once it answers."""
         cls.server = subprocess.Popen([sys.executable, str(HERE / "remote_server.py"), str(cls.tmp)],
                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        return f"http://127.0.0.1:{json.loads(cls.server.stdout.readline())['port']}"
+        cls.server_url = f"http://127.0.0.1:{json.loads(cls.server.stdout.readline())['port']}"
+        return cls.server_url
+
+    def get(self, path):
+        """The server's JSON answer to one of its own paths (`/__stats`, `/__expire?after=1`)."""
+        with urllib.request.urlopen(self.server_url + path) as answer:
+            return json.loads(answer.read())
+
+    def stats(self):
+        return self.get("/__stats")
+
+    def reset(self):
+        self.get("/__reset")
+
+    def setUp(self):
+        self.reset()
+
+    def tearDown(self):
+        stats = self.stats()
+        self.assertEqual(stats["auth_on_cdn"], 0, "a token reached the CDN host")
+        self.assertEqual(stats["auth_off_host"], 0, "a token reached a host other than the Hub's")
 
     @classmethod
     def tearDownClass(cls):
@@ -214,19 +235,6 @@ class RemoteTestCase(ServedTestCase):
         (cls.tmp / "extra-siblings" / "org" / "dotted").write_text("../sharded/model-00001-of-00004.safetensors\n")
         cls.base = cls.serve()
         cls.hub_env = {"HF_ENDPOINT": cls.base, "HF_TOKEN": TOKEN, **FAST}
-
-    def setUp(self):
-        self.get("/__reset")
-
-    def get(self, path):
-        with urllib.request.urlopen(self.base + path) as answer:
-            return json.loads(answer.read())
-
-    def stats(self):
-        return self.get("/__stats")
-
-    def tearDown(self):
-        self.assertEqual(self.stats()["auth_on_cdn"], 0, "a token reached the CDN host")
 
     def assert_same_as_local(self, remote, local, remote_folder, env=None):
         """`remote` scans as `local` does, but for where their files are: `remote_folder` (a URL) and the local
@@ -281,7 +289,7 @@ class HttpTest(RemoteTestCase):
         size = local.stat().st_size
         for tier in ("--safety-only", "--headers-only"):
             with self.subTest(tier=tier):
-                self.get("/__reset")
+                self.reset()
                 code, remote, stderr = scan(tier, url)
                 self.assertEqual(code, 0, stderr)
                 sent = self.stats()["bytes"]["/files/torch/pytorch_model.bin"]
@@ -292,7 +300,7 @@ class HttpTest(RemoteTestCase):
                 code, here, _ = scan(tier, local)
                 self.assertEqual(without_places(remote, [f"{self.base}/files/torch"]),
                                  without_places(here, [str(local.parent)]))
-        self.get("/__reset")
+        self.reset()
         document = self.assert_same_as_local(url, local, f"{self.base}/files/torch")
         self.assertTrue(document["models"][0]["values_read"])
         # Each byte once, but for the tail read for the directory (the last 64 KiB), part of the last tensor.
@@ -321,7 +329,7 @@ class HttpTest(RemoteTestCase):
             self.assertLessEqual(self.stats()["answers"]["/files/legacy/pytorch_model.bin"], 10)
             code, here, _ = scan("--safety-only", local)
             self.assertEqual(without_places(remote, [f"{self.base}/files/legacy"]), without_places(here, [str(folder)]))
-            self.get("/__reset")
+            self.reset()
             document = self.assert_same_as_local(url, local, f"{self.base}/files/legacy")
             self.assertEqual(document["models"][0]["format"], "pytorch-legacy")
             self.assertEqual(document["models"][0]["summary"]["tensors"], 204)
@@ -400,7 +408,7 @@ class HttpTest(RemoteTestCase):
         local = self.files / "many" / "pytorch_model.bin"
         for tier in ("--safety-only", "--headers-only"):
             with self.subTest(tier=tier):
-                self.get("/__reset")
+                self.reset()
                 code, remote, stderr = scan(tier, url)
                 self.assertEqual(code, 0, stderr)
                 # The first 64 KiB, the tail (the directory), the local headers' runs of at most 8 MiB: one here.
@@ -734,7 +742,7 @@ class HubTest(RemoteTestCase):
         self.assertLessEqual(moved["cdn:org/torch/pytorch_model.bin"], torch_bin.stat().st_size + 2 * 65536)
         # Bytes the scan leaves unread (the tensors --include leaves out, 3 MiB) are read at its end for the hash,
         # from the first byte not hashed: lm_head (2 MiB), read before them, once more.
-        self.get("/__reset")
+        self.reset()
         code, document, stderr = scan("--verify", "--include", "lm_head", "hf://org/torch", env=self.hub_env)
         self.assertEqual(code, 0, stderr)
         self.assertEqual(document["models"][0]["gate_failures"], [])

@@ -6,12 +6,10 @@ scan streams the tensors and equals the local scan, paths aside, for files over 
 hold in memory at once too, and for an ONNX model whose external data lies beside it; a damaged file is the error
 it is locally."""
 
-import json
 import shutil
 import tempfile
 import unittest
 from pathlib import Path
-from urllib.request import urlopen
 
 import flax.serialization as flax_serialization
 import gguf
@@ -120,14 +118,6 @@ class RemoteFormatsTest(ServedTestCase):
         (files / "cut-in-array.msgpack").write_bytes(data[:len(data) // 2])
         (files / "cut-at-end.msgpack").write_bytes(data[:-7])
         cls.base = cls.serve() + "/files"
-
-    def stats(self):
-        with urlopen(self.base.replace("/files", "/__stats")) as answer:
-            return json.loads(answer.read())
-
-    def reset(self):
-        with urlopen(self.base.replace("/files", "/__reset")) as answer:
-            answer.read()
 
     def scan_both(self, name, *flags):
         """(remote model record, local model record, bytes and answers the remote scan moved), paths aside."""

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 
+#include "precdetect/core/error.h"
 #include "precdetect/net/remote_env.h"
 #include "precdetect/net/xml_text.h"
 
@@ -80,10 +81,12 @@ TEST(Url, HubUrlsSplitIntoRepositoryAndRevision) {
   ASSERT_TRUE(component);
   EXPECT_EQ((std::pair{component->revision, component->folder}), (std::pair<std::string, std::string>{"main", "a/b"}));
   for (const char* bad : {"hf://", "hf://name", "hf://org/", "hf:///name", "hf://org/@main", "hf://org/name@",
-                          "hf://org/name@%2", "hf://org/name@/unet", "org/name", "s3://org/name",
-                          // no git ref has a dot segment, and the API's URL would lose it: another revision
-                          "hf://org/name@..", "hf://org/name@.", "hf://org/name@refs%2F..%2Fmain"})
+                          "hf://org/name@%2", "hf://org/name@/unet", "org/name", "s3://org/name"})
     EXPECT_FALSE(parse_hub_url(bad)) << bad;
+  // No git ref has a dot segment, and the API's URL would lose it (another revision's answer): split as they are,
+  // for discovery to refuse as path_escape before any request (tests/e2e/test_remote_faults.py).
+  for (const char* dotted : {"hf://org/name@..", "hf://org/name@.", "hf://org/name@refs%2F..%2Fmain"})
+    EXPECT_TRUE(has_dot_segment(parse_hub_url(dotted)->revision)) << dotted;
 }
 
 TEST(XmlText, ElementTextsDecodeEntitiesAndCharacterReferencesOnce) {
@@ -127,16 +130,66 @@ TEST(RemoteEnv, AnS3KeyIsWrittenWithItsDotSegments) {
   ::unsetenv("AWS_ENDPOINT_URL");
 }
 
-TEST(RemoteEnv, OfflineAndTimeout) {
+TEST(RemoteEnv, Offline) {
   ::setenv("HF_HUB_OFFLINE", "1", 1);
   EXPECT_TRUE(hf_offline());
   ::setenv("HF_HUB_OFFLINE", "0", 1);
   EXPECT_FALSE(hf_offline());
   ::unsetenv("HF_HUB_OFFLINE");
+}
+
+TEST(Url, FileNamesAreDecodedAsTheirFolderSpellsThem) {
+  EXPECT_EQ(url_file_name("https://h/a/run%201%2B2%3D3%2050%25%20%232%3F%20%C3%BC.safetensors"),
+            "run 1+2=3 50% #2? \xC3\xBC.safetensors");
+  EXPECT_EQ(url_file_name("https://h/a/100%.bin"), "100%.bin");  // a stray `%` is the name's own
+  EXPECT_EQ(percent_encode("run 1+2=3 50% #2? \xC3\xBC", true), "run%201%2B2%3D3%2050%25%20%232%3F%20%C3%BC");
+}
+
+TEST(Url, CleanPathsStayInsideTheirFolder) {
+  for (const char* clean : {"model.safetensors", "unet/model.safetensors", "a b/c+d.bin", "..x", "x.."})
+    EXPECT_TRUE(is_clean_path(clean)) << clean;
+  for (const char* escaping : {"", "/model.safetensors", "a//b", "a/", "./a", "a/./b", "..", "a/../b", "a/.."})
+    EXPECT_FALSE(is_clean_path(escaping)) << escaping;
+  EXPECT_FALSE(is_clean_path(std::string_view("a\0b", 3)));
+}
+
+TEST(Url, HubRepositoriesAreHuggingfaceHubsRepoIds) {
+  EXPECT_TRUE(parse_hub_url("hf://EleutherAI/pythia-410m.v2_x"));
+  for (const char* refused :
+       {"hf://../x", "hf://org/..", "hf://org/a..b", "hf://org/a--b", "hf://-org/x", "hf://org/x-", "hf://org/.x",
+        "hf://or%2Fg/x", "hf://org/na me", "hf://\xC3\xBC/x", "hf:///x", "hf://org/", "hf://org/x@"})
+    EXPECT_FALSE(parse_hub_url(refused)) << refused;
+  std::optional<HubRef> dotted = parse_hub_url("hf://org/x@..%2F..%2Fother/../unet");
+  ASSERT_TRUE(dotted);  // returned for the caller to refuse as path_escape, naming what it holds
+  EXPECT_EQ(dotted->revision, "../../other");
+  EXPECT_EQ(dotted->folder, "../unet");
+}
+
+TEST(RemoteEnv, TransferLimitsAreTheEnvironmentsOrTheDefaults) {
+  TransferLimits defaults = transfer_limits();
+  EXPECT_EQ(defaults.interval_seconds, 10);
+  EXPECT_EQ(defaults.low_speed_limit, 1024U);
+  EXPECT_EQ(defaults.deadline_seconds, 600);
   ::setenv("HF_HUB_DOWNLOAD_TIMEOUT", "3", 1);
-  EXPECT_EQ(download_timeout_seconds(), 3);
+  ::setenv("PRECDETECT_LOW_SPEED_LIMIT", "65536", 1);
+  ::setenv("PRECDETECT_TRANSFER_DEADLINE", "30", 1);
+  TransferLimits set = transfer_limits();
+  EXPECT_EQ(set.interval_seconds, 3);
+  EXPECT_EQ(set.low_speed_limit, 65536U);
+  EXPECT_EQ(set.deadline_seconds, 30);
+  for (const char* wrong : {"0", "-1", "1.5", "ten", "10s"}) {
+    ::setenv("PRECDETECT_TRANSFER_DEADLINE", wrong, 1);
+    try {
+      transfer_limits();
+      ADD_FAILURE() << wrong;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kRemote);
+      EXPECT_NE(std::string(e.what()).find("PRECDETECT_TRANSFER_DEADLINE"), std::string::npos);
+    }
+  }
   ::unsetenv("HF_HUB_DOWNLOAD_TIMEOUT");
-  EXPECT_EQ(download_timeout_seconds(), 10);
+  ::unsetenv("PRECDETECT_LOW_SPEED_LIMIT");
+  ::unsetenv("PRECDETECT_TRANSFER_DEADLINE");
 }
 
 }  // namespace

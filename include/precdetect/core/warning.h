@@ -34,6 +34,7 @@ enum class WarningCode {
   kNonFinite,            ///< analyze: NaN or Inf values in the weights
   kAdapterWithoutBase,   ///< classify: an adapter that names no base model: nothing tells its pretraining
   kAdapterBaseUnknown,   ///< classify: the base an adapter names is neither documented nor scannable here
+  kRemoteUnpinned,       ///< load: remote files whose server gave no validator to hold them to one version
 };
 
 /// snake_case name of a code, e.g. "not_executed" (JSON `warnings[].code`).

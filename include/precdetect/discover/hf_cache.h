@@ -13,6 +13,9 @@ namespace precdetect {
 /// else $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
 std::filesystem::path hf_hub_cache();
 
+/// True when `revision` is a commit id as huggingface_hub writes one (REGEX_COMMIT_HASH): 40 lower-case hex digits.
+bool is_commit_hash(std::string_view revision);
+
 /// True when `input` has the shape of a hub id: "name" or "org/name", optionally "@revision".
 bool has_hf_id_shape(std::string_view input);
 

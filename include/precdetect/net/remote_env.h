@@ -1,8 +1,10 @@
 #pragma once
 /// What the environment says about reading over the network, by the conventions users already have:
 /// huggingface_hub's (HF_ENDPOINT, HF_TOKEN and its token file, HF_HUB_OFFLINE, HF_HUB_DOWNLOAD_TIMEOUT) and the
-/// AWS CLI's (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL).
+/// AWS CLI's (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL); and the
+/// limits of a transfer, which libcurl's names (PRECDETECT_LOW_SPEED_LIMIT, PRECDETECT_TRANSFER_DEADLINE).
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -40,8 +42,16 @@ bool is_s3_url(const Url& url);
 /// path-style URL of the object; nullopt for anything else (a local path, hf://).
 std::optional<std::string> http_url_of(std::string_view input);
 
-/// Seconds a transfer may go without receiving a byte (and a connection may take): HF_HUB_DOWNLOAD_TIMEOUT, else 10.
-long download_timeout_seconds();
+/// How long a request may take, and how slow it may be, before its try fails (docs/using.md's table of limits).
+struct TransferLimits {
+  long interval_seconds = 10;  ///< HF_HUB_DOWNLOAD_TIMEOUT: connecting may take this; the floor is measured over it
+  uint64_t low_speed_limit = 1024;  ///< PRECDETECT_LOW_SPEED_LIMIT: bytes per second, on average over the interval
+  long deadline_seconds = 600;      ///< PRECDETECT_TRANSFER_DEADLINE: one request in all
+};
+
+/// The limits the environment sets, else the defaults above. Throws Error(kRemote) naming a variable that is set to
+/// anything but a positive whole number.
+TransferLimits transfer_limits();
 
 /// The credentials the environment holds for `url`'s host: the Hub token (HF_TOKEN, else the file huggingface_hub
 /// writes: HF_TOKEN_PATH, else $HF_HOME/token, else

@@ -1,21 +1,28 @@
 #pragma once
-/// Small texts read whole by URL (a Hub repository's model info, an S3 listing, a shard index, config.json beside
-/// remote weights), kept for one run: its plan and its models' scans ask for each once, and read one version of it
-/// (a repository pushed to mid-run is not planned at one commit and scanned at another). The Hub counts its API
-/// calls against a rate limit, which a batch of repositories asked three times over reaches sooner.
+/// What one run has asked the network already: small texts read whole by URL (a Hub repository's model info, an S3
+/// listing page, a shard index, config.json beside remote weights), and every request that failed. Its plan and its
+/// models' scans ask for each text once and read one version of it (a repository pushed to mid-run is not planned at
+/// one commit and scanned at another), and try each failing URL kAttempts times in all (net/retry.h), not once per
+/// stage that asks. The Hub counts its API calls against a rate limit, which a batch of repositories asked three
+/// times over reaches sooner.
 
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <span>
 #include <string>
+#include <string_view>
+
+#include "precdetect/core/error.h"
+#include "precdetect/net/http.h"
 
 namespace precdetect {
 
-/// The texts one run has read. Installed per thread (Scope), never process-wide: a later run (the Python API in a
-/// training loop) asks again.
+/// The texts and failures one run has seen. Installed per thread (Scope), never process-wide: a later run (the
+/// Python API in a training loop) asks again.
 class RemoteTexts {
  public:
-  /// Makes `texts` the ones remote_text() uses on this thread while the scope lives.
+  /// Makes `texts` the ones remote_text() and http_get_in_run() use on this thread while the scope lives.
   class Scope {
    public:
     explicit Scope(RemoteTexts& texts);
@@ -28,15 +35,22 @@ class RemoteTexts {
   };
 
  private:
-  friend std::string remote_text(const std::string& url, uint64_t max_bytes);
+  friend std::string remote_text(const std::string& url, std::string_view what, uint64_t max_bytes);
+  friend HttpResponse http_get_in_run(const HttpRequest& request, std::span<std::byte> into);
   static constexpr uint64_t kMaxKept = uint64_t{64} << 20;  ///< texts beyond this are asked for again
   std::mutex mutex_;
   std::map<std::string, std::string> texts_;
+  std::map<std::string, Error> failures_;  ///< by URL: the error its request ended in, after its tries
   uint64_t kept_ = 0;
 };
 
-/// The body of a GET of `url` (credentials from the environment for its host), at most `max_bytes`: the run's
-/// copy when it has read it already. Throws what http_get throws; an error is not kept.
-std::string remote_text(const std::string& url, uint64_t max_bytes);
+/// http_get(request, into), unless this run's earlier request of request.url failed: then that failure again,
+/// without a request. A failure is kept for the run; an answer is not (remote_text keeps texts).
+HttpResponse http_get_in_run(const HttpRequest& request, std::span<std::byte> into = {});
+
+/// The body of a GET of `url` (credentials from the environment for its host), at most `max_bytes`: the run's copy
+/// when it has read it already. Throws what http_get throws, and the run's earlier failure of `url` again, each
+/// naming `what` was asked for ("shard index") after the URL.
+std::string remote_text(const std::string& url, std::string_view what, uint64_t max_bytes = HttpRequest{}.max_body);
 
 }  // namespace precdetect

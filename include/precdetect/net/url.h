@@ -35,15 +35,18 @@ struct HubRef {
 
 /// `text` split when it is `hf://org/name[@revision][/folder]`: a revision that holds '/' is written with `%2F`
 /// (`@refs%2Fpr%2F1`, as huggingface_hub's HfFileSystem writes it), and is decoded here; the folder keeps its '/'s,
-/// none at either end. nullopt for anything else (an empty org, name or revision, a revision with a `.` or `..`
-/// segment, which no git ref has).
+/// none at either end. nullopt for anything else: an org or name that is no part of huggingface_hub's repository id
+/// (validate_repo_id: 1 to 96 letters, digits, `-`, `_` and `.`, starting and ending with a letter, digit or `_`, no
+/// `--` or `..`), an empty revision or one that is not percent-encoded rightly. A revision or folder with a `.` or
+/// `..` segment is returned as it is, for the caller to refuse (discover/remote.h).
 std::optional<HubRef> parse_hub_url(std::string_view text);
 
 /// Where a redirect's `Location` leads from `base`: an absolute URL as it is, `/path` on base's authority, a
 /// relative one beside base's path.
 std::string resolve_location(const Url& base, std::string_view location);
 
-/// The part of `url` after the last '/' of its path: the file's name.
+/// The part of `url` after the last '/' of its path, percent-decoded: the file's name as its folder spells it
+/// (`.../model%201.safetensors` is `model 1.safetensors`).
 std::string url_file_name(std::string_view url);
 
 /// `url` up to and including the last '/' of its path: the folder its neighbours are named from.
@@ -52,6 +55,10 @@ std::string url_folder(std::string_view url);
 /// True when the '/'-separated `path` has a `.` or `..` segment: a URL's path loses them (RFC 3986's
 /// remove_dot_segments, which libcurl applies), so it would name another file; an S3 key keeps them (remote_env.h).
 bool has_dot_segment(std::string_view path);
+
+/// True when the '/'-separated `path` names a file inside the folder it is relative to, as git and the Hub name
+/// files: not empty, not absolute, no empty, `.` or `..` segment, no NUL.
+bool is_clean_path(std::string_view path);
 
 /// `text` with every byte outside RFC 3986's unreserved set (and '/', when `keep_slash`) percent-encoded: how an
 /// S3 key or a Hub file name is written into a path.

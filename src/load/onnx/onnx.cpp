@@ -300,6 +300,15 @@ std::filesystem::path onnx_external_path(const std::filesystem::path& model, std
          fmt::format("tensor `{}`: external data location `{}` is not a path inside the model's folder: refused",
                      tensor, shown));
   }
+  // Beside a remote model, the name becomes part of a URL: as a loader joins it (`./x` is `x`), each segment
+  // percent-encoded once, so that `?`, `#`, `%` or a space stay the file's own characters.
+  if (is_url(model.native())) {
+    std::string name = relative.lexically_normal().generic_string();
+    if (!is_clean_path(name))
+      fail(ErrorCode::kInvalidOnnx, model,
+           fmt::format("tensor `{}`: external data location `{}` names no file", tensor, std::string(location)));
+    return url_folder(model.native()) + percent_encode(name, /*keep_slash=*/true);
+  }
   return model.parent_path() / relative;
 }
 

@@ -13,6 +13,7 @@
 #include "precdetect/core/sha256.h"
 #include "precdetect/core/worker_pool.h"
 #include "precdetect/net/http.h"
+#include "precdetect/net/remote_text.h"
 #include "precdetect/net/streamed_sha256.h"
 
 namespace precdetect {
@@ -26,8 +27,11 @@ constexpr uint64_t kBlock = uint64_t{4} << 10;
 // each such fetch reads twice as far ahead as the one before, up to this, so megabytes of header cost a few
 // requests; any other miss fetches only the blocks it needs.
 constexpr uint64_t kMaxReadAhead = uint64_t{4} << 20;
-// A tensor is fetched in parts of at least 8 MiB, several at once: requests in flight hide a network's latency.
+// A tensor is fetched in parts of at least 8 MiB, several at once: requests in flight hide a network's latency. A
+// part is at most 64 MiB, so that a request's deadline (PRECDETECT_TRANSFER_DEADLINE) bounds a transfer of known
+// size, whatever the tensor's.
 constexpr uint64_t kMinReadPart = uint64_t{8} << 20;
+constexpr uint64_t kMaxReadPart = uint64_t{64} << 20;
 constexpr size_t kRequestsInFlight = 8;
 // A small tensor (a norm, a bias, a LoRA's factors) is read through a window of the bytes from it on, one request
 // for the tensors that follow it: hundreds of requests of a few KiB each would cost a round trip apiece.
@@ -57,16 +61,19 @@ class RemoteFile final : public ByteSource {
     std::optional<Url> parsed = parse_http_url(url);
     if (!parsed) fail(ErrorCode::kRemote, path_, "not an http(s) URL");
     credentials_ = credentials_for(*parsed);
-    HttpResponse probe =
-        http_get({.url = url, .credentials = credentials_, .range = HttpRange{0, kFirstRead - 1}, .meter = meter_});
+    // The run's plan may have opened this file already (to find a single-file pipeline): a failure then is this
+    // open's too, not tried again.
+    HttpResponse probe = http_get_in_run(
+        {.url = url, .credentials = credentials_, .range = HttpRange{0, kFirstRead - 1}, .meter = meter_});
     // Every later range goes where the first was answered (the Hub's CDN), without credentials when that is
-    // another host, and must come from the same version of the file.
+    // another host, and must come from the same version of the file: each validator the first answers gave.
     data_url_ = probe.url;
-    etag_ = probe.etag;
-    size_ = probe.total;
+    version_ = probe.version;
+    size_ = version_.size;
+    if (!version_.pinned()) TransferMeter::note_unpinned(url);
     reserve();
     if (StreamedVerification* verification = StreamedVerification::current()) {
-      hash_ = verification->add(url, sha256_named(probe.linked_etag), size_);
+      hash_ = verification->add(url, sha256_named(version_.linked_etag), size_);
       hash_->set_reader([this](uint64_t offset, std::span<std::byte> dest) { read(offset, dest); });
     }
     if (size_ > 0) {
@@ -87,7 +94,7 @@ class RemoteFile final : public ByteSource {
   const std::filesystem::path& path() const override { return path_; }
   uint64_t size() const override { return size_; }
   bool zero_copy() const override { return false; }
-  std::string version() const override { return etag_; }
+  std::string version() const override { return version_.text(); }
 
   std::span<const std::byte> view(uint64_t offset, uint64_t length) const override {
     std::span<const std::byte> bytes = checked(offset, length);
@@ -275,7 +282,8 @@ class RemoteFile final : public ByteSource {
   }
 
   void read_uncached(uint64_t offset, std::span<std::byte> dest) const {
-    uint64_t parts = std::clamp<uint64_t>(dest.size() / kMinReadPart, 1, kRequestsInFlight);
+    uint64_t parts = std::max<uint64_t>(std::clamp<uint64_t>(dest.size() / kMinReadPart, 1, kRequestsInFlight),
+                                        (dest.size() + kMaxReadPart - 1) / kMaxReadPart);
     uint64_t part = (dest.size() + parts - 1) / parts;
     transfer_pool().run(parts, [&](size_t i) {
       uint64_t begin = i * part, end = std::min<uint64_t>(begin + part, dest.size());
@@ -297,15 +305,15 @@ class RemoteFile final : public ByteSource {
     std::memcpy(dest.data(), window_.data() + (offset - window_begin_), dest.size());
   }
 
-  /// One ranged request for exactly dest.size() bytes at `offset`, held to the file's size and ETag.
+  /// One ranged request for exactly dest.size() bytes at `offset`, held to the file's version (its size and
+  /// validators).
   void get(uint64_t offset, std::span<std::byte> dest) const {
     if (dest.empty()) return;
     std::string url = data_url();
     HttpRequest request{.url = url,
                         .credentials = credentials_,
                         .range = HttpRange{offset, offset + dest.size() - 1},
-                        .etag = etag_,
-                        .total = size_,
+                        .version = &version_,
                         .follow_redirects = false,
                         .meter = meter_};
     try {
@@ -313,7 +321,8 @@ class RemoteFile final : public ByteSource {
     } catch (const Error& e) {
       // The Hub's CDN links are signed and expire, and a long scan may outlive one: a refusal from where the file
       // was redirected is asked once more through its own URL, whose redirect gives a fresh link. The answer is
-      // held to the same ETag, so the bytes are still the file's.
+      // held to the same version (the Hub's commit and linked ETag on the way, the CDN's ETag), so the bytes are
+      // still the file's.
       if (e.code() != ErrorCode::kRemoteAuth || url == path_.string()) throw;
       request.url = path_.string();
       request.follow_redirects = true;
@@ -331,7 +340,7 @@ class RemoteFile final : public ByteSource {
   std::filesystem::path path_;
   mutable std::string data_url_;  ///< where ranges are asked: the Hub's CDN link, renewed when it expires
   mutable std::mutex url_mutex_;
-  std::string etag_;
+  FileVersion version_;  ///< the first answer's validators and size, which every later answer must have
   std::optional<HttpCredentials> credentials_;
   std::atomic<uint64_t>* meter_ = TransferMeter::current();  ///< the model's, counting reads from any thread
   std::shared_ptr<StreamedSha256> hash_;                     ///< with --verify: the file's SHA-256 as it is read

@@ -14,10 +14,12 @@
 
 namespace precdetect {
 
-/// The file an external tensor's `location` names: relative to the model's folder. Throws Error(kInvalidOnnx)
-/// naming `model` and `tensor` for a location that is absolute, climbs out of the folder (a `..` part) or holds a
-/// NUL byte: a model never reads a file it was not shipped with (path traversal: onnx's own CVE-2022-25882). Links are
-/// followed, as the Hugging Face cache's snapshots link each file to its blob.
+/// The file an external tensor's `location` names: relative to the model's folder. Throws Error naming `model` and
+/// `tensor`: kPathEscape for a location that is absolute or climbs out of the folder (a `..` part), kInvalidOnnx for
+/// one that holds a NUL byte (or, beside a remote model, names no file): a model never reads a file it was not
+/// shipped with (path traversal: onnx's own CVE-2022-25882). Links are followed, as the Hugging Face cache's
+/// snapshots link each file to its blob. Beside a remote model (a URL) the location is the URL of that name in the
+/// model's folder, each segment percent-encoded once.
 std::filesystem::path onnx_external_path(const std::filesystem::path& model, std::string_view location,
                                          std::string_view tensor);
 
