@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <memory>
 #include <span>
@@ -33,14 +34,15 @@ enum class FileFormat {
   kNemo,         ///< a tar holding model_weights.ckpt
   kTorchTar,     ///< torch.save before 0.4: a tar of pickles and storages
   kNpy,
-  kDcp,     ///< torch.distributed.checkpoint: a folder's .metadata pickle, indexing its .distcp files
-  kOnnx,    ///< a protobuf ModelProto named .onnx
-  kPickle,  ///< a bare pickle stream: never a checkpoint of weights by itself
+  kDcp,         ///< torch.distributed.checkpoint: a folder's .metadata pickle, indexing its .distcp files
+  kOnnx,        ///< a protobuf ModelProto named .onnx
+  kCompressed,  ///< a file compressed whole (gzip, bzip2, xz, lzma, zlib, zstd): joblib's and pandas' compressors
+  kPickle,      ///< a bare pickle stream: never a checkpoint of weights by itself
   kUnknown,
 };
 
 /// "gguf", "flax", "hdf5", "keras", "safetensors", "npz", "torch_zip", "torch_legacy", "nemo", "torch_tar", "npy",
-/// "dcp", "onnx", "pickle", "unknown".
+/// "dcp", "onnx", "compressed", "pickle", "unknown".
 std::string_view file_format_name(FileFormat format);
 
 class FormatFile;
@@ -85,6 +87,15 @@ class PickleVisitor {
   virtual void chat_template(std::string_view text, const std::string& where) = 0;
   /// A Keras model config (JSON) the file carries, which keras.models.load_model deserializes.
   virtual void keras_config(std::string_view json, const std::string& where) = 0;
+  /// A file the format's loader opens beside this one (an HDF5 external link, external storage, a virtual
+  /// dataset's source), resolved as the format resolves it (`target`), `what` reaches it in words: judged inside or
+  /// outside the model, never opened.
+  virtual void reaches(const std::string& where, const std::filesystem::path& target, std::string what) = 0;
+  /// How many more bytes this examination may decompress (archive members, compressed layers, nested in any
+  /// depth): one budget over the whole file, so that a compression bomb is a named error, never a hang.
+  virtual uint64_t decompression_left() const = 0;
+  /// Takes `bytes` decompressed out of that budget.
+  virtual void decompressed(uint64_t bytes) = 0;
 };
 
 /// One file opened in its format. It refers to the bytes it was opened on, which must outlive it; what it needs of
