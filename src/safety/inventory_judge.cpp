@@ -170,7 +170,8 @@ void examine_inventory(Inventory& inventory, Safety& safety) {
       entry.judged = true;
       continue;
     }
-    if (examined_already(safety, entry.path.string())) {
+    // The model's own files were examined through its format (a DCP folder's *.distcp through its .metadata).
+    if (entry.disposition == Disposition::kWeights || examined_already(safety, entry.path.string())) {
       entry.judged = true;
       continue;
     }

@@ -81,7 +81,19 @@ TEST(Compressed, EachCompressorsOwnStreamDecodesAndIsKnownByItsMagic) {
     EXPECT_EQ(decompress(bytes_of(item.stream), item.compression, kMaxDecompressed, "x"), kData);
   }
   EXPECT_FALSE(compression_of(bytes_of("PK\x03\x04 a zip")));
-  EXPECT_FALSE(compression_of(bytes_of("x^ a text that starts like zlib, with the header check failing")));
+  EXPECT_FALSE(compression_of(bytes_of("xy: a text whose first two bytes fail zlib's header check")));
+}
+
+TEST(Compressed, TextThatStartsLikeZlibIsNoCompressedFile) {
+  // "x^" is zlib's header for its fastest level, and starts many a text: claimed only when the bytes decode.
+  const std::string text = "x^2 + y^2 = r^2, a note beside the weights";
+  EXPECT_EQ(compression_of(bytes_of(text)), Compression::kZlib);
+  std::unique_ptr<ByteSource> note = memory_source(text, "note.txt");
+  EXPECT_EQ(open_compressed(*note), nullptr);
+  std::string stream = zlib_stream(kData, 15);
+  std::unique_ptr<ByteSource> real = memory_source(stream, "state.z");
+  ASSERT_NE(open_compressed(*real), nullptr);
+  EXPECT_EQ(open_compressed(*real)->format(), FileFormat::kCompressed);
 }
 
 TEST(Compressed, ConcatenatedGzipMembersAreReadAsPythonReadsThem) {

@@ -241,23 +241,36 @@ std::string decompress(std::span<const std::byte> compressed, Compression compre
   return out;
 }
 
+namespace {
+
+/// Whether `source` decodes as a zlib stream as far as its first 64 KiB go: two bytes are a weak sign (a text may
+/// start "x^", zlib's header for its fast levels, which joblib's zlib files start with too), and fixed Huffman
+/// codes decode much text for a while, so the head must decode without error, and to the stream's end when it is
+/// all of the file.
+bool decodes_as_zlib(const ByteSource& source) {
+  constexpr uint64_t kHead = uint64_t{1} << 16;
+  z_stream stream{};
+  if (inflateInit(&stream) != Z_OK) return false;
+  auto in = source.view(0, std::min(source.size(), kHead));
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(in.data()));
+  stream.avail_in = static_cast<uInt>(in.size());
+  std::array<Bytef, kChunk> scratch{};
+  int status = Z_OK;
+  while (status == Z_OK && stream.avail_in > 0 && stream.total_out < (uint64_t{1} << 24)) {
+    stream.next_out = scratch.data();
+    stream.avail_out = scratch.size();
+    status = inflate(&stream, Z_NO_FLUSH);
+  }
+  inflateEnd(&stream);
+  if (status == Z_STREAM_END) return true;
+  return status == Z_OK && source.size() > kHead;  // a long stream, good as far as its head goes
+}
+
+}  // namespace
+
 std::unique_ptr<FormatFile> open_compressed(const ByteSource& source) {
   std::optional<Compression> compression = compression_of(source.view(0, std::min<uint64_t>(source.size(), 16)));
-  if (!compression) return nullptr;
-  // Two bytes are a weak sign of zlib (text may start "x^"): its head must also decode.
-  if (*compression == Compression::kZlib) {
-    z_stream stream{};
-    std::array<Bytef, 64> head{};
-    if (inflateInit(&stream) != Z_OK) return nullptr;
-    auto in = source.view(0, std::min<uint64_t>(source.size(), 4096));
-    stream.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(in.data()));
-    stream.avail_in = static_cast<uInt>(in.size());
-    stream.next_out = head.data();
-    stream.avail_out = head.size();
-    int status = inflate(&stream, Z_NO_FLUSH);
-    inflateEnd(&stream);
-    if (status != Z_OK && status != Z_STREAM_END) return nullptr;
-  }
+  if (!compression || (*compression == Compression::kZlib && !decodes_as_zlib(source))) return nullptr;
   return std::make_unique<CompressedFile>(source, *compression);
 }
 
