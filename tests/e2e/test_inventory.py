@@ -204,10 +204,10 @@ class Inventory(unittest.TestCase):
         import jsonschema
         jsonschema.validate(entry["inventory"], INVENTORY_SCHEMA)
         table = run(model).stdout
-        self.assertIn("files: 1 weights, 2 loader files, 2 judged on their own; 4 not read "
-                      "(1 store, 1 document, 1 image, 1 plain_data)", table)
+        self.assertIn("files: 5 judged (1 weight file, 2 loader files, 2 on their own); 4 not read "
+                      "(1 named folder, 1 document, 1 image, 1 data file)", table)
         markdown = run("--format", "markdown", model).stdout
-        self.assertIn("files: 1 weights, 2 loader files, 2 judged on their own; 4 not read", markdown)
+        self.assertIn("files: 5 judged (1 weight file, 2 loader files, 2 on their own); 4 not read", markdown)
 
     def test_a_link_out_of_the_input_is_listed_and_unsafe(self):
         model = self.tmp / "model"

@@ -14,8 +14,8 @@ namespace precdetect {
 /// "not_read": {why: n}, "unlisted": n}`; null for a model without an inventory (remote, in memory).
 nlohmann::ordered_json inventory_json(const ModelReport& model);
 
-/// "files: 1 weights, 3 loader files, 2 judged on their own; 2 not read (1 document, 1 image)\n", or "" when no
-/// model had an inventory.
+/// "files: 6 judged (1 weight file, 3 loader files, 2 on their own); 2 not read (1 document, 1 image)\n", or ""
+/// when no model had an inventory.
 std::string files_line(const InventoryCounts& counts);
 
 }  // namespace precdetect
