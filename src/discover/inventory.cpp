@@ -6,8 +6,8 @@
 #include <unordered_map>
 
 #include "precdetect/core/error.h"
-#include "precdetect/core/url.h"
 #include "precdetect/discover/training_state.h"
+#include "precdetect/net/url.h"
 
 namespace precdetect {
 namespace fs = std::filesystem;

@@ -1,6 +1,6 @@
-#include "precdetect/analyze/widen.h"
+#include "precdetect/kernel/widen.h"
 
-#include "precdetect/analyze/scalar_stats.h"
+#include "precdetect/kernel/scalar_stats.h"
 
 namespace precdetect {
 

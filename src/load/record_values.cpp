@@ -1,4 +1,4 @@
-#include "precdetect/load/host_values.h"
+#include "precdetect/load/record_values.h"
 
 #include <fmt/format.h>
 
@@ -21,12 +21,6 @@ void swap_bytes(std::span<std::byte> bytes, size_t element_size) {
 
 }  // namespace
 
-HostValues::HostValues(DType dtype, std::vector<int64_t> shape, std::span<const std::byte> in_place)
-    : dtype_(dtype), shape_(std::move(shape)), bytes_(in_place) {}
-
-HostValues::HostValues(DType dtype, std::vector<int64_t> shape, std::vector<std::byte> owned)
-    : dtype_(dtype), shape_(std::move(shape)), owned_(std::move(owned)), bytes_(owned_) {}
-
 std::vector<int64_t> contiguous_strides(std::span<const int64_t> shape) {
   std::vector<int64_t> strides(shape.size(), 1);
   for (size_t axis = shape.size(); axis-- > 1;) strides[axis - 1] = strides[axis] * shape[axis];
@@ -41,8 +35,6 @@ int64_t view_extent(std::span<const int64_t> shape, std::span<const int64_t> str
   }
   return last + 1;
 }
-
-uint64_t HostValues::numel() const { return bytes_.size() / element_size(dtype_); }
 
 std::vector<std::byte> gather_view(std::span<const std::byte> storage, size_t element_size,
                                    std::span<const int64_t> shape, std::span<const int64_t> strides, int64_t offset) {

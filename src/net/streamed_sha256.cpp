@@ -1,4 +1,4 @@
-#include "precdetect/core/streamed_sha256.h"
+#include "precdetect/net/streamed_sha256.h"
 
 #include <algorithm>
 #include <condition_variable>

@@ -1,4 +1,4 @@
-#include "precdetect/diff/diff_kernel.h"
+#include "precdetect/kernel/diff_kernel.h"
 
 #include <algorithm>
 #include <array>
@@ -6,8 +6,8 @@
 #include <limits>
 #include <stdexcept>
 
-#include "precdetect/analyze/float_vectors.h"
 #include "precdetect/core/parallel.h"
+#include "precdetect/kernel/float_vectors.h"
 
 namespace precdetect {
 namespace {

@@ -13,7 +13,7 @@
 #include <span>
 #include <string>
 
-#include "precdetect/core/remote_env.h"
+#include "precdetect/net/remote_env.h"
 
 namespace precdetect {
 

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "precdetect/core/url.h"
+#include "precdetect/net/url.h"
 
 namespace precdetect {
 

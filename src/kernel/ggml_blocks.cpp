@@ -1,4 +1,4 @@
-#include "precdetect/quantize/ggml_blocks.h"
+#include "precdetect/kernel/ggml_blocks.h"
 
 #include <array>
 #include <bit>

@@ -1,10 +1,10 @@
-#include "precdetect/core/remote_text.h"
+#include "precdetect/net/remote_text.h"
 
 #include <utility>
 
-#include "precdetect/core/http.h"
-#include "precdetect/core/remote_env.h"
-#include "precdetect/core/url.h"
+#include "precdetect/net/http.h"
+#include "precdetect/net/remote_env.h"
+#include "precdetect/net/url.h"
 
 namespace precdetect {
 namespace {

@@ -1,4 +1,4 @@
-#include "precdetect/analyze/cpu_kernel.h"
+#include "precdetect/kernel/cpu_kernel.h"
 
 #include <algorithm>
 #include <bit>
@@ -7,10 +7,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "precdetect/analyze/float_vectors.h"
-#include "precdetect/analyze/scalar_stats.h"
 #include "precdetect/core/parallel.h"
-#include "precdetect/quantize/ggml_blocks.h"
+#include "precdetect/kernel/float_vectors.h"
+#include "precdetect/kernel/ggml_blocks.h"
+#include "precdetect/kernel/scalar_stats.h"
 
 namespace precdetect {
 namespace {

@@ -1,4 +1,4 @@
-#include "precdetect/analyze/scalar_stats.h"
+#include "precdetect/kernel/scalar_stats.h"
 
 #include <array>
 #include <bit>

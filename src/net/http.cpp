@@ -1,4 +1,4 @@
-#include "precdetect/core/http.h"
+#include "precdetect/net/http.h"
 
 #include <curl/curl.h>
 #include <fmt/format.h>

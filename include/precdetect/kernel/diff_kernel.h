@@ -5,8 +5,8 @@
 #include <cstdint>
 
 #include "precdetect/core/dtype.h"
-#include "precdetect/diff/diff_options.h"
-#include "precdetect/diff/tensor_diff.h"
+#include "precdetect/kernel/diff_options.h"
+#include "precdetect/kernel/diff_stats.h"
 
 namespace precdetect {
 

@@ -1,36 +1,17 @@
 #pragma once
-/// A record's values on the host as the CPU kernels read them: contiguous, row-major, little-endian and aligned
-/// to their element size. Read in place where the file allows (a mapping or a decoded region); otherwise copied
-/// (ReadMode::kPread, a misaligned storage, a strided view, big-endian bytes).
+/// A record's values read to the host as the CPU kernels take them (kernel/host_values.h): in place where the file
+/// allows (a mapping or a decoded region); otherwise copied (ReadMode::kPread, a misaligned storage, a strided view,
+/// big-endian bytes).
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "precdetect/kernel/host_values.h"
 #include "precdetect/load/checkpoint.h"
 
 namespace precdetect {
-
-class HostValues {
- public:
-  /// Values borrowed from memory that outlives this object (read only while the checkpoint lives).
-  HostValues(DType dtype, std::vector<int64_t> shape, std::span<const std::byte> in_place);
-  /// Values in a buffer of their own.
-  HostValues(DType dtype, std::vector<int64_t> shape, std::vector<std::byte> owned);
-
-  DType dtype() const { return dtype_; }
-  const std::vector<int64_t>& shape() const { return shape_; }
-  uint64_t numel() const;
-  std::span<const std::byte> bytes() const { return bytes_; }
-  const std::byte* data() const { return bytes_.data(); }
-
- private:
-  DType dtype_;
-  std::vector<int64_t> shape_;
-  std::vector<std::byte> owned_;
-  std::span<const std::byte> bytes_;
-};
 
 /// The stored bytes of `record`'s values where they can be read in place, at any alignment: from a zero-copy
 /// source, contiguous and little-endian. nullopt otherwise: read_values copies them then.

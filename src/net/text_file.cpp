@@ -1,4 +1,4 @@
-#include "precdetect/core/text_file.h"
+#include "precdetect/net/text_file.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -8,8 +8,8 @@
 
 #include "precdetect/core/error.h"
 #include "precdetect/core/open_file.h"
-#include "precdetect/core/remote_env.h"
-#include "precdetect/core/remote_text.h"
+#include "precdetect/net/remote_env.h"
+#include "precdetect/net/remote_text.h"
 
 namespace precdetect {
 

@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "precdetect/analyze/tensor_stats.h"
 #include "precdetect/core/dtype.h"
+#include "precdetect/kernel/tensor_stats.h"
 
 namespace precdetect {
 

@@ -1,4 +1,4 @@
-#include "precdetect/core/xml_text.h"
+#include "precdetect/net/xml_text.h"
 
 #include <array>
 #include <charconv>

@@ -1,4 +1,4 @@
-#include "precdetect/core/remote_env.h"
+#include "precdetect/net/remote_env.h"
 
 #include <cstdlib>
 #include <fstream>

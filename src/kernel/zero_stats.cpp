@@ -1,9 +1,9 @@
-#include "precdetect/analyze/zero_stats.h"
+#include "precdetect/kernel/zero_stats.h"
 
 #include <array>
 #include <stdexcept>
 
-#include "precdetect/analyze/cpu_kernel.h"
+#include "precdetect/kernel/cpu_kernel.h"
 
 namespace precdetect {
 

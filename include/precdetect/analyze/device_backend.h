@@ -7,10 +7,11 @@
 #include <span>
 #include <vector>
 
-#include "precdetect/analyze/tensor_stats.h"
-#include "precdetect/diff/tensor_diff.h"
+#include "precdetect/kernel/diff_options.h"
+#include "precdetect/kernel/diff_stats.h"
+#include "precdetect/kernel/host_values.h"
+#include "precdetect/kernel/tensor_stats.h"
 #include "precdetect/load/checkpoint.h"
-#include "precdetect/load/host_values.h"
 
 namespace precdetect {
 

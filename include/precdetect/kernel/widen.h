@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "precdetect/core/dtype.h"
-#include "precdetect/load/host_values.h"
+#include "precdetect/kernel/host_values.h"
 
 namespace precdetect {
 

@@ -1,4 +1,4 @@
-#include "precdetect/core/url.h"
+#include "precdetect/net/url.h"
 
 #include <fmt/format.h>
 
