@@ -7,17 +7,20 @@ Builds, once, under --dir:
   sharded   a 4-shard safetensors model (4 x 256 MiB of float32) with its index, config.json and a
             tokenizer_config.json holding a chat template
   pytorch   a 512 MiB torch.save zip (pytorch_model.bin) with config.json
-Then times each tool on each folder, page cache warm, min of --repeat whole-process runs: `precdetect --safety-only
---json`, the full `precdetect --json --no-cache` for reference, and `modelaudit scan --format json` (a tool of its
-own, in its own virtual environment: pip install modelaudit==0.2.54; pass its program with --modelaudit).
+Then times each tool on each folder, page cache warm, min of --repeat whole-process runs (wall seconds, and the
+CPU seconds, user + sys, the run and its children took): `precdetect --safety-only --json`, the full
+`precdetect --json --no-cache` for reference, `modelaudit scan --format json` when --modelaudit names it (a tool of
+its own, in its own virtual environment: pip install modelaudit==0.2.54), and `--safety-only` of another build when
+--baseline names it (a before/after of a change).
 
-  .venv/bin/python scripts/bench_safety_only.py --modelaudit /tmp/ma/bin/modelaudit [--repeat 3]
+  .venv/bin/python scripts/bench_safety_only.py [--modelaudit /tmp/ma/bin/modelaudit] [--baseline OLD] [--repeat 3]
 """
 
 import argparse
 import json
 import os
 import platform
+import resource
 import subprocess
 import time
 from pathlib import Path
@@ -57,36 +60,47 @@ def pytorch(folder):
 
 
 def best_of(command, repeat):
-    times = []
+    """(min wall seconds, min CPU seconds, exit code) over `repeat` whole-process runs."""
+    times, cpu = [], []
     for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         result = subprocess.run(command, capture_output=True, timeout=3600)
         times.append(time.perf_counter() - start)
-    return min(times), result.returncode
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return min(times), min(cpu), result.returncode
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--dir", type=Path, default=Path("/tmp/precdetect-bench-safety-only"))
     parser.add_argument("--binary", default=str(REPO / "build" / "precdetect"))
-    parser.add_argument("--modelaudit", required=True)
+    parser.add_argument("--baseline", help="another build's precdetect, whose --safety-only is timed beside")
+    parser.add_argument("--modelaudit")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     folders = {"trainer": args.dir / "trainer", "sharded": args.dir / "sharded", "pytorch": args.dir / "pytorch"}
     trainer_checkpoint(folders["trainer"])
     sharded(folders["sharded"])
     pytorch(folders["pytorch"])
-    print(f"machine: {platform.node()} {os.cpu_count()} cores; page cache warm; min of {args.repeat} runs")
-    print(f"{'folder':<8} | {'GiB':>5} | {'safety-only':>11} | {'full scan':>9} | {'modelaudit':>10} | ratio")
+    print(f"machine: {platform.node()} {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; page cache warm; "
+          f"min of {args.repeat} runs; seconds wall (CPU)")
     for name, folder in folders.items():
         size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**30
-        for command in ([args.binary, "--json", "--no-cache", folder], [args.modelaudit, "scan", "-f", "json", folder]):
+        tools = {"safety-only": [args.binary, "--safety-only", "--json", folder],
+                 "full scan": [args.binary, "--json", "--no-cache", folder]}
+        if args.baseline:
+            tools["baseline safety-only"] = [args.baseline, "--safety-only", "--json", folder]
+        if args.modelaudit:
+            tools["modelaudit"] = [args.modelaudit, "scan", "-f", "json", folder]
+        for command in tools.values():
             subprocess.run(command, capture_output=True, timeout=3600)  # warms the page cache
-        safety, code = best_of([args.binary, "--safety-only", "--json", folder], args.repeat)
-        full, _ = best_of([args.binary, "--json", "--no-cache", folder], args.repeat)
-        audit, audit_code = best_of([args.modelaudit, "scan", "-f", "json", folder], args.repeat)
-        print(f"{name:<8} | {size:5.2f} | {safety:10.3f}s | {full:8.3f}s | {audit:9.3f}s | {audit / safety:5.1f}x"
-              f"  (exit {code}, modelaudit {audit_code})")
+        cells = []
+        for tool, command in tools.items():
+            wall, cpu, code = best_of(command, args.repeat)
+            cells.append(f"{tool} {wall:.3f} ({cpu:.3f}) exit {code}")
+        print(f"{name:<8} | {size:5.2f} GiB | " + " | ".join(cells))
 
 
 if __name__ == "__main__":

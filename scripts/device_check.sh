@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--fetch" ]; then
   mkdir -p .deps/wheels && cd .deps
   apt-get download libcli11-dev nlohmann-json3-dev libfmt-dev libfmt9 libgtest-dev libgmock-dev libsqlite3-dev \
-    libsqlite3-0 libssl-dev libssl3 libzstd-dev libzstd1 libcurl4-openssl-dev libcurl4
+    libsqlite3-0 libssl-dev libssl3 libzstd-dev libzstd1 libbz2-dev liblzma-dev libcurl4-openssl-dev libcurl4
   # The HTML report's script is bundled at build time from node-vega and the d3 modules it imports.
   apt-get download esbuild node-vega node-d3-array node-d3-collection node-d3-color node-d3-dsv node-d3-format \
     node-d3-geo node-d3-interpolate node-d3-path node-d3-scale node-d3-shape node-d3-time node-d3-time-format \

@@ -13,9 +13,10 @@ case "${1:-}" in "" | --tests) ;; *) echo "usage: setup.sh [--tests]" >&2; exit 
 tests=${1:+yes}
 
 APT_PACKAGES=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev zlib1g-dev libhdf5-dev
-  libssl-dev libzstd-dev libcurl4-openssl-dev esbuild node-vega)
+  libssl-dev libzstd-dev libbz2-dev liblzma-dev libcurl4-openssl-dev esbuild node-vega)
 # esbuild and node-vega: the HTML report's script, bundled at build time. libcurl: remote models (hf://, s3://,
-# http(s)://) read by byte ranges.
+# http(s)://) read by byte ranges. libbz2 and liblzma: files compressed whole (joblib's compressors), decoded to be
+# judged.
 TEST_APT_PACKAGES=(python3-venv libgtest-dev libgmock-dev time clang libclang-rt-14-dev clang-format
   clang-tidy chromium git slurmctld slurmd slurm-client munge strace ccache)
 # time: peak RSS in scripts/benchmark.py; clang: libFuzzer and the sanitized build; clang-format, clang-tidy and git:

@@ -2,7 +2,8 @@
 // (load/helper_process.h). Invoked by precdetect itself, one file and one request at a time:
 //   precdetect-hdf5 describe FILE [OFFSET SIZE]             the datasets, as JSON (load/hdf5_library.h)
 //   precdetect-hdf5 read FILE DATASET BYTES [OFFSET SIZE]   the dataset's stored bytes, raw
-//   precdetect-hdf5 model-config FILE [OFFSET SIZE]         the root's Keras model config
+//   precdetect-hdf5 safety FILE [OFFSET SIZE]               the root's Keras model config and the places the file
+//                                                           reaches other files, as JSON
 // OFFSET SIZE: the HDF5 file is those bytes of FILE (a .keras archive's stored member), else all of it.
 // Exit 0 with the answer on stdout; 2 with "<code>\t<message>" on stderr for a named error.
 #include <fmt/format.h>
@@ -26,9 +27,9 @@ int run(int argc, char** argv) {
   std::string request = argc > 2 ? argv[1] : "";
   int fixed = request == "read" ? 5 : 3;  // the arguments before the optional OFFSET SIZE
   bool ranged = argc == fixed + 2;
-  if ((request != "describe" && request != "model-config" && request != "read") || (argc != fixed && !ranged)) {
+  if ((request != "describe" && request != "safety" && request != "read") || (argc != fixed && !ranged)) {
     std::fputs(
-        "usage: precdetect-hdf5 describe FILE | model-config FILE | read FILE DATASET BYTES, each with an "
+        "usage: precdetect-hdf5 describe FILE | safety FILE | read FILE DATASET BYTES, each with an "
         "optional OFFSET SIZE\n",
         stderr);
     return 64;
@@ -40,8 +41,8 @@ int run(int argc, char** argv) {
   if (request == "describe") {
     std::string text = describe_hdf5(image, file->path());
     write_out(std::as_bytes(std::span(text)));
-  } else if (request == "model-config") {
-    std::string text = keras_model_config(image, file->path());
+  } else if (request == "safety") {
+    std::string text = hdf5_safety(image, file->path());
     write_out(std::as_bytes(std::span(text)));
   } else {
     read_hdf5_dataset(image, file->path(), argv[3], std::stoull(argv[4]), [&](std::span<const std::byte> slab) {

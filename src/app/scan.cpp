@@ -41,6 +41,7 @@
 #include "precdetect/report/sarif_report.h"
 #include "precdetect/report/table_report.h"
 #include "precdetect/safety/examine.h"
+#include "precdetect/safety/inventory_judge.h"
 
 namespace precdetect {
 namespace {
@@ -154,6 +155,12 @@ ModelReport examined(ModelReport& report, const std::optional<ModelSource>& sour
   if (source) report.safety = examine_model(*source, checkpoint ? &*checkpoint : nullptr);
   // A model refused before its files were listed for a path out of it (an index naming ../) is unsafe all the same.
   if (!source && report.error && report.error->code == ErrorCode::kPathEscape) report.safety = Safety{};
+  // The rest of its input's files accounted to it: judged whether or not the model itself could be read.
+  if (report.inventory) {
+    if (source) dispose(*report.inventory, *source);
+    if (!report.safety) report.safety = Safety{};
+    examine_inventory(*report.inventory, *report.safety);
+  }
   if (report.safety && report.error && !read_to_its_end(report.error->code)) {
     bool escape = report.error->code == ErrorCode::kPathEscape;
     auto is_escape = [](const SafetyTampering& item) {
@@ -195,9 +202,11 @@ ModelReport metered(ModelReport report, const TransferMeter& meter) {
 }  // namespace
 
 ModelReport scan_model(const std::string& input, const ScanOptions& options, const Judgement& judgement,
-                       Analyzer& analyzer, StatsCache* cache, BaseFollowing base_following) {
+                       Analyzer& analyzer, StatsCache* cache, BaseFollowing base_following,
+                       std::optional<Inventory> inventory) {
   ModelReport report;
   report.input = report.path = input;
+  report.inventory = std::move(inventory);
   TransferMeter meter;  // before the sources: a remote file counts into it until it is closed
   // --verify of a remote model: each file hashed as it is read (before the sources, as the meter).
   std::optional<StreamedVerification> verification;
@@ -267,6 +276,8 @@ struct RunPlan {
   std::optional<ShardPart> part;  ///< with --shard, the part these models are
   /// With --shard, each model's place in the whole list: its input's index, its index among that input's models.
   std::vector<ListPosition> positions;
+  /// Per model: the files of its typed input accounted to it (discover/inventory.h); nullopt for a remote one.
+  std::vector<std::optional<Inventory>> inventories;
 };
 
 /// The one weight file of `model`, when it is one file, and the root its opens are confined to. A file named by URL
@@ -304,41 +315,80 @@ std::vector<std::string> components_of(const std::string& model) {
   return {model};
 }
 
+/// Each planned model's share of its typed input's inventory: the input listed once, its files accounted to the
+/// models it stands for (`typed_of`: each model's typed input, `folders`: the path each names, model_path's).
+void plan_inventories(RunPlan& plan, const std::vector<std::string>& typed, const std::vector<size_t>& typed_of,
+                      const std::vector<std::optional<std::filesystem::path>>& folders) {
+  plan.inventories.resize(plan.models.size());
+  for (size_t input = 0; input < typed.size(); ++input) {
+    std::vector<size_t> models;
+    for (size_t model = 0; model < plan.models.size(); ++model)
+      if (typed_of[model] == input) models.push_back(model);
+    if (models.empty()) continue;
+    std::optional<Inventory> listing = list_input(typed[input], hf_hub_cache());
+    if (!listing) continue;
+    std::vector<std::optional<std::filesystem::path>> model_folders;
+    for (size_t model : models) model_folders.push_back(folders[model]);
+    std::vector<Inventory> accounted = account(*listing, model_folders);
+    for (size_t k = 0; k < models.size(); ++k) plan.inventories[models[k]] = std::move(accounted[k]);
+  }
+}
+
 RunPlan plan_run(const ScanOptions& options) {
   std::vector<std::string> inputs;
+  std::vector<std::string> typed;      // the inputs as the user gave them
+  std::vector<size_t> typed_of_input;  // the typed input each of `inputs` stands for (--recursive: its folders)
   auto add = [&](const std::string& input) {
+    typed.push_back(input);
     std::error_code ec;
     if (options.recursive && std::filesystem::is_directory(input, ec)) {
       try {
         std::vector<std::string> found = find_model_folders(input);
-        if (!found.empty()) return inputs.insert(inputs.end(), found.begin(), found.end()), void();
+        if (!found.empty()) {
+          inputs.insert(inputs.end(), found.begin(), found.end());
+          typed_of_input.resize(inputs.size(), typed.size() - 1);
+          return;
+        }
       } catch (const Error&) {  // an unwalkable folder: scanned as one model, which names the problem
       }
     }
     inputs.push_back(input);
+    typed_of_input.push_back(typed.size() - 1);
   };
   for (const std::string& input : options.inputs) add(input);
   for (const std::string& list : options.lists)
     for (const std::string& input : read_input_list(list)) add(input);
   if (options.hf_cache)
-    for (const std::string& id : cached_models(hf_hub_cache(), options.all_revisions)) inputs.push_back(id);
+    for (const std::string& id : cached_models(hf_hub_cache(), options.all_revisions)) {
+      typed.push_back(id);
+      inputs.push_back(id);
+      typed_of_input.push_back(typed.size() - 1);
+    }
   RunPlan plan;
   if (options.shard) plan.part = ShardPart{.shard = *options.shard, .inputs_digest = inputs_digest(inputs)};
+  std::vector<size_t> typed_of;                               // per model
+  std::vector<std::optional<std::filesystem::path>> folders;  // per model
   for (uint64_t index = 0; index < inputs.size(); ++index) {
     if (options.shard && !in_shard(inputs[index], *options.shard)) continue;
     if (plan.part) ++plan.part->inputs;
     uint64_t of_input = 0;
     std::vector<std::string> parts;
+    std::vector<std::optional<std::filesystem::path>> part_folders;
     TransferMeter meter;
-    for (const std::string& model : models_in(inputs[index], hf_hub_cache(), options.all_formats))
-      for (std::string& part : components_of(model)) parts.push_back(std::move(part));
-    for (std::string& part : parts) {
+    for (const std::string& model : models_in(inputs[index], hf_hub_cache(), options.all_formats)) {
+      std::optional<std::filesystem::path> folder = model_path(model, hf_hub_cache());
+      for (std::string& part : components_of(model)) parts.push_back(std::move(part)), part_folders.push_back(folder);
+    }
+    for (size_t k = 0; k < parts.size(); ++k) {
       plan.planning_bytes.push_back(of_input == 0 ? meter.bytes() : 0);
-      plan.models.push_back(std::move(part));
+      plan.models.push_back(std::move(parts[k]));
+      typed_of.push_back(typed_of_input[index]);
+      folders.push_back(part_folders[k]);
       if (plan.part) plan.positions.push_back({index, of_input});
       ++of_input;
     }
   }
+  plan_inventories(plan, typed, typed_of, folders);
   return plan;
 }
 
@@ -399,7 +449,8 @@ ScanReport scan_all(const ScanOptions& options, const ScanEvents& events) {
         std::lock_guard lock(reporting);
         events.started(inputs[i]);
       }
-      ModelReport model = scan_model(inputs[i], options, {rules, registry, options.gpu}, analyzer, cache.get());
+      ModelReport model = scan_model(inputs[i], options, {rules, registry, options.gpu}, analyzer, cache.get(),
+                                     BaseFollowing::kYes, std::move(plan.inventories[i]));
       model.gate_failures = gate_failures(model, options.gates);
       if (plan.part) model.list_position = plan.positions[i];
       if (model.bytes_transferred) *model.bytes_transferred += plan.planning_bytes[i];

@@ -27,9 +27,10 @@ constexpr std::string_view kNpzFiles[] = {".npz"};
 constexpr std::string_view kNpyFiles[] = {".npy"};
 constexpr std::string_view kDcpFiles[] = {".distcp"};
 constexpr std::string_view kOnnxFiles[] = {".onnx"};
+constexpr std::string_view kCompressedFiles[] = {".gz", ".gzip", ".bz2", ".xz", ".lzma", ".z", ".zst", ".zlib"};
 constexpr std::string_view kPickleFiles[] = {".pkl", ".pickle", ".joblib", ".dill"};
 
-constexpr std::array<FileFormatInfo, 16> kFileFormats = {{
+constexpr std::array<FileFormatInfo, 17> kFileFormats = {{
     {FileFormat::kGguf, "gguf", "gguf", "GGUF", kGgufFiles, Magic::kGguf},
     {FileFormat::kFlax, "flax", "flax", "Flax msgpack", kFlaxFiles, Magic::kMsgpack},
     {FileFormat::kHdf5, "hdf5", "hdf5", "Keras/TF HDF5", kHdf5Files, Magic::kHdf5},
@@ -47,6 +48,8 @@ constexpr std::array<FileFormatInfo, 16> kFileFormats = {{
     {FileFormat::kNpy, "npy", "numpy", "NumPy arrays", kNpyFiles, Magic::kNpy},
     {FileFormat::kDcp, "dcp", "dcp", "torch.distributed.checkpoint folders", kDcpFiles, Magic::kName},
     {FileFormat::kOnnx, "onnx", "onnx", "ONNX", kOnnxFiles, Magic::kName},
+    {FileFormat::kCompressed, "compressed", "compressed", "files compressed whole, judged for safety", kCompressedFiles,
+     Magic::kCompressed},
     {FileFormat::kPickle, "pickle", "pickle", "bare pickles, judged for safety", kPickleFiles, Magic::kPickle},
     {FileFormat::kUnknown, "unknown", "", "", {}, Magic::kName},  // nothing read: a report has no format
 }};
@@ -67,6 +70,7 @@ constexpr std::array<NamedValue<Magic>, 9> kMagics = {{
     {Magic::kPickle, "pickle"},
     {Magic::kTar, "tar"},
     {Magic::kNpy, "npy"},
+    {Magic::kCompressed, "compressed"},
     {Magic::kName, ""},
 }};
 static_assert(listed_in_enum_order(kMagics) && kMagics.size() == static_cast<size_t>(Magic::kName) + 1);
@@ -110,13 +114,14 @@ constexpr bool extensions_are_its_formats(const WeightFormat& weights) {
   return std::equal(expected.begin(), expected.begin() + count, weights.extensions.begin(), weights.extensions.end());
 }
 
-/// Every file format but a bare pickle and kUnknown counts in exactly one weight format.
+/// Every file format but a bare pickle, a compressed file and kUnknown counts in exactly one weight format.
 constexpr bool each_format_in_one_weight_format() {
   for (const FileFormatInfo& format : kFileFormats) {
     size_t found = 0;
     for (const WeightFormat& weights : kWeightFormats)
       found += static_cast<size_t>(std::count(weights.formats.begin(), weights.formats.end(), format.id));
-    bool none = format.id == FileFormat::kPickle || format.id == FileFormat::kUnknown;
+    bool none = format.id == FileFormat::kPickle || format.id == FileFormat::kCompressed ||
+                format.id == FileFormat::kUnknown;
     if (found != (none ? 0 : 1)) return false;
   }
   return true;

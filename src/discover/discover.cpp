@@ -304,14 +304,6 @@ std::optional<WeightSet> named_set(const fs::path& path) {
 /// The folder a file lies in; "." for a bare file name.
 fs::path folder_of(const fs::path& file) { return file.has_parent_path() ? file.parent_path() : fs::path("."); }
 
-fs::path resolve_path(const std::string& input, const fs::path& hf_cache) {
-  fs::path path(input);
-  std::error_code ec;
-  if (fs::exists(path, ec) || named_set(path)) return path;
-  if (has_hf_id_shape(input)) return resolve_hf_id(input, hf_cache);
-  fail(ErrorCode::kNotFound, path, "no such file or folder");
-}
-
 /// With --all-formats, each format a folder holds as a model of its own: its index, its one file, or its shard
 /// group; empty when the folder holds one format.
 std::vector<std::string> models_by_format(const fs::path& folder, const fs::path& base) {
@@ -329,6 +321,14 @@ std::vector<std::string> models_by_format(const fs::path& folder, const fs::path
 }
 
 }  // namespace
+
+fs::path resolve_input(const std::string& input, const fs::path& hf_cache) {
+  fs::path path(input);
+  std::error_code ec;
+  if (fs::exists(path, ec) || named_set(path)) return path;
+  if (has_hf_id_shape(input)) return resolve_hf_id(input, hf_cache);
+  fail(ErrorCode::kNotFound, path, "no such file or folder");
+}
 
 bool may_hold_model(const fs::path& folder) {
   try {
@@ -350,7 +350,7 @@ bool holds_model_parts(const fs::path& folder) {
 std::vector<std::string> models_in(const std::string& input, const fs::path& hf_cache, bool all_formats) {
   if (is_url(input)) return remote_models_in(input);
   try {
-    fs::path path = resolve_path(input, hf_cache);
+    fs::path path = resolve_input(input, hf_cache);
     if (!fs::is_directory(path)) return {input};
     // A hub id's snapshot is named by its path: `org/name/file.pt` would not resolve.
     fs::path base = fs::exists(fs::path(input)) ? fs::path(input) : path;
@@ -372,7 +372,7 @@ std::vector<std::string> models_in(const std::string& input, const fs::path& hf_
 
 ModelSource discover(const std::string& input, const fs::path& hf_cache) {
   if (is_url(input)) return discover_remote(input);
-  ModelSource source{.input = input, .path = resolve_path(input, hf_cache)};
+  ModelSource source{.input = input, .path = resolve_input(input, hf_cache)};
   fs::path folder = source.path;
   std::error_code ec;
   bool is_folder = fs::is_directory(source.path, ec);

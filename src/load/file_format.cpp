@@ -1,5 +1,6 @@
 #include "precdetect/load/file_format.h"
 
+#include "precdetect/load/compressed/compressed.h"
 #include "precdetect/load/dcp/dcp.h"
 #include "precdetect/load/flax/flax.h"
 #include "precdetect/load/gguf/gguf.h"
@@ -58,12 +59,13 @@ void holds_no_pickles(const ByteSource&, const std::string&, PickleVisitor&) {}
 std::unique_ptr<FormatFile> open_format(const ByteSource& source) {
   using Open = std::unique_ptr<FormatFile> (*)(const ByteSource&);
   // Each format's sniff, in the order that keeps any from claiming a file of a format after it: magic numbers
-  // first, an .npz and a .keras archive before any other zip, a NeMo archive before any other tar, then the formats
-  // known by their names alone: a DCP folder's .metadata pickle, ONNX (a protobuf has no magic number), and a bare
-  // pickle (whose sniff is two bytes or a name) last.
-  static constexpr Open kChain[] = {open_gguf,  open_flax,      open_hdf5,         open_safetensors, open_npz,
-                                    open_keras, open_torch_zip, open_torch_legacy, open_nemo,        open_torch_tar,
-                                    open_npy,   open_dcp,       open_onnx,         open_pickle};
+  // first, an .npz and a .keras archive before any other zip, a NeMo archive before any other tar, compressed
+  // streams (a compressed .joblib is no bare pickle), then the formats known by their names alone: a DCP folder's
+  // .metadata pickle, ONNX (a protobuf has no magic number), and a bare pickle (whose sniff is two bytes or a name)
+  // last.
+  static constexpr Open kChain[] = {open_gguf,  open_flax,       open_hdf5,         open_safetensors, open_npz,
+                                    open_keras, open_torch_zip,  open_torch_legacy, open_nemo,        open_torch_tar,
+                                    open_npy,   open_compressed, open_dcp,          open_onnx,        open_pickle};
   for (Open open : kChain)
     if (std::unique_ptr<FormatFile> file = open(source)) return file;
   return nullptr;

@@ -14,6 +14,7 @@ void BatchCounts::add(bool model_failed, Label label, bool violated_a_gate) {
 BatchCounts count_batch(const ScanReport& report) {
   BatchCounts counts;
   for (const ModelReport& model : report.models) {
+    if (model.inventory) counts.files.add(*model.inventory);
     if (!model.values_read && !model.error) {  // --safety-only: no label to count, its safety instead
       counts.gate_failed += !model.gate_failures.empty();
       if (model.safety) ++counts.safety[std::string(safety_verdict_name(model.safety->verdict()))];

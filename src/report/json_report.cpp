@@ -6,6 +6,7 @@
 #include "precdetect/classify/evidence/records.h"
 #include "precdetect/classify/evidence/storage_casts.h"
 #include "precdetect/report/batch_counts.h"
+#include "precdetect/report/inventory_report.h"
 
 namespace precdetect {
 namespace {
@@ -347,6 +348,7 @@ ordered_json model_json(const ModelReport& model) {
                        {"tensors", tensors},
                        {"warnings", warnings_json(model.warnings)},
                        {"safety", safety_json(model.safety)},
+                       {"inventory", inventory_json(model)},
                        {"error", error},
                        {"gate_failures", gate_reasons(model.gate_failures)}};
   if (model.bytes_transferred) json["bytes_transferred"] = *model.bytes_transferred;  // remote models only

@@ -5,6 +5,8 @@
 #include <string_view>
 
 #include "precdetect/analyze/cast_safety.h"
+#include "precdetect/report/batch_counts.h"
+#include "precdetect/report/inventory_report.h"
 #include "precdetect/report/stat_text.h"
 #include "precdetect/report/verdict_text.h"
 
@@ -54,6 +56,7 @@ std::string render_markdown(const ScanReport& report, bool per_group) {
   for (const ModelReport& model : report.models)
     out +=
         fmt::format("| {} | {} | {} |\n", cell(model.input), model_stats_cells(model), cell(model_verdict_text(model)));
+  if (std::string files = files_line(count_batch(report).files); !files.empty()) out += "\n" + files;
   if (per_group)
     for (const ModelReport& model : report.models)
       if (!model.error && model.values_read) out += group_table(model);

@@ -11,6 +11,7 @@
 #include "precdetect/classify/evidence/storage_casts.h"
 #include "precdetect/report/batch_counts.h"
 #include "precdetect/report/exponent_chart.h"
+#include "precdetect/report/inventory_report.h"
 #include "precdetect/report/stat_text.h"
 #include "precdetect/report/verdict_text.h"
 
@@ -216,6 +217,7 @@ std::string render_table(const ScanReport& report, bool per_tensor) {
                          static_cast<double>(*model.bytes_transferred) / (1 << 20));
   }
   if (report.models.size() > 1) out += batch_line(report);
+  out += files_line(count_batch(report).files);
   return out;
 }
 

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "precdetect/core/confinement.h"
 #include "precdetect/core/error.h"
 #include "precdetect/core/format.h"
+#include "precdetect/load/embedded_pickles.h"
 #include "precdetect/load/file_format.h"
 #include "precdetect/load/pickle/pickle_stream.h"
 #include "precdetect/safety/chat_template.h"
@@ -16,6 +19,9 @@ namespace precdetect {
 namespace {
 
 constexpr int kMaxNesting = 4;  // a checkpoint in a zip in a tar: real archives nest two deep
+// What one file's examination decompresses at most, over all its members and layers: four times what one layer
+// may hold, so that a real archive of a few large members is read and a bomb (42.zip's layers) is named.
+constexpr uint64_t kDecompressionBudget = uint64_t{4} << 30;
 
 /// Runs every pickle a format names through the pickle machine and judges what each imports (the format says
 /// where its pickles are: file_format.h).
@@ -67,15 +73,38 @@ class Examiner final : public PickleVisitor {
 
   void keras_config(std::string_view json, const std::string& where) override {
     judge_keras_config(json, where, safety_);
+    name_embedded_pickles(json, where, *this);  // a TorchModuleWrapper's torch.save archive
   }
+
+  /// Inside the root (and there), it is another file of the model that precdetect does not read as weights:
+  /// unverified. Outside, or missing from the folder (libhdf5 then looks in the working directory and its prefixes),
+  /// a loader reads a file the model's author chose: path_escape.
+  void reaches(const std::string& where, const std::filesystem::path& target, std::string what) override {
+    const ModelRoot* root = confinement();
+    std::error_code ec;
+    bool inside = root && !escape_of(*root, target) && std::filesystem::exists(target, ec);
+    if (inside)
+      return unverified(where, fmt::format("{} `{}`, another file of the model, which precdetect does not read", what,
+                                           target.string()));
+    safety_.add_tampering(
+        {.kind = FileTampering::kPathEscape,
+         .detail = fmt::format("{} `{}`, outside the model's folder (or not in it, where libhdf5 then looks in the "
+                               "working directory): a loader reads it; never opened",
+                               what, target.string()),
+         .file = where});
+  }
+
+  uint64_t decompression_left() const override { return budget_; }
+  void decompressed(uint64_t bytes) override { budget_ -= std::min(bytes, budget_); }
 
  private:
   Safety& safety_;
   int depth_ = 0;
+  uint64_t budget_ = kDecompressionBudget;
 };
 
-/// `format`'s pickles, the file at `path` listed as examined; never throws (what escapes a format, or memory, is
-/// unverified: never the batch's failure, never passed).
+}  // namespace
+
 void examine_format(const FormatFile& format, const std::filesystem::path& path, Safety& safety) {
   safety.files.push_back(path.string());
   try {
@@ -86,7 +115,10 @@ void examine_format(const FormatFile& format, const std::filesystem::path& path,
   }
 }
 
-}  // namespace
+void examine_text(std::string_view text, const std::string& where, Safety& safety) {
+  Examiner examiner(safety);
+  name_embedded_pickles(text, where, examiner);
+}
 
 bool examine_source(const ByteSource& source, const std::string& where, Safety& safety) {
   std::unique_ptr<FormatFile> format = open_format(source);

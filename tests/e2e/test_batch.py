@@ -244,8 +244,9 @@ class Gates(Zoo):
         self.assertEqual(result.returncode, 1)
         bf16_row = next(line for line in result.stdout.splitlines() if "bf16-like" in line)
         self.assertIn("GATE FAILED", bf16_row)
-        self.assertEqual(result.stdout.splitlines()[-1],
-                         "3 models: fp16|fp32 1, bf16|fp32 1; 1 failed; 1 failed a gate")
+        self.assertEqual(result.stdout.splitlines()[-2:],
+                         ["3 models: fp16|fp32 1, bf16|fp32 1; 1 failed; 1 failed a gate",
+                          "files: 5 judged (3 weight files, 2 loader files); 0 not read"])
 
 
 def run_with_terminal_stderr(*args, env=None):

@@ -42,7 +42,7 @@ class EveryDtype(ScanTestCase):
         save_file(tensors, self.tmp / "model.safetensors", metadata={"format": "pt"})
         code, document, _ = scan(self.tmp)
         self.assertEqual(code, 0)
-        self.assertEqual(document["schema_version"], 13)
+        self.assertEqual(document["schema_version"], 14)
         model = document["models"][0]
         self.assertIsNone(model["error"])
         self.assertEqual(model["format"], "safetensors")

@@ -457,7 +457,7 @@ class Candidates(ScanTestCase):
         self.assertEqual(run("--fail-on", "fp32", self.tmp / "wide.safetensors").returncode, 1)  # fp32 is open
         self.assertEqual(run("--fail-on", "fp16", self.tmp / "wide.safetensors").returncode, 0)
         _, document, _ = scan(self.tmp / "wide.safetensors")
-        self.assertEqual(document["schema_version"], 13)
+        self.assertEqual(document["schema_version"], 14)
 
 
 if __name__ == "__main__":

@@ -106,6 +106,11 @@ struct Named final : PickleVisitor {
   }
   void chat_template(std::string_view, const std::string& where) override { places.push_back("template " + where); }
   void keras_config(std::string_view, const std::string& where) override { places.push_back("keras " + where); }
+  void reaches(const std::string& where, const std::filesystem::path& target, std::string) override {
+    places.push_back(fmt::format("reaches {}: {}", where, target.string()));
+  }
+  uint64_t decompression_left() const override { return uint64_t{1} << 30; }
+  void decompressed(uint64_t) override {}
   std::vector<std::string> places;
 };
 

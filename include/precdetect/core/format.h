@@ -26,13 +26,14 @@ enum class FileFormat {
   kTorchTar,     ///< torch.save before 0.4: a tar of pickles and storages
   kNpy,
   kDcp,     ///< torch.distributed.checkpoint: a folder's .metadata pickle, indexing its .distcp files
-  kOnnx,    ///< a protobuf ModelProto named .onnx
-  kPickle,  ///< a bare pickle stream: never a checkpoint of weights by itself
+  kOnnx,        ///< a protobuf ModelProto named .onnx
+  kCompressed,  ///< a file compressed whole (gzip, bzip2, xz, lzma, zlib, zstd): joblib's and pandas' compressors
+  kPickle,      ///< a bare pickle stream: never a checkpoint of weights by itself
   kUnknown,
 };
 
 /// What a file of a format begins with, which its sniff reads; kName: a format told by its file's name alone.
-enum class Magic { kSafetensors, kGguf, kMsgpack, kHdf5, kZip, kPickle, kTar, kNpy, kName };
+enum class Magic { kSafetensors, kGguf, kMsgpack, kHdf5, kZip, kPickle, kTar, kNpy, kCompressed, kName };
 
 /// One row of the file formats.
 struct FileFormatInfo {
@@ -51,7 +52,7 @@ std::span<const FileFormatInfo> file_formats();
 const FileFormatInfo& format_info(FileFormat format);
 
 /// "gguf", "flax", "hdf5", "keras", "safetensors", "npz", "torch_zip", "torchscript", "torch_legacy", "nemo",
-/// "torch_tar", "npy", "dcp", "onnx", "pickle", "unknown".
+/// "torch_tar", "npy", "dcp", "onnx", "compressed", "pickle", "unknown".
 std::string_view file_format_name(FileFormat format);
 
 /// How a model's folder groups its weight files: one table for a local folder (discover.cpp) and a remote one
@@ -83,7 +84,7 @@ bool may_hold_a_pipeline(std::string_view extension);
 std::string format_list();
 
 /// The headers the safety examination reads, as its message for a file none claims names them: "safetensors,
-/// GGUF, msgpack, HDF5, zip, pickle, tar or npy" (every Magic a format begins with, in Magic's order).
+/// GGUF, msgpack, HDF5, zip, pickle, tar, npy or compressed" (every Magic a format begins with, in Magic's order).
 std::string examined_headers();
 
 }  // namespace precdetect

@@ -55,6 +55,10 @@ struct ModelSource {
 /// `.metadata` that indexes them).
 ModelSource discover(const std::string& input, const std::filesystem::path& hf_cache);
 
+/// The path `input` names: itself when it exists (or names a shard group, `folder/group`), else a hub id's snapshot
+/// in the HF cache at `hf_cache`. Throws Error: kNotFound, kHfCacheMiss (as discover).
+std::filesystem::path resolve_input(const std::string& input, const std::filesystem::path& hf_cache);
+
 /// The models an input stands for, each an input of discover(): a folder of independent checkpoints gives
 /// `folder/file` for each (`folder/group` for a set of shards), a diffusers pipeline `folder/component` for each
 /// component; anything else (a file, a one-model folder, an input that does not resolve) stays as it is. A hub

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <memory>
 #include <span>
@@ -64,6 +65,15 @@ class PickleVisitor {
   virtual void chat_template(std::string_view text, const std::string& where) = 0;
   /// A Keras model config (JSON) the file carries, which keras.models.load_model deserializes.
   virtual void keras_config(std::string_view json, const std::string& where) = 0;
+  /// A file the format's loader opens beside this one (an HDF5 external link, external storage, a virtual
+  /// dataset's source), resolved as the format resolves it (`target`), `what` reaches it in words: judged inside or
+  /// outside the model, never opened.
+  virtual void reaches(const std::string& where, const std::filesystem::path& target, std::string what) = 0;
+  /// How many more bytes this examination may decompress (archive members, compressed layers, nested in any
+  /// depth): one budget over the whole file, so that a compression bomb is a named error, never a hang.
+  virtual uint64_t decompression_left() const = 0;
+  /// Takes `bytes` decompressed out of that budget.
+  virtual void decompressed(uint64_t bytes) = 0;
 };
 
 /// One file opened in its format. It refers to the bytes it was opened on, which must outlive it; what it needs of

@@ -14,6 +14,7 @@ struct BatchCounts {
   std::map<std::string, size_t> safety;  ///< under --safety-only: models per safety verdict ("safe", ...)
   size_t failed = 0;                     ///< models that could not be scanned
   size_t gate_failed = 0;                ///< models that violated a gate (a failed one only --fail-if-unsafe)
+  InventoryCounts files;                 ///< the files of every model's inventory, by disposition
 
   /// Counts one model: failed, or scanned with `label` and whether it violated a gate.
   void add(bool model_failed, Label label, bool violated_a_gate);

@@ -8,7 +8,7 @@
 
 namespace precdetect {
 
-inline constexpr int kSchemaVersion = 13;
+inline constexpr int kSchemaVersion = 14;
 
 /// The whole document: {"schema_version", "tool", "models": [...]}. Keys keep the documented order.
 nlohmann::ordered_json to_json(const ScanReport& report);

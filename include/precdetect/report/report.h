@@ -15,6 +15,7 @@
 #include "precdetect/core/error.h"
 #include "precdetect/core/warning.h"
 #include "precdetect/discover/input_list.h"
+#include "precdetect/discover/inventory.h"
 #include "precdetect/net/streamed_sha256.h"
 #include "precdetect/report/gate_failure.h"
 #include "precdetect/safety/safety.h"
@@ -62,6 +63,9 @@ struct ModelReport {
   /// What loading it would unpickle, judged; nullopt when the input did not resolve to files (nothing examined).
   /// Kept for a failed model too: an unsafe pickle often is why it failed.
   std::optional<Safety> safety;
+  /// The files of its input accounted to it, each with its disposition (discover/inventory.h), whose judgement
+  /// `safety` holds; nullopt for a remote model, a model in memory and an input that resolved to nothing.
+  std::optional<Inventory> inventory;
   std::optional<ModelError> error;
   std::optional<Adapter> adapter;          ///< the weights are an adapter's, not a model's (classify/adapter.h)
   std::optional<BaseScan> base_scan;       ///< an adapter's base, where it was found on this machine

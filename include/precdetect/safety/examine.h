@@ -2,6 +2,7 @@
 /// Finds every pickle a file holds, whatever its container, and judges what each imports (safety.h).
 
 #include <filesystem>
+#include <string_view>
 
 #include "precdetect/discover/discover.h"
 #include "precdetect/load/checkpoint.h"
@@ -18,6 +19,14 @@ namespace precdetect {
 /// unverified, never passed. Reads headers and pickles only, never tensor data. Returns false, adding nothing, for
 /// bytes of no format precdetect reads.
 bool examine_source(const ByteSource& source, const std::string& where, Safety& safety);
+
+/// The pickles written as base64 into `text`, a config no format claims (load/embedded_pickles.h), judged as a
+/// file's (named `where`). Never throws (but std::bad_alloc).
+void examine_text(std::string_view text, const std::string& where, Safety& safety);
+
+/// `format`'s pickles (the file at `path`, opened in it), the file listed in Safety::files; never throws (what
+/// escapes a format, or memory, is unverified: never the batch's failure, never passed).
+void examine_format(const FormatFile& format, const std::filesystem::path& path, Safety& safety);
 
 /// examine_source on the file at `path`, listed in Safety::files when examined; never throws. A file that cannot
 /// be opened or examined to the end (any exception), or, for `weights`, one of no format examined here, is

@@ -138,25 +138,52 @@ void read_hdf5_range(Checkpoint& checkpoint, size_t file, Hdf5Range range) {
   Hdf5Reader(checkpoint, file, range).read();
 }
 
-namespace {
-
-/// A whole Keras model's config, the root's `model_config` attribute, named to `visitor` (safety/keras_config
-/// judges it); nothing for weights alone. A file HDF5 cannot open is unverified: its config cannot be judged.
-void name_keras_config(const ByteSource& source, const std::string& where, PickleVisitor& visitor) {
-  std::string config;
+void name_hdf5_safety(const std::filesystem::path& file, Hdf5Range range, uint64_t file_size, const std::string& where,
+                      PickleVisitor& visitor) {
+  nlohmann::json answer;
   try {
-    config = run_helper(helper_path(kHelper), {"model-config", source.path().string()}, ErrorCode::kInvalidHdf5,
-                        source.path(), "precdetect-hdf5, reading the model config,", kWalkLimit);
-  } catch (const Error& e) {
+    answer = nlohmann::json::parse(run_helper(helper_path(kHelper), helper_args("safety", file, range, file_size),
+                                              ErrorCode::kInvalidHdf5, file,
+                                              "precdetect-hdf5, reading what loading it reads,", kWalkLimit));
+  } catch (const std::exception& e) {  // our Error, or an answer that is no JSON
     return visitor.unverified(where, e.what());
   }
-  if (!config.empty()) visitor.keras_config(config, where + "!model_config");
+  if (std::string config = answer.value("model_config", ""); !config.empty())
+    visitor.keras_config(config, where + "!model_config");
+  // libhdf5 resolves a relative name from the HDF5 file's own folder (external links, virtual datasets: H5Fint.c's
+  // search, ${ORIGIN} for external storage) among other places: judged from there.
+  std::filesystem::path folder = file.parent_path();
+  for (const nlohmann::json& reach : answer.value("reaches", nlohmann::json::array())) {
+    std::string kind = reach.value("kind", ""), object = reach.value("object", ""), named = reach.value("file", "");
+    std::string at = fmt::format("{}!{}", where, object);
+    if (kind == "user_defined_link") {
+      visitor.unverified(at, fmt::format("a link of a user-defined class ({}), which only its handler follows",
+                                         reach.value("target", "")));
+      continue;
+    }
+    std::filesystem::path target =
+        std::filesystem::path(named).is_absolute() ? std::filesystem::path(named) : folder / named;
+    std::string what = kind == "external_link" ? fmt::format("an external link to `{}` in", reach.value("target", ""))
+                       : kind == "external_storage"
+                           ? "its data stored in"
+                           : fmt::format("a virtual dataset of `{}` in", reach.value("target", ""));
+    visitor.reaches(at, target, fmt::format("`{}`: {}", object, what));
+  }
+}
+
+namespace {
+
+/// What loading the HDF5 file reads beyond its own bytes: a whole Keras model's config (the root's `model_config`,
+/// judged by safety/keras_config) and every file its objects reach; a file HDF5 cannot open is unverified.
+void name_hdf5_contents(const ByteSource& source, const std::string& where, PickleVisitor& visitor) {
+  name_hdf5_safety(source.path(), {.offset = 0, .size = source.size()}, source.size(), where, visitor);
 }
 
 }  // namespace
 
 std::unique_ptr<FormatFile> open_hdf5(const ByteSource& source) {
-  return looks_like_hdf5(source) ? plain_format_file(source, FileFormat::kHdf5, read_hdf5, name_keras_config) : nullptr;
+  return looks_like_hdf5(source) ? plain_format_file(source, FileFormat::kHdf5, read_hdf5, name_hdf5_contents)
+                                 : nullptr;
 }
 
 }  // namespace precdetect

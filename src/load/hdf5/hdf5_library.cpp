@@ -4,6 +4,7 @@
 #include <hdf5.h>
 
 #include <algorithm>
+#include <array>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -183,6 +184,11 @@ class DatasetWalk {
     auto& walk = *static_cast<DatasetWalk*>(self);
     try {
       if (info->type == H5L_TYPE_HARD) walk.visit_object(group, name);
+      // What an external or user-defined link leads to is in another file (or only its handler knows where): a
+      // loader reads it as the file's own, precdetect never opens it, so the weights are not read whole.
+      if (info->type != H5L_TYPE_HARD && info->type != H5L_TYPE_SOFT)
+        fail(ErrorCode::kInvalidHdf5, walk.path_,
+             fmt::format("`{}` is a link to an object in another file, which precdetect does not open", name));
       return 0;
     } catch (...) {
       walk.failure_ = std::current_exception();
@@ -200,6 +206,89 @@ class DatasetWalk {
   ImageFile file_;
   const std::filesystem::path& path_;
   nlohmann::json datasets_ = nlohmann::json::array();
+  std::exception_ptr failure_;
+};
+
+/// Where a file's objects reach other files, without following any (H5Lvisit follows hard links alone): an
+/// external link's file and object (H5Lget_val, H5Lunpack_elink_val), a dataset's external storage files
+/// (H5Pget_external) and a virtual dataset's source files (H5Pget_virtual_filename, "." being this file), each as
+/// {"object", "kind", "file", "target"}; a link of a user-defined class, whose meaning only its registered
+/// handler knows, as kind "user_defined_link".
+class ReachWalk {
+ public:
+  ReachWalk(std::span<const std::byte> image, const std::filesystem::path& path) : file_(image, path), path_(path) {}
+
+  nlohmann::json run() {
+    herr_t status = H5Lvisit(file_.get(), H5_INDEX_NAME, H5_ITER_INC, &ReachWalk::visit, this);
+    if (failure_) std::rethrow_exception(failure_);
+    if (status < 0) fail(ErrorCode::kInvalidHdf5, path_, fmt::format("HDF5 cannot walk it: {}", hdf5_error()));
+    return reaches_;
+  }
+
+ private:
+  static herr_t visit(hid_t group, const char* name, const H5L_info_t* info, void* self) {
+    auto& walk = *static_cast<ReachWalk*>(self);
+    try {
+      if (info->type == H5L_TYPE_EXTERNAL) walk.external_link(group, name, info->u.val_size);
+      if (info->type == H5L_TYPE_HARD) walk.dataset_storage(group, name);
+      if (info->type >= H5L_TYPE_UD_MIN && info->type != H5L_TYPE_EXTERNAL)
+        walk.add(name, "user_defined_link", "", fmt::format("link class {}", static_cast<int>(info->type)));
+      return 0;
+    } catch (...) {
+      walk.failure_ = std::current_exception();
+      return 1;
+    }
+  }
+
+  void add(std::string object, std::string_view kind, std::string file, std::string target) {
+    reaches_.push_back(
+        {{"object", std::move(object)}, {"kind", kind}, {"file", std::move(file)}, {"target", std::move(target)}});
+  }
+
+  void external_link(hid_t group, const char* name, size_t size) {
+    std::vector<char> value(size);
+    unsigned flags = 0;
+    const char* file = nullptr;
+    const char* object = nullptr;
+    if (H5Lget_val(group, name, value.data(), size, H5P_DEFAULT) < 0 ||
+        H5Lunpack_elink_val(value.data(), size, &flags, &file, &object) < 0 || !file || !object)
+      fail(ErrorCode::kInvalidHdf5, path_, fmt::format("HDF5 cannot read external link `{}`: {}", name, hdf5_error()));
+    add(name, "external_link", file, object);
+  }
+
+  void dataset_storage(hid_t group, const char* name) {
+    Handle object(H5Oopen(group, name, H5P_DEFAULT), H5Oclose);
+    if (!object.valid() || H5Iget_type(object.get()) != H5I_DATASET) return;
+    Handle plist(H5Dget_create_plist(object.get()), H5Pclose);
+    if (!plist.valid()) return;
+    for (int i = 0, count = H5Pget_external_count(plist.get()); i < count; ++i) {
+      std::array<char, 4096> file{};
+      off_t offset = 0;
+      hsize_t size = 0;
+      if (H5Pget_external(plist.get(), static_cast<unsigned>(i), file.size() - 1, file.data(), &offset, &size) >= 0)
+        add(name, "external_storage", file.data(), fmt::format("{} bytes at {}", size, offset));
+    }
+    size_t sources = 0;
+    if (H5Pget_layout(plist.get()) != H5D_VIRTUAL || H5Pget_virtual_count(plist.get(), &sources) < 0) return;
+    for (size_t i = 0; i < sources; ++i) {
+      std::string file = virtual_text(plist.get(), i, H5Pget_virtual_filename);
+      if (file != ".") add(name, "virtual", file, virtual_text(plist.get(), i, H5Pget_virtual_dsetname));
+    }
+  }
+
+  /// A virtual dataset's source file or dataset name: its length asked first, as HDF5 documents.
+  static std::string virtual_text(hid_t plist, size_t index, ssize_t (*get)(hid_t, size_t, char*, size_t)) {
+    ssize_t length = get(plist, index, nullptr, 0);
+    if (length < 0) return "";
+    std::string text(static_cast<size_t>(length) + 1, '\0');
+    get(plist, index, text.data(), text.size());
+    text.resize(static_cast<size_t>(length));
+    return text;
+  }
+
+  ImageFile file_;
+  const std::filesystem::path& path_;
+  nlohmann::json reaches_ = nlohmann::json::array();
   std::exception_ptr failure_;
 };
 
@@ -281,8 +370,10 @@ void read_hdf5_dataset(std::span<const std::byte> image, const std::filesystem::
   }
 }
 
-std::string keras_model_config(std::span<const std::byte> image, const std::filesystem::path& path) {
-  return model_config(ImageFile(image, path).get());
+std::string hdf5_safety(std::span<const std::byte> image, const std::filesystem::path& path) {
+  std::string config = model_config(ImageFile(image, path).get());
+  return nlohmann::json{{"model_config", config}, {"reaches", ReachWalk(image, path).run()}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace precdetect

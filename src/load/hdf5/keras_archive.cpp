@@ -55,6 +55,12 @@ void name_keras_configs(const ByteSource& archive, const std::vector<ZipEntry>& 
     visitor.keras_config({reinterpret_cast<const char*>(bytes.data()), bytes.size()}, inside);
   }
   if (!found) visitor.unverified(where, "a Keras archive without config.json: no model config to judge");
+  // The weights file keras opens with h5py: the files its objects reach, as a .h5 file's (a compressed one is
+  // read by no one here: the scan names it).
+  for (const ZipEntry& entry : entries)
+    if (entry.name == kWeights && entry.method == 0)
+      name_hdf5_safety(archive.path(), {.offset = entry.data_offset, .size = entry.size}, archive.size(),
+                       fmt::format("{}!{}", where, entry.name), visitor);
 }
 
 }  // namespace

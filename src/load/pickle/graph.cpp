@@ -165,7 +165,11 @@ void Machine::build(Ref& target, const Ref& state) {
   mark_called(target);
   if (const auto* global = std::get_if<Global>(&target->v))  // a known way to smuggle names in (docs/security.md)
     tampered(TamperingKind::kStateOnCode, cursor_.offset() - 1, fmt::format("BUILD on {}", global->qualified()));
-  if (auto* object = std::get_if<Opaque>(&target->v)) object->state = state;
+  if (auto* object = std::get_if<Opaque>(&target->v)) {
+    object->state = state;
+    if (reads_inline_arrays_ && object->instance && object->type.qualified() == "joblib.numpy_pickle.NumpyArrayWrapper")
+      note_inline_array(*object);
+  }
 }
 
 /// `_rebuild_from_type_v2(_rebuild_wrapper_subclass, cls, (cls, dtype, size, ...), state)`: a tensor subclass

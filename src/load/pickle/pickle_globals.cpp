@@ -243,6 +243,12 @@ constexpr std::string_view kAllowed[] = {
     "numpy.dtype",
 };
 
+/// joblib's wrapper of the numpy arrays it writes inline (joblib/numpy_pickle.py): constructed empty, given its
+/// state (subclass, shape, order, dtype), it has joblib.load read the array's raw bytes from the stream, or for an
+/// object array unpickle the pickle that follows (whose imports are judged as any other). It adds no capability of
+/// its own, so it is allowed before the rest of joblib is judged dangerous.
+constexpr std::string_view kJoblibArrays[] = {"joblib.numpy_pickle.NumpyArrayWrapper"};
+
 /// What the `.metadata` of a torch.distributed.checkpoint folder pickles (load/dcp/dcp_metadata.h), which dcp.load
 /// unpickles with pickle.load: DCP's dataclasses, whose construction and state only set fields (TensorProperties'
 /// __setstate__ maps an int to a memory format), the enum of those ints, and the PosixPath of
@@ -439,8 +445,9 @@ GlobalJudgement judge_listed_global(std::string_view raw_module, std::string_vie
   // builders. The archive is unverified as a whole (its code/ is not judged).
   if (module == "__torch__" || module.starts_with("__torch__.") || module == "torch.jit._pickle")
     return {GlobalClass::kUnknown, kNone, ""};
-  if (auto judged = judge_path(module, name)) return *judged;
   std::string qualified = fmt::format("{}.{}", module, name);
+  if (contains(kJoblibArrays, qualified)) return {GlobalClass::kAllowed, kNone, ""};
+  if (auto judged = judge_path(module, name)) return *judged;
   if (torch_type_name(module, name) || contains(kAllowed, qualified) || contains(kDcpMetadata, qualified))
     return {GlobalClass::kAllowed, kNone, ""};
   return {GlobalClass::kUnknown, kNone, ""};

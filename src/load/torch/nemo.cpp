@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "precdetect/core/error.h"
+#include "precdetect/load/member_contents.h"
 #include "precdetect/load/records/find_records.h"
 #include "precdetect/load/torch/torch_formats.h"
 #include "precdetect/load/zip/zip_archive.h"
@@ -49,13 +50,16 @@ class NemoFile final : public FormatFile {
     return FileFormat::kNemo;
   }
 
-  /// The checkpoints the archive holds (.ckpt, .pt), each examined as a file.
+  /// The checkpoints the archive holds (.ckpt, .pt), each examined as a file, and what its other members hold.
   void name_pickles(const std::string& where, PickleVisitor& visitor) const override {
     // NeMo's restore extracts the whole archive: a member that lands outside its folder writes anywhere.
     for (const std::string& escape : escapes_) visitor.tampering(FileTampering::kArchiveEscape, where, escape);
     auto weights = members_named(members_, kWeights);
     for (const auto& [name, member] : members_) {
-      if (!name.ends_with(".ckpt") && !name.ends_with(".pt")) continue;
+      if (!name.ends_with(".ckpt") && !name.ends_with(".pt")) {
+        name_member_contents(archive_.view(member.offset, member.size), name, where, member.offset, archive_, visitor);
+        continue;
+      }
       std::string inside = fmt::format("{}!{}", where, name);
       std::unique_ptr<ByteSource> bytes = member_bytes(member);
       bool the_weights = weights.size() == 1 && weights.front().first == name;

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
 #include <utility>
@@ -8,6 +9,7 @@
 #include "precdetect/core/byte_cursor.h"
 #include "precdetect/core/error.h"
 #include "precdetect/load/archive_member.h"
+#include "precdetect/load/member_contents.h"
 #include "precdetect/load/source/source_cursor.h"
 #include "precdetect/load/torch/torch_formats.h"
 #include "precdetect/load/torch/torch_tensors.h"
@@ -250,7 +252,8 @@ FileFormat read_torch_tar(Checkpoint& checkpoint, size_t file) {
 namespace {
 
 /// sys_info's pickle, then every pickle the reader itself meets: they lie between raw storages, where only it
-/// finds them.
+/// finds them; and what every other member holds (a tar of files is extracted, its members then loaded). A tar
+/// that is no pre-0.4 torch.save archive (no `pickle` and `storages` members) is judged by its members alone.
 void name_torch_tar_pickles(const ByteSource& source, const std::string& where, PickleVisitor& visitor) {
   std::map<std::string, TarMember> members;
   std::vector<std::string> escapes;
@@ -260,6 +263,11 @@ void name_torch_tar_pickles(const ByteSource& source, const std::string& where, 
     return visitor.unverified(where, e.what());
   }
   for (std::string& escape : escapes) visitor.tampering(FileTampering::kArchiveEscape, where, std::move(escape));
+  static constexpr std::array<std::string_view, 4> kTorchMembers = {"sys_info", "pickle", "storages", "tensors"};
+  for (const auto& [name, member] : members)
+    if (std::find(kTorchMembers.begin(), kTorchMembers.end(), name) == kTorchMembers.end())
+      name_member_contents(source.view(member.offset, member.size), name, where, member.offset, source, visitor);
+  if (!members.contains("pickle") || !members.contains("storages")) return;
   if (auto sys_info = members.find("sys_info"); sys_info != members.end())
     visitor.pickles(source.view(sys_info->second.offset, sys_info->second.size), where, sys_info->second.offset, 1);
   pickle::PickleLog log;

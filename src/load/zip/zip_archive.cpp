@@ -10,21 +10,13 @@
 #include "precdetect/core/error.h"
 #include "precdetect/core/inflate.h"
 #include "precdetect/load/archive_member.h"
+#include "precdetect/load/member_contents.h"
 #include "precdetect/load/numpy/npy.h"
-#include "precdetect/load/pickle/pickle_stream.h"
 
 namespace precdetect {
 namespace {
 
 constexpr uint64_t kMaxInflated = 1ull << 30;
-// Zip members that hold a checkpoint of their own; examined like a file.
-constexpr std::string_view kNestedExtensions[] = {".pt", ".pth", ".bin", ".ckpt", ".npz", ".zip", ".nemo"};
-// Zip members torch or pickle.load reads as pickles: data.pkl, constants.pkl, TorchScript's *.debug_pkl.
-constexpr std::string_view kPickleMembers[] = {"pkl", ".pickle"};
-
-bool has_suffix(std::string_view name, std::span<const std::string_view> suffixes) {
-  return std::any_of(suffixes.begin(), suffixes.end(), [&](std::string_view s) { return name.ends_with(s); });
-}
 
 /// The pickles of one archive's members, named to a visitor.
 class MemberPickles {
@@ -63,33 +55,28 @@ class MemberPickles {
     return link_member_escape(entry.name, {reinterpret_cast<const char*>(target.data()), target.size()}, false);
   }
 
-  /// One member: a pickle, an array, a nested checkpoint, or raw data (tensor records) that nothing unpickles.
+  /// One member: a pickle, an array, a nested checkpoint or archive, or raw data (tensor records) that nothing
+  /// unpickles.
   void member(const ZipEntry& entry) {
     std::string inside = fmt::format("{}!{}", where_, entry.name);
-    bool pickle_name = has_suffix(entry.name, kPickleMembers);
     bool array = entry.name.ends_with(".npy");
-    bool nested = has_suffix(entry.name, kNestedExtensions);
     bool storage = entry.name.find("/data/") != std::string::npos ||
                    entry.name.find("/constants/") != std::string::npos || entry.name.starts_with(".data/") ||
                    entry.name.find("/.data/") != std::string::npos;
-    if (storage && !pickle_name) return;
+    if (storage && !pickle_member_name(entry.name)) return;
     std::string inflated;
     std::span<const std::byte> bytes;
     try {
       // An array's header tells whether a pickle follows: numbers are not inflated to find that out.
       bytes = array && entry.method == 0 ? npy_head(archive_, entry.data_offset, entry.size)
                                          : member_bytes(entry, inflated, array ? kMaxNpyHead : kZipWholeMember);
-    } catch (const Error& e) {
-      if (pickle_name || array || nested) visitor_.unverified(inside, e.what());
+    } catch (const Error& e) {  // a member a reader may extract (zipfile reads bzip2 and lzma too): not vouched for
+      visitor_.unverified(inside, e.what());
       return;
     }
-    bool stored = entry.method == 0;
-    uint64_t base = stored ? entry.data_offset : 0;  // offsets in a compressed member count from its start
+    uint64_t base = entry.method == 0 ? entry.data_offset : 0;  // offsets in a compressed member count from its start
     if (array) return array_member(entry, bytes, inside, base);
-    if (pickle_name || starts_like_pickle(bytes)) return visitor_.pickles(bytes, inside, base);
-    if (!nested) return;
-    std::unique_ptr<ByteSource> member = span_source(bytes, archive_.path());
-    if (std::unique_ptr<FormatFile> file = open_format(*member)) visitor_.nested(*file, inside);
+    name_member_contents(bytes, entry.name, where_, base, archive_, visitor_);
   }
 
   /// An .npy member, from its first bytes `head`: the rest is read only when it is a pickle.
@@ -106,8 +93,16 @@ class MemberPickles {
     visitor_.pickles(bytes.subspan(header->data_offset), where, base + header->data_offset, 1);
   }
 
+  /// A member's bytes, a deflated one's out of the examination's decompression budget.
   std::span<const std::byte> member_bytes(const ZipEntry& entry, std::string& inflated, uint64_t limit) {
-    return zip_member_bytes(archive_, entry, inflated, limit);
+    if (entry.method != 0 && std::min(entry.uncompressed, limit) > visitor_.decompression_left())
+      fail(ErrorCode::kCompressedEntry, archive_.path(),
+           fmt::format("`{}` inflates to {} bytes, past what is left of the {} one examination decompresses (a "
+                       "compression bomb?)",
+                       entry.name, entry.uncompressed, "budget"));
+    std::span<const std::byte> bytes = zip_member_bytes(archive_, entry, inflated, limit);
+    if (entry.method != 0) visitor_.decompressed(bytes.size());
+    return bytes;
   }
 
   const ByteSource& archive_;

@@ -411,7 +411,29 @@ function safetyBlock(model) {
           element('ul', {}, (safety.custom_code ?? []).map((c) => element('li', {class: 'warn'},
               `custom code: ${c.file}${c.classes.length ? ` (${c.classes.join(', ')})` : ''}` +
               (c.named_by ? `, named by ${c.named_by}` : '')))),
-          element('ul', {}, safety.unverified.map((u) => element('li', {class: 'warn'}, u)))];
+          element('ul', {}, safety.unverified.map((u) => element('li', {class: 'warn'}, u))),
+          inventoryBlock(model)];
+}
+
+// Every file of the input accounted to the model, with its disposition and verdict (docs/security.md#the-inventory):
+// the files judged and those not read, and why.
+function inventoryBlock(model) {
+  const inventory = model.inventory;
+  if (!inventory) return null;
+  const counts = Object.entries(inventory.counts).map(([what, n]) => `${n} ${what.replace('_', ' ')}`).join(', ');
+  const why = Object.entries(inventory.not_read).map(([what, n]) => `${n} ${what.replace('_', ' ')}`).join(', ');
+  // The findings first; a folder of many files shows its first 200.
+  const rank = (f) => ({unsafe: 0, unverified: 1}[f.verdict] ?? 2);
+  const shown = [...inventory.files].sort((a, b) => rank(a) - rank(b)).slice(0, 200);
+  const rows = shown.map((f) => ({
+    attributes: f.verdict === 'unsafe' ? {class: 'fired'} : f.verdict === 'unverified' ? {class: 'warn'} : {},
+    cells: [f.file + (f.link ? ` -> ${f.link}` : ''), f.disposition.replace('_', ' '), f.verdict ?? '', f.size ?? '',
+            f.reason],
+  }));
+  return [element('p', {class: 'sub'}, `Files: ${counts}${why ? ` (not read: ${why})` : ''}` +
+                  (inventory.unlisted ? `; ${inventory.unlisted} more not listed` : '') +
+                  (shown.length < inventory.files.length ? `; the first ${shown.length} shown` : '') + '.'),
+          table(['file', 'disposition', 'verdict', 'bytes', 'why'], rows, 10)];
 }
 
 function failedModel(model) {

@@ -3,6 +3,7 @@
 /// (read-only, over the mapped file's image): every dataset of a float or integer type is a tensor named by its
 /// path ("bert/embeddings/word_embeddings/weight:0").
 
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -32,9 +33,17 @@ struct Hdf5Range {
 /// lies past the range is Error(kOffsetPastEnd).
 void read_hdf5_range(Checkpoint& checkpoint, size_t file, Hdf5Range range);
 
-/// The file opened as HDF5 when it starts with HDF5's signature, else nullptr. It holds no pickles; a whole Keras
-/// model's config (the root's `model_config` attribute, which keras.models.load_model rebuilds the model from) is
-/// named to the visitor as a Keras config, "<file>!model_config", and a file HDF5 cannot open is unverified.
+/// Names to `visitor` what loading the HDF5 file at `range` of `file` (of `file_size` bytes) reads beyond its own
+/// bytes, as precdetect-hdf5 finds it (hdf5_safety): a whole Keras model's config (the root's `model_config`
+/// attribute, which keras.models.load_model rebuilds the model from) as a Keras config, "<where>!model_config";
+/// each file its objects reach (external links, external storage, virtual datasets' sources) to
+/// PickleVisitor::reaches, a relative name taken from the file's own folder, as "<where>!<object>"; a link of a
+/// user-defined class, and a file HDF5 cannot open, unverified.
+void name_hdf5_safety(const std::filesystem::path& file, Hdf5Range range, uint64_t file_size, const std::string& where,
+                      PickleVisitor& visitor);
+
+/// The file opened as HDF5 when it starts with HDF5's signature, else nullptr. It holds no pickles; what loading
+/// it reads beyond it is named as name_hdf5_safety names it.
 std::unique_ptr<FormatFile> open_hdf5(const ByteSource& source);
 
 }  // namespace precdetect

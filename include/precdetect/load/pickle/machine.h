@@ -23,11 +23,25 @@ constexpr size_t kMaxMarks = 1 << 12;
 constexpr int kMaxCallDepth = 64;
 constexpr size_t kMaxImports = 1 << 12;  // distinct globals; real checkpoints import a few dozen
 
+/// An array joblib.dump wrote into the stream right after the BUILD of its NumpyArrayWrapper (joblib's
+/// numpy_pickle.py: NumpyArrayWrapper.write_array), which joblib.load's unpickler reads before the next opcode.
+struct InlineArray {
+  bool objects = false;  ///< an object array: a pickle of its own follows (joblib unpickles it), not raw bytes
+  bool aligned = false;  ///< a padding length byte and that many bytes come first (joblib >= 1.2's alignment)
+  uint64_t bytes = 0;    ///< the raw array's bytes
+};
+
 class Machine {
  public:
+  /// `inline_arrays`: the stream is read as joblib.load reads it, arrays inline after their wrappers (a pickle an
+  /// object array's wrapper is followed by is read by a plain unpickler, which reads none).
   Machine(std::span<const std::byte> bytes, const std::filesystem::path& path, uint64_t base,
-          const PersistentResolver& resolve, PickleLog* log)
-      : cursor_(bytes, path, ErrorCode::kInvalidPickle, "pickle", base), resolve_(resolve), log_(log) {}
+          const PersistentResolver& resolve, PickleLog* log, bool inline_arrays = true)
+      : cursor_(bytes, path, ErrorCode::kInvalidPickle, "pickle", base),
+        path_(path),
+        resolve_(resolve),
+        log_(log),
+        reads_inline_arrays_(inline_arrays) {}
 
   Result run() {
     while (true) {
@@ -36,6 +50,8 @@ class Machine {
       uint8_t op = byte();
       if (op != '.') step(op);  // STOP
       leave_frame(at);
+      // joblib reads an array from the file itself, past the frame its unpickler holds: once no frame is open.
+      if (!inline_arrays_.empty() && (!frame_end_ || op == '.')) read_inline_arrays();
       if (op == '.') break;
     }
     // STOP returns the top of the stack, above the last MARK; what lies below is left, as CPython leaves it.
@@ -175,6 +191,8 @@ class Machine {
     for (size_t i = 0; i < flat.size(); i += 2) dict.items.emplace_back(flat[i], flat[i + 1]);
   }
 
+  void note_inline_array(const Opaque& wrapper);
+  void read_inline_arrays();
   void step(uint8_t op);
   bool step_scalar(uint8_t op);
   bool step_text(uint8_t op);
@@ -195,9 +213,12 @@ class Machine {
   Ref stack_global(const Ref& module, const Ref& name, uint64_t at);
 
   ByteCursor cursor_;
+  const std::filesystem::path& path_;
   const PersistentResolver& resolve_;
   PickleLog* log_;
-  std::optional<uint64_t> frame_end_;  ///< the offset the current FRAME ends at, while one is open
+  bool reads_inline_arrays_;
+  std::vector<InlineArray> inline_arrays_;  ///< noted by the BUILD of a joblib NumpyArrayWrapper, read after it
+  std::optional<uint64_t> frame_end_;       ///< the offset the current FRAME ends at, while one is open
   std::unordered_map<std::string, size_t> import_index_;
   std::vector<Ref> stack_;
   std::vector<size_t> marks_;

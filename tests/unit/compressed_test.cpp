@@ -1,0 +1,121 @@
+// Files compressed whole (issue 66): each compressor's own library writes the stream, load/compressed reads it back,
+// bounded, and names a damaged one.
+#include "precdetect/load/compressed/compressed.h"
+
+#include <bzlib.h>
+#include <gtest/gtest.h>
+#include <lzma.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "precdetect/core/error.h"
+
+namespace precdetect {
+namespace {
+
+std::span<const std::byte> bytes_of(const std::string& text) { return std::as_bytes(std::span(text)); }
+
+std::string zlib_stream(const std::string& data, int window_bits) {
+  z_stream stream{};
+  deflateInit2(&stream, 6, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&stream, data.size()) + 32, '\0');
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  stream.avail_in = static_cast<uInt>(data.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  deflate(&stream, Z_FINISH);
+  out.resize(stream.total_out);
+  deflateEnd(&stream);
+  return out;
+}
+
+std::string bzip2_stream(const std::string& data) {
+  std::string out(data.size() + data.size() / 100 + 700, '\0');
+  auto length = static_cast<unsigned>(out.size());
+  BZ2_bzBuffToBuffCompress(out.data(), &length, const_cast<char*>(data.data()), static_cast<unsigned>(data.size()), 9,
+                           0, 0);
+  out.resize(length);
+  return out;
+}
+
+std::string xz_or_lzma_stream(const std::string& data, bool alone) {
+  lzma_stream stream = LZMA_STREAM_INIT;
+  if (alone) {
+    lzma_options_lzma options;
+    lzma_lzma_preset(&options, 6);
+    lzma_alone_encoder(&stream, &options);
+  } else {
+    lzma_easy_encoder(&stream, 6, LZMA_CHECK_CRC64);
+  }
+  std::string out(data.size() + 1024, '\0');
+  stream.next_in = reinterpret_cast<const uint8_t*>(data.data());
+  stream.avail_in = data.size();
+  stream.next_out = reinterpret_cast<uint8_t*>(out.data());
+  stream.avail_out = out.size();
+  lzma_code(&stream, LZMA_FINISH);
+  out.resize(stream.total_out);
+  lzma_end(&stream);
+  return out;
+}
+
+std::string zstd_stream(const std::string& data) {
+  std::string out(ZSTD_compressBound(data.size()), '\0');
+  out.resize(ZSTD_compress(out.data(), out.size(), data.data(), data.size(), 3));
+  return out;
+}
+
+const std::string kData = std::string(100000, 'a') + "\x80\x04the end";
+
+TEST(Compressed, EachCompressorsOwnStreamDecodesAndIsKnownByItsMagic) {
+  struct Case {
+    Compression compression;
+    std::string stream;
+  };
+  std::vector<Case> cases = {
+      {Compression::kGzip, zlib_stream(kData, 15 + 16)},    {Compression::kZlib, zlib_stream(kData, 15)},
+      {Compression::kBzip2, bzip2_stream(kData)},           {Compression::kXz, xz_or_lzma_stream(kData, false)},
+      {Compression::kLzma, xz_or_lzma_stream(kData, true)}, {Compression::kZstd, zstd_stream(kData)}};
+  for (const Case& item : cases) {
+    SCOPED_TRACE(std::string(compression_name(item.compression)));
+    EXPECT_EQ(compression_of(bytes_of(item.stream)), item.compression);
+    EXPECT_EQ(decompress(bytes_of(item.stream), item.compression, kMaxDecompressed, "x"), kData);
+  }
+  EXPECT_FALSE(compression_of(bytes_of("PK\x03\x04 a zip")));
+  EXPECT_FALSE(compression_of(bytes_of("xy: a text whose first two bytes fail zlib's header check")));
+}
+
+TEST(Compressed, TextThatStartsLikeZlibIsNoCompressedFile) {
+  // "x^" is zlib's header for its fastest level, and starts many a text: claimed only when the bytes decode.
+  const std::string text = "x^2 + y^2 = r^2, a note beside the weights";
+  EXPECT_EQ(compression_of(bytes_of(text)), Compression::kZlib);
+  std::unique_ptr<ByteSource> note = memory_source(text, "note.txt");
+  EXPECT_EQ(open_compressed(*note), nullptr);
+  std::string stream = zlib_stream(kData, 15);
+  std::unique_ptr<ByteSource> real = memory_source(stream, "state.z");
+  ASSERT_NE(open_compressed(*real), nullptr);
+  EXPECT_EQ(open_compressed(*real)->format(), FileFormat::kCompressed);
+}
+
+TEST(Compressed, ConcatenatedGzipMembersAreReadAsPythonReadsThem) {
+  std::string two = zlib_stream("first ", 31) + zlib_stream("second", 31);
+  EXPECT_EQ(decompress(bytes_of(two), Compression::kGzip, 1 << 20, "x"), "first second");
+}
+
+TEST(Compressed, PastTheLimitOrDamagedIsANamedError) {
+  std::string gzip = zlib_stream(kData, 31);
+  try {
+    decompress(bytes_of(gzip), Compression::kGzip, 1000, "bomb.gz");
+    FAIL() << "decoded past the limit";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCompressedEntry);
+    EXPECT_NE(std::string(e.what()).find("bomb.gz: decompresses to more than 1000 bytes"), std::string::npos)
+        << e.what();
+  }
+  std::string cut = zlib_stream(kData, 15).substr(0, 40);
+  EXPECT_THROW(decompress(bytes_of(cut), Compression::kZlib, kMaxDecompressed, "cut.z"), Error);
+  std::string cut_zstd = zstd_stream(kData).substr(0, 30);
+  EXPECT_THROW(decompress(bytes_of(cut_zstd), Compression::kZstd, kMaxDecompressed, "cut.zst"), Error);
+}
+
+}  // namespace
+}  // namespace precdetect
