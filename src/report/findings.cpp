@@ -47,9 +47,17 @@ constexpr Family kTampering{
     "names the file and the place (docs/security.md, \"Beyond pickles\" and \"Resisting the known evasions\")."};
 constexpr Family kCustomCode{
     "safety/custom-code", FindingLevel::kWarning, 5.0, "The model asks to run its own Python code",
-    "A config of the model names classes in Python files (auto_map, custom_pipelines), or Python files lie beside "
-    "its weights: transformers imports and runs them with trust_remote_code=True, which many wrappers pass. "
+    "A config of the model names classes in Python files (auto_map, custom_pipelines, custom_generate), or Python "
+    "files lie beside its weights: its loader imports and runs them with trust_remote_code=True, which many "
+    "wrappers pass. "
     "precdetect does not judge that code: read it, or pin the revision you read (docs/security.md)."};
+constexpr Family kUnaskedCode{
+    "safety/custom-code-without-consent", FindingLevel::kError, 9.0,
+    "Loading the model imports its own Python code without asking",
+    "A config of the model names Python code (a sentence-transformers custom module in its folder) that a release of "
+    "its loader still in use imports when the folder is loaded, with no "
+    "trust_remote_code or prompt: the message names the loader, the releases and the file. Read the code before "
+    "loading the model with any release, or use a release that asks (docs/security.md)."};
 constexpr Family kUnsafe{"safety/unsafe", FindingLevel::kError, 9.0, "Loading the checkpoint is unsafe",
                          "precdetect judged loading this checkpoint unsafe; the message says why "
                          "(docs/security.md)."};
@@ -170,10 +178,12 @@ void add_safety(Collector& out, const ModelReport& model, size_t index) {
     ++explained;
   }
   for (const CustomCode& code : safety.custom_code) {
-    out.add(kCustomCode, "", index,
-            fmt::format("{}: custom code {}{}{}{}, {}", model.input, code.file, code.classes.empty() ? "" : " (",
+    bool unasked = code.consent == CodeConsent::kNotAsked;
+    out.add(unasked ? kUnaskedCode : kCustomCode, "", index,
+            fmt::format("{}: custom code {}{}{}{}, {}{}", model.input, code.file, code.classes.empty() ? "" : " (",
                         fmt::join(code.classes, ", "), code.classes.empty() ? "" : ")",
-                        code.named_by.empty() ? "a Python file beside the weights" : "named by " + code.named_by),
+                        code.named_by.empty() ? "a Python file beside the weights" : "named by " + code.named_by,
+                        code.why.empty() ? "" : ": " + code.why),
             code_path(model, code), code.file);
     ++explained;
   }

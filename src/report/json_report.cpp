@@ -280,9 +280,13 @@ ordered_json safety_json(const std::optional<Safety>& safety) {
         {{"kind", tampering_name(item.kind)}, {"detail", item.detail}, {"file", item.file}, {"offset", item.offset}});
   ordered_json custom_code = ordered_json::array();
   for (const CustomCode& item : safety->custom_code)
-    custom_code.push_back({{"file", item.file},
-                           {"classes", item.classes},
-                           {"named_by", item.named_by.empty() ? ordered_json(nullptr) : ordered_json(item.named_by)}});
+    custom_code.push_back(
+        {{"file", item.file},
+         {"classes", item.classes},
+         {"named_by", item.named_by.empty() ? ordered_json(nullptr) : ordered_json(item.named_by)},
+         {"repository", item.repository.empty() ? ordered_json(nullptr) : ordered_json(item.repository)},
+         {"consent", code_consent_name(item.consent)},
+         {"why", item.why.empty() ? ordered_json(nullptr) : ordered_json(item.why)}});
   return {{"verdict", safety_verdict_name(safety->verdict())},
           {"says", safety_text(*safety)},
           {"imports", imports},

@@ -65,9 +65,12 @@ void append_safety(std::string& out, const ModelReport& model) {
     out += fmt::format("  tampering ({}): {} in {} at offset {}\n", tampering_name(item.kind), item.detail, item.file,
                        item.offset);
   for (const CustomCode& item : model.safety->custom_code)
-    out += fmt::format("  custom code: {}{}{}{}\n", item.file, item.classes.empty() ? "" : " (",
-                       fmt::join(item.classes, ", "), item.classes.empty() ? "" : ")") +
-           (item.named_by.empty() ? "" : fmt::format("    named by {}\n", item.named_by));
+    out +=
+        fmt::format("  custom code ({}): {}{}{}{}\n",
+                    item.consent == CodeConsent::kNotAsked ? "imported without consent" : "consent asked", item.file,
+                    item.classes.empty() ? "" : " (", fmt::join(item.classes, ", "), item.classes.empty() ? "" : ")") +
+        (item.named_by.empty() ? "" : fmt::format("    named by {}\n", item.named_by)) +
+        (item.why.empty() ? "" : fmt::format("    {}\n", item.why));
   for (const std::string& reason : model.safety->unverified) out += fmt::format("  unverified: {}\n", reason);
 }
 

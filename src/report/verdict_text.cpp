@@ -46,6 +46,7 @@ std::string safety_cell(const ModelReport& model) {
   switch (model.safety->verdict()) {
     case SafetyVerdict::kUnsafe:
       if (const SafetyImport* danger = model.safety->first_dangerous()) return " UNSAFE pickle: " + danger->qualified();
+      if (model.safety->tampering.empty()) return " UNSAFE: custom code";
       return fmt::format(" UNSAFE: {}", tampering_name(model.safety->tampering.front().kind));
     case SafetyVerdict::kUnverified:
       return model.safety->custom_code.empty() ? " unverified" : " unverified: custom code";

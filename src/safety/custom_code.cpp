@@ -3,90 +3,172 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
-#include <nlohmann/json.hpp>
+#include <filesystem>
 
 #include "precdetect/net/text_file.h"
+#include "precdetect/safety/code_places.h"
 
 namespace precdetect {
+namespace fs = std::filesystem;
 namespace {
 
-/// "modeling_x.XModel" -> ("modeling_x.py", "modeling_x.XModel"); "org/repo--modeling_x.XModel" -> the file in
-/// that repository, "org/repo: modeling_x.py". Empty for what names no class in a module.
-std::pair<std::string, std::string> file_and_class(std::string reference) {
-  std::string repository;
-  if (size_t split = reference.find("--"); split != std::string::npos) {
-    repository = reference.substr(0, split);
-    reference = reference.substr(split + 2);
+/// One library's places (safety/code_places.h), tried in this order for every model: a folder may be a
+/// sentence-transformers model around a transformers one, a PEFT adapter beside either.
+struct CodeLibrary {
+  std::string_view name;
+  void (*find)(CodeSearch&);
+};
+constexpr CodeLibrary kLibraries[] = {
+    {"transformers", find_transformers_code},
+    {"sentence-transformers", find_sentence_transformers_code},
+    {"peft", find_peft_code},
+};
+
+std::string folder_of(std::string_view name) {
+  size_t slash = name.rfind('/');
+  return slash == std::string_view::npos ? "" : std::string(name.substr(0, slash + 1));
+}
+
+/// "config.json auto_map.AutoConfig" and "config.json auto_map.AutoModel": one config, two keys.
+void merge_keys(std::string& named_by, const std::string& more) {
+  std::string key = more.substr(more.find(' ') + 1);
+  if (named_by.find(key) == std::string::npos) named_by += ", " + key;
+}
+
+/// The model's files a loader may look at: its root's and each folder's one level down (no loader looks deeper),
+/// `.git` aside; bounded, since a folder given as a model may hold anything.
+std::vector<std::string> folder_listing(const fs::path& folder) {
+  constexpr size_t kMaxEntries = 20000;
+  std::vector<std::string> listing;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(folder, fs::directory_options::skip_permission_denied, ec);
+  for (; it != fs::recursive_directory_iterator() && !ec && listing.size() < kMaxEntries; it.increment(ec)) {
+    if (it->path().filename() == ".git" || (it.depth() >= 1 && it->is_directory(ec))) it.disable_recursion_pending();
+    if (!it->is_directory(ec)) listing.push_back(it->path().lexically_relative(folder).generic_string());
   }
-  size_t dot = reference.rfind('.');
-  if (dot == std::string::npos || dot == 0 || dot + 1 == reference.size()) return {};
-  std::string module = reference.substr(0, dot);
-  std::replace(module.begin(), module.end(), '.', '/');
-  std::string file = module + ".py";
-  return {repository.empty() ? file : fmt::format("{}: {}", repository, file), reference};
-}
-
-/// Every string in `node` (a string, or a list of them: a tokenizer's [slow, fast] pair, nulls aside).
-std::vector<std::string> references_in(const nlohmann::json& node) {
-  std::vector<std::string> found;
-  if (node.is_string()) found.push_back(node.get<std::string>());
-  if (node.is_array())
-    for (const auto& item : node)
-      if (item.is_string()) found.push_back(item.get<std::string>());
-  return found;
-}
-
-/// The class references of `auto_map` and of each `custom_pipelines` task's `impl`.
-std::vector<std::string> class_references(const nlohmann::json& config) {
-  std::vector<std::string> found;
-  if (auto map = config.find("auto_map"); map != config.end() && map->is_object())
-    for (const auto& [auto_class, value] : map->items())
-      for (std::string& reference : references_in(value)) found.push_back(std::move(reference));
-  if (auto pipelines = config.find("custom_pipelines"); pipelines != config.end() && pipelines->is_object())
-    for (const auto& [task, pipeline] : pipelines->items())
-      if (pipeline.is_object() && pipeline.contains("impl"))
-        for (std::string& reference : references_in(pipeline["impl"])) found.push_back(std::move(reference));
-  return found;
+  std::sort(listing.begin(), listing.end());
+  return listing;
 }
 
 }  // namespace
 
-std::vector<CustomCode> custom_code_named(std::string_view config, std::string_view file_name) {
-  nlohmann::json parsed = nlohmann::json::parse(config, nullptr, false);
-  if (!parsed.is_object()) return {};
-  std::map<std::string, std::vector<std::string>> by_file;
-  for (const std::string& reference : class_references(parsed)) {
-    auto [file, class_name] = file_and_class(reference);
-    std::vector<std::string>& classes = by_file[file.empty() ? reference : file];
-    if (std::find(classes.begin(), classes.end(), class_name) == classes.end() && !class_name.empty())
-      classes.push_back(class_name);
-  }
-  std::vector<CustomCode> named;
-  named.reserve(by_file.size());
-  for (auto& [file, classes] : by_file)
-    named.push_back({.file = file, .classes = std::move(classes), .named_by = fmt::format("{} auto_map", file_name)});
-  return named;
+std::string ClassReference::file(std::string_view folder) const {
+  std::string path = fmt::format("{}{}.py", repository.empty() ? folder : "", module);
+  return repository.empty() ? path : fmt::format("{}: {}", repository, path);
 }
 
-void examine_custom_code(const std::vector<std::filesystem::path>& texts, Safety& safety) {
-  std::vector<CustomCode> found;
-  for (const std::filesystem::path& text : texts) {
-    std::string name = text.filename().string();
-    if (name != "config.json" && name != "tokenizer_config.json") continue;
-    try {
-      for (CustomCode& code : custom_code_named(read_text_file(text, name), name)) found.push_back(std::move(code));
-    } catch (const std::exception& e) {  // unreadable, or a link out of the model: never passed
-      safety.add_failure(e, text.string());
+std::optional<ClassReference> parse_class_reference(std::string_view reference) {
+  ClassReference parsed;
+  if (size_t split = reference.find("--"); split != std::string_view::npos) {
+    parsed.repository = std::string(reference.substr(0, split));
+    reference.remove_prefix(split + 2);
+  }
+  size_t dot = reference.rfind('.');
+  if (dot == std::string_view::npos || dot == 0 || dot + 1 == reference.size()) return std::nullopt;
+  parsed.module = std::string(reference.substr(0, dot));
+  parsed.name = std::string(reference.substr(dot + 1));
+  return parsed;
+}
+
+CodeSearch::CodeSearch(const std::vector<std::string>& listing, const ReadModelFile& read, Safety& safety)
+    : listing_(listing), read_(read), safety_(safety) {}
+
+bool CodeSearch::has(std::string_view name) const { return std::binary_search(listing_.begin(), listing_.end(), name); }
+
+std::vector<std::string> CodeSearch::at_any_level(std::string_view file_name) const {
+  std::vector<std::string> found;
+  for (const std::string& name : listing_) {
+    size_t slash = name.find('/');
+    bool root = slash == std::string::npos && name == file_name;
+    bool below = slash != std::string::npos && name.find('/', slash + 1) == std::string::npos &&
+                 std::string_view(name).substr(slash + 1) == file_name;
+    if (root) found.insert(found.begin(), name);
+    if (below) found.push_back(name);
+  }
+  return found;
+}
+
+std::optional<std::string> CodeSearch::text(const std::string& name) {
+  auto [at, inserted] = texts_.try_emplace(name);
+  if (!inserted) return at->second;
+  try {
+    at->second = read_(name);
+  } catch (const std::exception& e) {  // unreadable, or a link out of the model: never passed
+    safety_.add_failure(e, name);
+  }
+  return at->second;
+}
+
+const nlohmann::json* CodeSearch::config(const std::string& name) {
+  if (!has(name)) return nullptr;
+  auto [at, inserted] = configs_.try_emplace(name);
+  if (inserted)
+    if (std::optional<std::string> body = text(name)) {
+      nlohmann::json parsed = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
+      if (parsed.is_object()) at->second = std::move(parsed);
+    }
+  return at->second ? &*at->second : nullptr;
+}
+
+void CodeSearch::code(CustomCode found) {
+  std::string config = found.named_by.substr(0, found.named_by.find(' '));
+  for (CustomCode& known : safety_.custom_code) {
+    if (known.file != found.file || known.named_by.substr(0, known.named_by.find(' ')) != config) continue;
+    for (std::string& name : found.classes)
+      if (std::find(known.classes.begin(), known.classes.end(), name) == known.classes.end())
+        known.classes.push_back(std::move(name));
+    merge_keys(known.named_by, found.named_by);
+    if (found.consent == CodeConsent::kNotAsked) known.consent = found.consent, known.why = found.why;
+    return;
+  }
+  safety_.custom_code.push_back(std::move(found));
+}
+
+void CodeSearch::module(const std::string& module, const std::string& name, const std::string& file,
+                        GlobalJudgement judgement) {
+  if (judgement.kind == GlobalClass::kAllowed) return;
+  bool known = std::any_of(safety_.imports.begin(), safety_.imports.end(), [&](const SafetyImport& item) {
+    return item.module == module && item.name == name && item.file == file;
+  });
+  if (known) return;
+  safety_.imports.push_back({.module = module,
+                             .name = name,
+                             .judgement = std::move(judgement),
+                             .spelling = "",
+                             .file = file,
+                             .offset = 0,  // a name in JSON text: no opcode's offset
+                             .called = true});
+}
+
+void find_custom_code(const std::vector<std::string>& listing, const ReadModelFile& read, Safety& safety) {
+  std::vector<std::string> sorted = listing;
+  std::sort(sorted.begin(), sorted.end());
+  CodeSearch search(sorted, read, safety);
+  for (const CodeLibrary& library : kLibraries) library.find(search);
+  for (const std::string& name : sorted) {
+    if (!name.ends_with(".py") || name.find('/') != std::string::npos) continue;
+    bool named = std::any_of(safety.custom_code.begin(), safety.custom_code.end(),
+                             [&](const CustomCode& code) { return code.file == name; });
+    if (!named) safety.custom_code.push_back({.file = name});
+  }
+}
+
+void examine_custom_code(const ModelSource& source, Safety& safety) {
+  std::error_code ec;
+  bool folder = fs::is_directory(source.path, ec);
+  std::vector<std::string> listing;
+  std::map<std::string, fs::path> paths;
+  if (folder) {
+    listing = folder_listing(source.path);
+    for (const std::string& name : listing) paths[name] = source.path / name;
+  } else {
+    for (const fs::path& text : source.texts_beside) {
+      listing.push_back(text.filename().string());
+      paths[listing.back()] = text;
     }
   }
-  for (const std::filesystem::path& text : texts) {
-    if (text.extension() != ".py") continue;
-    std::string file = text.filename().string();
-    if (std::none_of(found.begin(), found.end(), [&](const CustomCode& code) { return code.file == file; }))
-      found.push_back({.file = file});
-  }
-  safety.custom_code.insert(safety.custom_code.end(), found.begin(), found.end());
+  find_custom_code(
+      listing, [&](const std::string& name) { return read_text_file(paths.at(name), name); }, safety);
 }
 
 }  // namespace precdetect

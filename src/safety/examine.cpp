@@ -159,7 +159,7 @@ Safety examine_model(const ModelSource& source, const Checkpoint* loaded) {
       examine_file(source.files[file], safety, true);
   }
   for (const auto& file : source.pickles_beside) examine_file(file, safety, false);
-  examine_custom_code(source.texts_beside, safety);
+  examine_custom_code(source, safety);
   examine_templates_beside(source, safety);
   return safety;
 }

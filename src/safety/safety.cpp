@@ -22,6 +22,10 @@ std::string_view safety_verdict_name(SafetyVerdict verdict) {
   return "unverified";
 }
 
+std::string_view code_consent_name(CodeConsent consent) {
+  return consent == CodeConsent::kNotAsked ? "not_asked" : "asked";
+}
+
 std::string_view tampering_name(const TamperingKindOf& kind) {
   if (const auto* pickled = std::get_if<pickle::TamperingKind>(&kind)) return pickle::tampering_kind_name(*pickled);
   return file_tampering_name(std::get<FileTampering>(kind));
@@ -30,6 +34,12 @@ std::string_view tampering_name(const TamperingKindOf& kind) {
 const SafetyImport* Safety::first_dangerous() const {
   for (const SafetyImport& item : imports)
     if (item.judgement.kind == GlobalClass::kDangerous) return &item;
+  return nullptr;
+}
+
+const CustomCode* Safety::first_unasked_code() const {
+  for (const CustomCode& code : custom_code)
+    if (code.consent == CodeConsent::kNotAsked) return &code;
   return nullptr;
 }
 
@@ -49,7 +59,7 @@ void Safety::add_failure(const std::exception& failure, const std::string& where
 }
 
 SafetyVerdict Safety::verdict() const {
-  if (first_dangerous() || !tampering.empty()) return SafetyVerdict::kUnsafe;
+  if (first_dangerous() || !tampering.empty() || first_unasked_code()) return SafetyVerdict::kUnsafe;
   bool unknown = std::any_of(imports.begin(), imports.end(),
                              [](const SafetyImport& item) { return item.judgement.kind == GlobalClass::kUnknown; });
   return unknown || !unverified.empty() || !custom_code.empty() ? SafetyVerdict::kUnverified : SafetyVerdict::kSafe;
@@ -62,6 +72,9 @@ std::string safety_text(const Safety& safety) {
     const SafetyTampering& first = safety.tampering.front();
     return fmt::format("unsafe: {} ({}) in {}", tampering_name(first.kind), first.detail, first.file);
   }
+  if (const CustomCode* code = safety.first_unasked_code())
+    return fmt::format("unsafe: custom code imported without consent ({}{}{}, named by {})", code->file,
+                       code->classes.empty() ? "" : ": ", fmt::join(code->classes, ", "), code->named_by);
   std::set<std::string> unknown;
   for (const SafetyImport& item : safety.imports)
     if (item.judgement.kind == GlobalClass::kUnknown) unknown.insert(item.qualified());

@@ -395,7 +395,9 @@ AutoModel.from_pretrained({str(model)!r}, trust_remote_code=True)
         self.assertEqual(set(code_found), {"modeling_tiny.py"})
         self.assertEqual(sorted(code_found["modeling_tiny.py"]["classes"]),
                          ["modeling_tiny.TinyConfig", "modeling_tiny.TinyModel"])
-        self.assertEqual(code_found["modeling_tiny.py"]["named_by"], "config.json auto_map")
+        self.assertEqual(code_found["modeling_tiny.py"]["named_by"],
+                         "config.json auto_map.AutoConfig, auto_map.AutoModel")
+        self.assertEqual(code_found["modeling_tiny.py"]["consent"], "asked")
         self.assertEqual(run("--fail-if-unsafe", model).returncode, 0)
         self.assertEqual(run("--fail-if-unsafe", "--strict-safety", model).returncode, 1)
 
@@ -405,7 +407,8 @@ AutoModel.from_pretrained({str(model)!r}, trust_remote_code=True)
         save_file({"w": torch.ones(2)}, model / "model.safetensors")
         (model / "handler.py").write_text("print('hello')\n")
         code, document, _ = scan(model)
-        self.assertEqual(safety(document)["custom_code"], [{"file": "handler.py", "classes": [], "named_by": None}])
+        self.assertEqual(safety(document)["custom_code"], [{"file": "handler.py", "classes": [], "named_by": None,
+                                                       "repository": None, "consent": "asked", "why": None}])
         self.assertEqual(safety(document)["verdict"], "unverified")
 
 

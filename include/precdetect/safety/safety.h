@@ -51,12 +51,31 @@ struct SafetyTampering {
   uint64_t offset = 0;
 };
 
-/// Python code the model asks its loader to import and run: transformers does with `trust_remote_code=True`
-/// (`auto_map`, `custom_pipelines`), which many wrappers pass for the user. Not judged: unverified.
+/// Whether a loader asks the user before it imports code a model names (docs/security.md, "Code the loaders
+/// import").
+enum class CodeConsent {
+  kAsked,     ///< every release asks first (`trust_remote_code`, a prompt, an allowlist the user extends): unverified
+  kNotAsked,  ///< a release imports it when the model is loaded, without asking: unsafe
+};
+
+/// snake_case name (JSON `safety.custom_code[].consent`): "asked", "not_asked".
+std::string_view code_consent_name(CodeConsent consent);
+
+/// Python code a loader imports from the model's files, or from another repository a config names, when the model
+/// is loaded: transformers' `auto_map` with `trust_remote_code=True` (which many wrappers pass for the user), a
+/// sentence-transformers custom module, ... (safety/custom_code.h). The
+/// code itself is not judged: precdetect reads no Python.
 struct CustomCode {
-  std::string file;                  ///< the Python file ("modeling_evil.py"), in the model's folder or not there
+  /// The Python file, from the model's root ("modeling_evil.py", "unet/my_unet.py"); in another repository
+  /// "org/repo: modeling_x.py"
+  std::string file;
   std::vector<std::string> classes;  ///< what is imported from it ("modeling_evil.EvilModel"); empty for a file alone
-  std::string named_by;              ///< "config.json auto_map", "tokenizer_config.json auto_map", ... or "" (beside)
+  /// The config and the key that name it ("config.json auto_map.AutoModel", "model_index.json unet"), or "" for a
+  /// Python file beside the weights that no config names
+  std::string named_by;
+  std::string repository;  ///< another repository the reference names ("org/repo"), never fetched; "" for the model
+  CodeConsent consent = CodeConsent::kAsked;
+  std::string why;  ///< which loader imports it and when: "sentence-transformers before 6.0 imports it ..."
 };
 
 struct Safety {
@@ -64,13 +83,15 @@ struct Safety {
   std::vector<SafetyImport> imports;       ///< each global once per pickle, at its first import
   std::vector<SafetyTampering> tampering;  ///< what no pickler writes and only an attack needs
   std::vector<std::string> unverified;     ///< what could not be judged, and why ("x.pt: a TorchScript archive ...")
-  std::vector<CustomCode> custom_code;     ///< Python code loading may import (unverified)
+  std::vector<CustomCode> custom_code;     ///< Python code loading may import
 
-  /// kUnsafe with a dangerous import or any tampering; else kUnverified with an unknown import, custom code or
-  /// anything unverified; else kSafe.
+  /// kUnsafe with a dangerous import, any tampering or custom code imported without consent; else kUnverified with
+  /// an unknown import, custom code or anything unverified; else kSafe.
   SafetyVerdict verdict() const;
   /// The first dangerous import, or nullptr.
   const SafetyImport* first_dangerous() const;
+  /// The first custom code a loader imports without asking (CodeConsent::kNotAsked), or nullptr.
+  const CustomCode* first_unasked_code() const;
   /// Tampering, once per kind and file (a link out of the model is met by the walk and by every open through it).
   void add_tampering(SafetyTampering item);
   /// What stopped the examination of `where`, or the model's reading: a path out of the model (Error kPathEscape)
@@ -80,7 +101,8 @@ struct Safety {
 
 /// The verdict in words: "safe", "unsafe: posix.system (process) in evil.pt", "unsafe: state_on_code (BUILD on
 /// collections.OrderedDict) in evil.pt", "unverified: 2 unknown globals (transformers.training_args.TrainingArguments,
-/// ...)", "unverified: custom code (modeling_x.py: modeling_x.XModel)".
+/// ...)", "unsafe: custom code imported without consent (custom_st.py: custom_st.Scale, named by modules.json
+/// [1].type)", "unverified: custom code (modeling_x.py: modeling_x.XModel)".
 std::string safety_text(const Safety& safety);
 
 }  // namespace precdetect

@@ -408,9 +408,11 @@ function safetyBlock(model) {
           rows.length ? table(['global', 'class', 'why', 'where', 'use'], rows, 5) : null,
           element('ul', {}, (safety.tampering ?? []).map((t) => element(
               'li', {class: 'fired'}, `tampering (${t.kind}): ${t.detail} in ${t.file} @ ${t.offset}`))),
-          element('ul', {}, (safety.custom_code ?? []).map((c) => element('li', {class: 'warn'},
-              `custom code: ${c.file}${c.classes.length ? ` (${c.classes.join(', ')})` : ''}` +
-              (c.named_by ? `, named by ${c.named_by}` : '')))),
+          element('ul', {}, (safety.custom_code ?? []).map((c) => element(
+              'li', {class: c.consent === 'not_asked' ? 'fired' : 'warn'},
+              `custom code${c.consent === 'not_asked' ? ' imported without consent' : ''}: ${c.file}` +
+              `${c.classes.length ? ` (${c.classes.join(', ')})` : ''}` +
+              (c.named_by ? `, named by ${c.named_by}` : '') + (c.why ? `: ${c.why}` : '')))),
           element('ul', {}, safety.unverified.map((u) => element('li', {class: 'warn'}, u))),
           inventoryBlock(model)];
 }
