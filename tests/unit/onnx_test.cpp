@@ -58,7 +58,7 @@ ErrorCode code_of(const std::function<void()>& action) {
 Checkpoint read(std::unique_ptr<ByteSource> file) {
   Checkpoint checkpoint;
   checkpoint.files.push_back(std::move(file));
-  EXPECT_EQ(read_onnx(checkpoint, 0), "onnx");
+  EXPECT_EQ(read_onnx(checkpoint, 0), FileFormat::kOnnx);
   return checkpoint;
 }
 Checkpoint read(const std::string& bytes) { return read(memory_source(bytes, "/nowhere/model.onnx")); }
