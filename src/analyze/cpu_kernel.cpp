@@ -40,11 +40,12 @@ TensorStats in_passes(size_t begin, size_t end, Reduce reduce) {
 // and every statistic follows exactly from the counts. Values are read 64 bits at a time: on CPUs that do not
 // let a load pass an earlier store whose address is still unknown (AMD's EPYC among them), reading each value
 // after the previous increment serializes the loop. Equal codes close together (frequent: trained weights crowd a
-// few hundred codes, fp8 weights a few dozen) would wait on each other's increments, so they count into tables of
-// their own: 16-bit codes one per 64-bit word of a pair (four tables were slower: their hot codes outgrew the L1
-// cache), 8-bit codes one per byte of a word (eight tables of 128 counts). A range with fewer values than codes keeps
-// one table: zeroing and merging more costs a small tensor more than it saves. The figures: docs/benchmarks.md,
-// "Figures behind the code".
+// few hundred bf16 codes, fp8 weights a few dozen) would wait on each other's increments, so they count into tables
+// of their own while the tables' hot codes fit the L1 cache: bf16 codes into one table per 64-bit word of a pair
+// (four were slower), fp8 codes into one per byte of a word (eight tables of 128 counts). fp16 weights spread over
+// 1024 codes per binade, and a second table only doubled the cache misses: one table. A range with fewer values
+// than codes keeps one table: zeroing and merging more costs a small tensor more than it saves. The figures:
+// docs/benchmarks.md, "Figures behind the code".
 template <typename Raw>
 TensorStats reduce_codes(DType dtype, const std::byte* data, size_t begin, size_t end) {
   constexpr unsigned kBits = 8 * sizeof(Raw), kPerWord = 64 / kBits;
@@ -52,7 +53,8 @@ TensorStats reduce_codes(DType dtype, const std::byte* data, size_t begin, size_
   constexpr size_t kTables = kBits == 8 ? kPerWord : 2;
   // The table of the j-th of the two words' values.
   constexpr auto table_of = [](unsigned j) { return kBits == 8 ? j % kPerWord : j / kPerWord; };
-  const size_t codes = magnitude_code_count(dtype), tables = end - begin > codes ? kTables : 1;
+  const size_t codes = magnitude_code_count(dtype);
+  const size_t tables = end - begin > codes && dtype != DType::F16 ? kTables : 1;
   std::vector<uint32_t> counts(tables * codes);
   std::array<uint32_t*, kTables> table;
   for (size_t t = 0; t < kTables; ++t) table[t] = counts.data() + (t % tables) * codes;

@@ -150,7 +150,7 @@ std::string every_code(size_t copies) {
 
 TEST_P(KernelPath, EveryCodeOfEveryNarrowDtype) {
   for (DType dtype : {DType::BF16, DType::F16}) {
-    expect_exact(every_code<uint16_t>(1), dtype);  // more values than magnitude codes: two tables
+    expect_exact(every_code<uint16_t>(1), dtype);  // more values than magnitude codes: bf16 in two tables
     std::string half = every_code<uint16_t>(1);
     expect_exact(half.substr(0, half.size() / 4), dtype);  // fewer: one table
   }
