@@ -10,9 +10,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "precdetect/analyze/cpu_kernel.h"
 #include "precdetect/core/read_ahead.h"
-#include "precdetect/load/host_values.h"
+#include "precdetect/kernel/cpu_kernel.h"
+#include "precdetect/load/record_values.h"
 #include "precdetect/quantize/scheme.h"
 
 namespace precdetect {

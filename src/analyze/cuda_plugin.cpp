@@ -6,8 +6,8 @@
 #include <optional>
 #include <regex>
 
+#include "precdetect/analyze/device_backend.h"
 #include "precdetect/core/error.h"
-#include "precdetect/cuda/cuda_backend.h"
 #include "precdetect/load/hdf5/helper_process.h"
 
 namespace precdetect {

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <regex>
 
+#include "precdetect/analyze/device_backend.h"
 #include "precdetect/core/error.h"
-#include "precdetect/cuda/cuda_backend.h"
 
 namespace precdetect {
 namespace {

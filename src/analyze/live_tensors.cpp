@@ -7,11 +7,11 @@
 #include <numeric>
 #include <tuple>
 
-#include "precdetect/analyze/cpu_kernel.h"
 #include "precdetect/analyze/device.h"
+#include "precdetect/analyze/device_backend.h"
 #include "precdetect/core/error.h"
-#include "precdetect/cuda/cuda_backend.h"
-#include "precdetect/load/host_values.h"
+#include "precdetect/kernel/cpu_kernel.h"
+#include "precdetect/load/record_values.h"
 
 namespace precdetect {
 namespace {

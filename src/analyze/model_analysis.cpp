@@ -7,9 +7,9 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "precdetect/analyze/cpu_kernel.h"
-#include "precdetect/analyze/zero_stats.h"
 #include "precdetect/core/error.h"
+#include "precdetect/kernel/cpu_kernel.h"
+#include "precdetect/kernel/zero_stats.h"
 
 namespace precdetect {
 namespace {

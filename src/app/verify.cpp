@@ -12,8 +12,8 @@
 #include "precdetect/core/error.h"
 #include "precdetect/core/open_file.h"
 #include "precdetect/core/sha256.h"
-#include "precdetect/core/text_file.h"
-#include "precdetect/core/url.h"
+#include "precdetect/net/text_file.h"
+#include "precdetect/net/url.h"
 
 namespace precdetect {
 namespace fs = std::filesystem;

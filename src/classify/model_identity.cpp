@@ -1,8 +1,8 @@
 #include "precdetect/classify/model_identity.h"
 
-#include "precdetect/core/text_file.h"
-#include "precdetect/core/url.h"
 #include "precdetect/discover/hf_cache.h"
+#include "precdetect/net/text_file.h"
+#include "precdetect/net/url.h"
 
 namespace precdetect {
 namespace {

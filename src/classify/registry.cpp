@@ -8,7 +8,7 @@
 #include <map>
 
 #include "precdetect/core/error.h"
-#include "precdetect/core/text_file.h"
+#include "precdetect/net/text_file.h"
 
 namespace precdetect {
 namespace {

@@ -11,7 +11,7 @@
 
 #include <limits>
 
-#include "precdetect/analyze/scalar_stats.h"
+#include "precdetect/kernel/scalar_stats.h"
 
 namespace precdetect {
 namespace {

@@ -4,7 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "precdetect/analyze/tensor_groups.h"
-#include "precdetect/load/host_values.h"
+#include "precdetect/load/record_values.h"
 #include "precdetect/load/torch_layout.h"
 
 namespace precdetect {

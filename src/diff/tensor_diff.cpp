@@ -7,10 +7,10 @@
 #include <limits>
 #include <stdexcept>
 
-#include "precdetect/analyze/cpu_kernel.h"
-#include "precdetect/analyze/widen.h"
-#include "precdetect/cuda/cuda_backend.h"
-#include "precdetect/diff/diff_kernel.h"
+#include "precdetect/analyze/device_backend.h"
+#include "precdetect/kernel/cpu_kernel.h"
+#include "precdetect/kernel/diff_kernel.h"
+#include "precdetect/kernel/widen.h"
 
 namespace precdetect {
 namespace {
@@ -63,47 +63,6 @@ DiffStats identical_diff(const TensorStats& values, const DiffOptions& options) 
   stats.rel_updates.total = values.numel - values.zeros;  // relative updates exist where base != 0
   stats.rel_updates.zeros = values.numel - values.zeros - specials;
   return stats;
-}
-
-void UpdateHistogram::merge(const UpdateHistogram& other) {
-  for (const auto& [bin, count] : other.bins) bins[bin] += count;
-  zeros += other.zeros;
-  total += other.total;
-}
-
-double UpdateHistogram::percentile(double p) const {
-  auto rank = static_cast<uint64_t>(std::ceil(p / 100.0 * static_cast<double>(total)));
-  if (rank <= zeros) return 0.0;
-  uint64_t seen = zeros;
-  for (const auto& [bin, count] : bins) {
-    seen += count;
-    if (seen >= rank) return std::ldexp(1.0, bin);
-  }
-  return bins.empty() ? 0.0 : std::ldexp(1.0, bins.rbegin()->first);
-}
-
-double UpdateHistogram::fraction_below(int exponent) const {
-  if (total == 0) return 0.0;
-  uint64_t below = zeros;
-  for (const auto& [bin, count] : bins)
-    if (bin <= exponent) below += count;  // bin e holds [2^(e-1), 2^e): all below 2^exponent when e <= exponent
-  return static_cast<double>(below) / static_cast<double>(total);
-}
-
-void DiffStats::merge(const DiffStats& other) {
-  numel += other.numel;
-  identical = identical && other.identical;
-  not_close += other.not_close;
-  max_abs = std::max(max_abs, other.max_abs);
-  sum_abs += other.sum_abs;
-  max_rel = std::max(max_rel, other.max_rel);
-  sum_sq_diff += other.sum_sq_diff;
-  sum_sq_base += other.sum_sq_base;
-  sum_sq_other += other.sum_sq_other;
-  dot += other.dot;
-  changed += other.changed;
-  abs_updates.merge(other.abs_updates);
-  rel_updates.merge(other.rel_updates);
 }
 
 DiffStats diff_values(const HostValues& base, const HostValues& other, const DiffOptions& options,

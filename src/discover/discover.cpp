@@ -8,13 +8,13 @@
 #include <map>
 
 #include "precdetect/core/error.h"
-#include "precdetect/core/url.h"
 #include "precdetect/discover/hf_cache.h"
 #include "precdetect/discover/remote.h"
 #include "precdetect/discover/shard_index.h"
 #include "precdetect/discover/shard_pattern.h"
 #include "precdetect/discover/training_state.h"
 #include "precdetect/discover/weight_format.h"
+#include "precdetect/net/url.h"
 
 namespace precdetect {
 namespace fs = std::filesystem;

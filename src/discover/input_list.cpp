@@ -8,8 +8,8 @@
 
 #include "precdetect/core/error.h"
 #include "precdetect/core/hash.h"
-#include "precdetect/core/text_file.h"
 #include "precdetect/discover/discover.h"
+#include "precdetect/net/text_file.h"
 
 namespace precdetect {
 namespace fs = std::filesystem;

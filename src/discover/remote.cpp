@@ -11,13 +11,13 @@
 #include <set>
 
 #include "precdetect/core/error.h"
-#include "precdetect/core/http.h"
-#include "precdetect/core/remote_text.h"
-#include "precdetect/core/xml_text.h"
 #include "precdetect/discover/shard_index.h"
 #include "precdetect/discover/shard_pattern.h"
 #include "precdetect/discover/training_state.h"
 #include "precdetect/discover/weight_format.h"
+#include "precdetect/net/http.h"
+#include "precdetect/net/remote_text.h"
+#include "precdetect/net/xml_text.h"
 
 namespace precdetect {
 namespace {

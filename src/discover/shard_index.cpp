@@ -6,7 +6,7 @@
 #include <set>
 
 #include "precdetect/core/error.h"
-#include "precdetect/core/text_file.h"
+#include "precdetect/net/text_file.h"
 
 namespace precdetect {
 namespace {

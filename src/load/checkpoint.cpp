@@ -8,13 +8,13 @@
 
 #include "precdetect/core/confinement.h"
 #include "precdetect/core/error.h"
-#include "precdetect/core/text_file.h"
-#include "precdetect/core/url.h"
 #include "precdetect/load/dcp/dcp_safetensors.h"
 #include "precdetect/load/file_format.h"
 #include "precdetect/load/records/find_records.h"
 #include "precdetect/load/safetensors/safetensors.h"
 #include "precdetect/load/tensor_subclasses.h"
+#include "precdetect/net/text_file.h"
+#include "precdetect/net/url.h"
 #include "precdetect/quantize/scheme.h"
 
 namespace precdetect {

@@ -11,8 +11,8 @@
 #include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
 #include "precdetect/core/open_file.h"
-#include "precdetect/core/url.h"
 #include "precdetect/load/checkpoint.h"
+#include "precdetect/net/url.h"
 
 namespace precdetect {
 namespace {

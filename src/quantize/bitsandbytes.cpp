@@ -14,8 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "precdetect/analyze/widen.h"
 #include "precdetect/core/error.h"
+#include "precdetect/kernel/widen.h"
 #include "precdetect/quantize/narrow_rounding.h"
 #include "precdetect/quantize/scheme.h"
 #include "precdetect/quantize/state_parts.h"

@@ -15,10 +15,10 @@
 #include <string_view>
 #include <type_traits>
 
-#include "precdetect/analyze/cpu_kernel.h"
-#include "precdetect/analyze/widen.h"
 #include "precdetect/core/error.h"
 #include "precdetect/core/parallel.h"
+#include "precdetect/kernel/cpu_kernel.h"
+#include "precdetect/kernel/widen.h"
 #include "precdetect/quantize/scheme.h"
 #include "precdetect/quantize/state_parts.h"
 #include "precdetect/quantize/table_stats.h"

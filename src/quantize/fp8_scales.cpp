@@ -18,11 +18,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "precdetect/analyze/cpu_kernel.h"
-#include "precdetect/analyze/scalar_stats.h"
-#include "precdetect/analyze/widen.h"
 #include "precdetect/core/error.h"
 #include "precdetect/core/parallel.h"
+#include "precdetect/kernel/cpu_kernel.h"
+#include "precdetect/kernel/scalar_stats.h"
+#include "precdetect/kernel/widen.h"
 #include "precdetect/quantize/grid_tables.h"
 #include "precdetect/quantize/scheme.h"
 

@@ -10,8 +10,8 @@
 #include <array>
 #include <string_view>
 
-#include "precdetect/analyze/widen.h"
 #include "precdetect/core/error.h"
+#include "precdetect/kernel/widen.h"
 #include "precdetect/quantize/compressed_tensors_config.h"
 #include "precdetect/quantize/scheme.h"
 #include "precdetect/quantize/state_parts.h"

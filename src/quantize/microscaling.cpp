@@ -19,8 +19,8 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "precdetect/analyze/widen.h"
 #include "precdetect/core/error.h"
+#include "precdetect/kernel/widen.h"
 #include "precdetect/quantize/fp4_codes.h"
 #include "precdetect/quantize/scheme.h"
 #include "precdetect/quantize/state_parts.h"

@@ -21,8 +21,8 @@
 #include <optional>
 #include <string_view>
 
-#include "precdetect/analyze/widen.h"
 #include "precdetect/core/error.h"
+#include "precdetect/kernel/widen.h"
 #include "precdetect/load/tensor_subclasses.h"
 #include "precdetect/quantize/scheme.h"
 #include "precdetect/quantize/state_parts.h"

@@ -6,7 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "precdetect/core/text_file.h"
+#include "precdetect/net/text_file.h"
 
 namespace precdetect {
 namespace {

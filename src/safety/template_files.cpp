@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "precdetect/core/text_file.h"
+#include "precdetect/net/text_file.h"
 #include "precdetect/safety/chat_template.h"
 
 namespace precdetect {

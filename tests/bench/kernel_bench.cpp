@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "precdetect/analyze/cpu_kernel.h"
 #include "precdetect/cuda/torch_dtype.h"
+#include "precdetect/kernel/cpu_kernel.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Times the CPU statistics kernel on in-memory values"};

@@ -67,7 +67,7 @@ def write_gguf(path, arrays, arch="llama", file_type=0, endianess=gguf.GGUFEndia
     writer.close()
 
 
-# The block types precdetect dequantizes (quantize/ggml_blocks); the IQ, TQ and FP4 types are counted, not analyzed.
+# The block types precdetect dequantizes (kernel/ggml_blocks); the IQ, TQ and FP4 types are counted, not analyzed.
 QUANTIZED = (GgmlType.Q4_0, GgmlType.Q4_1, GgmlType.Q5_0, GgmlType.Q5_1, GgmlType.Q8_0, GgmlType.Q2_K, GgmlType.Q3_K,
              GgmlType.Q4_K, GgmlType.Q5_K, GgmlType.Q6_K)
 # Where each K-quant block keeps its fp16 scales (d, and dmin for the types with minimums), from ggml's block_qN_K.

@@ -5,8 +5,8 @@
 #include <functional>
 
 #include "precdetect/core/error.h"
-#include "precdetect/core/text_file.h"
 #include "precdetect/load/archive_member.h"
+#include "precdetect/net/text_file.h"
 #include "test_util.h"
 
 namespace precdetect {

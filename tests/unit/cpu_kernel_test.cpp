@@ -1,5 +1,5 @@
 // The CPU kernel against independent references: libtorch's dtype conversions and long-double sums.
-#include "precdetect/analyze/cpu_kernel.h"
+#include "precdetect/kernel/cpu_kernel.h"
 
 #include <gtest/gtest.h>
 

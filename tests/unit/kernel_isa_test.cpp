@@ -2,7 +2,7 @@
 // and against the baseline path bit for bit, on values chosen to break a vector kernel: subnormals, NaN payloads,
 // signed zeros, Inf, each dtype's extremes and the narrow formats' boundaries in every lane, every bf16/f16/fp8 code,
 // lengths that fill no whole vector, blocks and tails, and misaligned starts.
-#include "precdetect/analyze/kernel_isa.h"
+#include "precdetect/kernel/kernel_isa.h"
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "precdetect/analyze/cpu_kernel.h"
-#include "precdetect/analyze/scalar_stats.h"
+#include "precdetect/kernel/cpu_kernel.h"
+#include "precdetect/kernel/scalar_stats.h"
 #include "stats_reference.h"
 
 namespace precdetect {

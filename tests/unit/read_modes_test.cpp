@@ -13,6 +13,7 @@
 #include "precdetect/core/error.h"
 #include "precdetect/cuda/cuda_upload.h"
 #include "precdetect/cuda/torch_dtype.h"
+#include "precdetect/load/record_values.h"
 #include "precdetect/load/safetensors/safetensors.h"
 #include "stats_reference.h"
 #include "test_util.h"

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "precdetect/analyze/tensor_stats.h"
 #include "precdetect/core/dtype.h"
 #include "precdetect/cuda/torch_dtype.h"
+#include "precdetect/kernel/tensor_stats.h"
 
 namespace precdetect::testing {
 

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "precdetect/analyze/analyzer.h"
-#include "precdetect/analyze/cpu_kernel.h"
+#include "precdetect/kernel/cpu_kernel.h"
 #include "precdetect/load/safetensors/safetensors.h"
 #include "stats_reference.h"
 #include "test_util.h"

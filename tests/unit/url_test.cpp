@@ -1,12 +1,12 @@
 // URLs of remote models (core/url.h) and the credentials the environment binds to a host (core/remote_env.h).
-#include "precdetect/core/url.h"
+#include "precdetect/net/url.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
-#include "precdetect/core/remote_env.h"
-#include "precdetect/core/xml_text.h"
+#include "precdetect/net/remote_env.h"
+#include "precdetect/net/xml_text.h"
 
 namespace precdetect {
 namespace {

@@ -1,5 +1,5 @@
 // The statistics of implicit zeros (an ONNX sparse tensor's) against the CPU kernel on a real buffer of zeros.
-#include "precdetect/analyze/zero_stats.h"
+#include "precdetect/kernel/zero_stats.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "precdetect/analyze/cpu_kernel.h"
+#include "precdetect/kernel/cpu_kernel.h"
 
 namespace precdetect {
 namespace {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "precdetect/analyze/tensor_groups.h"
-#include "precdetect/analyze/tensor_stats.h"
 #include "precdetect/core/dtype.h"
+#include "precdetect/kernel/tensor_stats.h"
 #include "precdetect/load/tensor_record.h"
 
 namespace precdetect {

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "precdetect/analyze/device.h"
-#include "precdetect/analyze/tensor_stats.h"
-#include "precdetect/cuda/cuda_backend.h"
+#include "precdetect/analyze/device_backend.h"
+#include "precdetect/kernel/tensor_stats.h"
 #include "precdetect/load/checkpoint.h"
 
 namespace precdetect {

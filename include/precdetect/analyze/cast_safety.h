@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "precdetect/analyze/tensor_stats.h"
+#include "precdetect/kernel/tensor_stats.h"
 
 namespace precdetect {
 

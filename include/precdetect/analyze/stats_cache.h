@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "precdetect/analyze/tensor_stats.h"
+#include "precdetect/kernel/tensor_stats.h"
 #include "precdetect/load/checkpoint.h"
 
 struct sqlite3;

@@ -10,8 +10,8 @@
 #include "precdetect/app/verify.h"
 #include "precdetect/classify/gpu.h"
 #include "precdetect/core/label.h"
-#include "precdetect/diff/diff_options.h"
 #include "precdetect/discover/input_list.h"
+#include "precdetect/kernel/diff_options.h"
 #include "precdetect/load/source/byte_source.h"
 
 namespace precdetect {

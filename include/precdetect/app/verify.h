@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "precdetect/core/streamed_sha256.h"
+#include "precdetect/net/streamed_sha256.h"
 #include "precdetect/report/gate_failure.h"
 
 namespace precdetect {

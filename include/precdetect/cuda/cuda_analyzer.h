@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "precdetect/cuda/cuda_backend.h"
+#include "precdetect/analyze/device_backend.h"
 
 namespace precdetect {
 

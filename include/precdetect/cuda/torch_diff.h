@@ -3,7 +3,8 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "precdetect/diff/tensor_diff.h"
+#include "precdetect/kernel/diff_options.h"
+#include "precdetect/kernel/diff_stats.h"
 
 namespace precdetect {
 

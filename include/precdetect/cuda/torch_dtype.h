@@ -3,7 +3,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "precdetect/load/host_values.h"
+#include "precdetect/kernel/host_values.h"
 #include "precdetect/load/tensor_record.h"
 
 namespace precdetect {

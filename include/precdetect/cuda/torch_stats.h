@@ -3,8 +3,8 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "precdetect/analyze/tensor_stats.h"
 #include "precdetect/core/dtype.h"
+#include "precdetect/kernel/tensor_stats.h"
 
 namespace precdetect {
 

@@ -5,8 +5,8 @@
 #include <functional>
 #include <vector>
 
-#include "precdetect/analyze/tensor_stats.h"
 #include "precdetect/core/warning.h"
+#include "precdetect/kernel/tensor_stats.h"
 #include "precdetect/load/tensor_record.h"
 
 namespace precdetect {

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "precdetect/load/host_values.h"
+#include "precdetect/load/record_values.h"
 #include "precdetect/load/tensor_record.h"
 
 namespace precdetect {

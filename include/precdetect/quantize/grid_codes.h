@@ -6,8 +6,8 @@
 #include <array>
 #include <cstdint>
 
-#include "precdetect/analyze/widen.h"
-#include "precdetect/load/host_values.h"
+#include "precdetect/kernel/host_values.h"
+#include "precdetect/kernel/widen.h"
 #include "precdetect/load/tensor_record.h"
 #include "precdetect/quantize/packed_codes.h"
 

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <type_traits>
 
-#include "precdetect/analyze/float_vectors.h"
 #include "precdetect/core/dtype.h"
+#include "precdetect/kernel/float_vectors.h"
 
 namespace precdetect {
 

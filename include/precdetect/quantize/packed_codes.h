@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "precdetect/analyze/widen.h"
+#include "precdetect/kernel/widen.h"
 
 namespace precdetect {
 

@@ -15,9 +15,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "precdetect/analyze/tensor_stats.h"
+#include "precdetect/kernel/tensor_stats.h"
 #include "precdetect/load/checkpoint.h"
-#include "precdetect/load/host_values.h"
+#include "precdetect/load/record_values.h"
 #include "precdetect/load/tensor_record.h"
 
 namespace precdetect {

@@ -11,10 +11,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "precdetect/analyze/cpu_kernel.h"
-#include "precdetect/analyze/scalar_stats.h"
-#include "precdetect/analyze/tensor_stats.h"
 #include "precdetect/core/parallel.h"
+#include "precdetect/kernel/cpu_kernel.h"
+#include "precdetect/kernel/scalar_stats.h"
+#include "precdetect/kernel/tensor_stats.h"
 #include "precdetect/quantize/narrow_rounding.h"
 
 namespace precdetect {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "precdetect/analyze/tensor_stats.h"
+#include "precdetect/kernel/tensor_stats.h"
 
 namespace precdetect {
 

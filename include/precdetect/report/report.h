@@ -13,9 +13,9 @@
 #include "precdetect/classify/verdict.h"
 #include "precdetect/core/confinement.h"
 #include "precdetect/core/error.h"
-#include "precdetect/core/streamed_sha256.h"
 #include "precdetect/core/warning.h"
 #include "precdetect/discover/input_list.h"
+#include "precdetect/net/streamed_sha256.h"
 #include "precdetect/report/gate_failure.h"
 #include "precdetect/safety/safety.h"
 

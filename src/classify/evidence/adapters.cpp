@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "precdetect/core/error.h"
-#include "precdetect/core/remote_env.h"
-#include "precdetect/core/text_file.h"
+#include "precdetect/net/remote_env.h"
+#include "precdetect/net/text_file.h"
 
 namespace precdetect {
 namespace {

@@ -8,12 +8,12 @@
 
 #include "precdetect/core/bytes.h"
 #include "precdetect/core/error.h"
-#include "precdetect/core/url.h"
 #include "precdetect/load/onnx/onnx_graph.h"
 #include "precdetect/load/onnx/onnx_sparse.h"
 #include "precdetect/load/onnx/protobuf.h"
 #include "precdetect/load/source/decoded_source.h"
 #include "precdetect/load/source/joined_source.h"
+#include "precdetect/net/url.h"
 
 namespace precdetect {
 namespace {

@@ -13,10 +13,10 @@
 #include "precdetect/core/error.h"
 #include "precdetect/core/open_file.h"
 #include "precdetect/core/parallel.h"
-#include "precdetect/core/url.h"
 #include "precdetect/load/source/mapping_guard.h"
 #include "precdetect/load/source/remote_source.h"
 #include "precdetect/load/source/source_cursor.h"
+#include "precdetect/net/url.h"
 
 namespace precdetect {
 namespace {

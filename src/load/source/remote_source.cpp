@@ -10,10 +10,10 @@
 
 #include "precdetect/core/byte_cursor.h"
 #include "precdetect/core/error.h"
-#include "precdetect/core/http.h"
 #include "precdetect/core/sha256.h"
-#include "precdetect/core/streamed_sha256.h"
 #include "precdetect/core/worker_pool.h"
+#include "precdetect/net/http.h"
+#include "precdetect/net/streamed_sha256.h"
 
 namespace precdetect {
 namespace {

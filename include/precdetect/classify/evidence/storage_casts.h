@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "precdetect/analyze/tensor_stats.h"
+#include "precdetect/kernel/tensor_stats.h"
 
 namespace precdetect {
 
