@@ -1,8 +1,9 @@
 #pragma once
 /// The instruction sets the CPU statistics kernel has a path for, chosen at run time: the build targets baseline
-/// x86-64 (or the machine's baseline elsewhere), and the wider paths are compiled beside it with
-/// `__attribute__((target))`, run only where the CPU says it has them. Every path gives the same statistics bit for
-/// bit: each float64 sum adds the same values in the same order, so a scan's output never depends on the machine.
+/// x86-64 (or the machine's baseline elsewhere), and the wider paths are compiled beside it for their instruction set
+/// alone (float_passes_avx2.cpp), run only where the CPU says it has them. Every path gives the same statistics bit
+/// for bit: each float64 sum adds the same values in the same order, so a scan's output never depends on the
+/// instruction set.
 
 #include <string_view>
 #include <vector>
