@@ -9,20 +9,12 @@
 
 #include "precdetect/core/parallel.h"
 #include "precdetect/kernel/float_passes.h"
+#include "precdetect/kernel/float_vectors.h"
 #include "precdetect/kernel/ggml_blocks.h"
 #include "precdetect/kernel/scalar_stats.h"
 
 namespace precdetect {
 namespace {
-
-/// Value `i` of the `T`s stored at `data`, which may lie at any address (values are read in place in a mapped
-/// file, where .npz members and Flax arrays start at arbitrary offsets).
-template <typename T>
-T load(const std::byte* data, size_t i) {
-  T value;
-  std::memcpy(&value, data + i * sizeof(T), sizeof(T));
-  return value;
-}
 
 // Per-part counters are 32-bit: a part never counts more values than this in one pass.
 constexpr size_t kMaxValuesPerPass = size_t{1} << 31;
@@ -65,7 +57,7 @@ TensorStats reduce_codes(DType dtype, const std::byte* data, size_t begin, size_
     for (unsigned j = 0; j < 2 * kPerWord; ++j)
       ++table[table_of(j)][(words[j / kPerWord] >> (kBits * (j % kPerWord))) & kMagnitudeBits];
   }
-  for (; i < end; ++i) ++table[0][load<Raw>(data, i) & kMagnitudeBits];
+  for (; i < end; ++i) ++table[0][vectors::load<Raw>(data, i) & kMagnitudeBits];
   for (size_t t = 1; t < tables; ++t)
     for (size_t code = 0; code < codes; ++code) counts[code] += counts[t * codes + code];
   return stats_from_code_counts(dtype, counts.data());

@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 
 #include "precdetect/kernel/float_passes.h"
@@ -22,15 +21,6 @@
 namespace precdetect {
 // NOLINTNEXTLINE(cert-dcl59-cpp,google-build-namespaces): internal linkage on purpose (above)
 namespace {
-
-/// Value `i` of the `T`s stored at `data`, which may lie at any address (values are read in place in a mapped
-/// file, where .npz members and Flax arrays start at arbitrary offsets).
-template <typename T>
-T load(const std::byte* data, size_t i) {
-  T value;
-  std::memcpy(&value, data + i * sizeof(T), sizeof(T));
-  return value;
-}
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
@@ -99,6 +89,36 @@ std::array<Ints, 2> narrow_exactness(Floats a) {
   return {bf16, fp16_normal | fp16_small | is_inf};
 }
 
+/// Counts of zeros, Inf and the magnitudes above each narrow format's largest finite value (add_wide_magnitude's
+/// limits, compared in `Scalar`: F32's pass compares floats, F64's doubles), lane by lane over vectors of magnitudes
+/// `Values` with counting lanes `Counts` of their width.
+template <typename Scalar, typename Values, typename Counts>
+struct LimitCounts {
+  Counts zeros{}, infs{}, above_seed{}, above_e4m3{}, above_e5m2{}, above_fp16{};
+
+  void add(Values a) {
+    Counts is_inf = a == std::numeric_limits<Scalar>::infinity();
+    Values finite = is_inf ? Values{} : a;
+    zeros -= a == 0;
+    infs -= is_inf;
+    above_seed -= finite > static_cast<Scalar>(limits::kSeedThreshold);
+    above_e4m3 -= finite > static_cast<Scalar>(limits::kE4m3Max);
+    above_e5m2 -= finite > static_cast<Scalar>(limits::kE5m2Max);
+    above_fp16 -= finite > static_cast<Scalar>(limits::kFp16Max);
+  }
+  void flush_into(TensorStats& total) const {
+    for (size_t k = 0; k < sizeof(Counts) / sizeof(zeros[0]); ++k) {
+      auto count = [](auto lane) { return static_cast<uint64_t>(lane); };
+      total.zeros += count(zeros[k]);
+      total.infs += count(infs[k]);
+      total.above_1e2 += count(above_seed[k]);
+      total.above_e4m3_max += count(above_e4m3[k]);
+      total.above_e5m2_max += count(above_e5m2[k]);
+      total.above_fp16_max += count(above_fp16[k]);
+    }
+  }
+};
+
 /// F32 counts against narrower formats (add_wide_magnitude's limits and exactness), and of zeros and Inf. Only
 /// values above the lowest limit or with their low 13 bits zero can count (zero and Inf have them zero), and most
 /// vectors of trained fp32 weights hold neither: the loop tests each step's vectors (a few instructions and a
@@ -110,8 +130,8 @@ struct NarrowFormatLanes {
   using Ints = typename L::Ints;
   using Words = typename L::Words;
   static constexpr bool kCounted = kExactness == Exactness::kCounted;
-  Ints above_seed{}, above_e4m3{}, above_e5m2{}, above_fp16{};
-  Ints bf16_exact{}, fp16_exact{}, zeros{}, infs{};
+  LimitCounts<float, Floats, Ints> limit_counts;
+  Ints bf16_exact{}, fp16_exact{};
 
   static Ints may_count(Floats a) {
     if constexpr (kCounted)
@@ -121,30 +141,17 @@ struct NarrowFormatLanes {
   }
 
   void add(Floats a) {
-    Ints is_inf = a == kInf;
-    Floats finite = is_inf ? Floats{} : a;
-    zeros -= a == 0;
-    infs -= is_inf;
-    above_seed -= finite > static_cast<float>(limits::kSeedThreshold);
-    above_e4m3 -= finite > static_cast<float>(limits::kE4m3Max);
-    above_e5m2 -= finite > static_cast<float>(limits::kE5m2Max);
-    above_fp16 -= finite > static_cast<float>(limits::kFp16Max);
+    limit_counts.add(a);
     if constexpr (!kCounted) return;
     auto [bf16, fp16] = narrow_exactness<Floats, Ints, Words>(a);
     bf16_exact -= bf16;
     fp16_exact -= fp16;
   }
   void flush_into(TensorStats& total) const {
+    limit_counts.flush_into(total);
     for (size_t i = 0; i < L::kWidth; ++i) {
-      auto count = [](int32_t lane) { return static_cast<uint64_t>(lane); };
-      total.above_1e2 += count(above_seed[i]);
-      total.above_e4m3_max += count(above_e4m3[i]);
-      total.above_e5m2_max += count(above_e5m2[i]);
-      total.above_fp16_max += count(above_fp16[i]);
-      total.bf16_exact += count(bf16_exact[i]);
-      total.fp16_exact += count(fp16_exact[i]);
-      total.zeros += count(zeros[i]);
-      total.infs += count(infs[i]);
+      total.bf16_exact += static_cast<uint64_t>(bf16_exact[i]);
+      total.fp16_exact += static_cast<uint64_t>(fp16_exact[i]);
     }
   }
 };
@@ -158,7 +165,7 @@ class ExponentCounter {
  public:
   void count(const std::byte* values) {
     for (size_t k = 0; k < kStep / 2; ++k) {
-      auto word = load<uint64_t>(values, k);  // little-endian: the first value in the low bits
+      auto word = vectors::load<uint64_t>(values, k);  // little-endian: the first value in the low bits
       ++tables_[2 * k][(word >> 23) & 0xFF];
       ++tables_[2 * k + 1][(word >> 55) & 0xFF];
     }
@@ -204,7 +211,7 @@ TensorStats reduce_floats(const std::byte* data, size_t begin, size_t end) {
   total.exactness_checked = total.numel - total.nans;
   exponents.flush_into(total, total.zeros);
   TensorStats tail;
-  for (; i < end; ++i) add_wide_magnitude(tail, std::fabs(static_cast<double>(load<float>(data, i))));
+  for (; i < end; ++i) add_wide_magnitude(tail, std::fabs(static_cast<double>(vectors::load<float>(data, i))));
   total.merge(tail);
   return total;
 }
@@ -241,7 +248,7 @@ class DoubleSteps {
       may_count |= (a > limits::kSeedThreshold) | float_exact[v];
       values[v] = a;
     }
-    for (size_t k = 0; k < 4; ++k) ++fields_[(load<uint64_t>(data, k) >> 52) & 0x7FF];
+    for (size_t k = 0; k < 4; ++k) ++fields_[(vectors::load<uint64_t>(data, k) >> 52) & 0x7FF];
     if (L::any(may_count)) count_narrow(values, float_exact);
   }
 
@@ -255,13 +262,8 @@ class DoubleSteps {
       part.abs_min = std::fmin(part.abs_min, lo_[k]);
       part.abs_max = std::fmax(part.abs_max, hi_[k]);
       part.nans += count(nans_[k]);
-      part.zeros += count(zeros_[k]);
-      part.infs += count(infs_[k]);
-      part.above_1e2 += count(above_seed_[k]);
-      part.above_e4m3_max += count(above_e4m3_[k]);
-      part.above_e5m2_max += count(above_e5m2_[k]);
-      part.above_fp16_max += count(above_fp16_[k]);
     }
+    limit_counts_.flush_into(part);
     for (size_t k = 0; k < 4; ++k) {
       part.bf16_exact += static_cast<uint64_t>(bf16_exact_[k]);
       part.fp16_exact += static_cast<uint64_t>(fp16_exact_[k]);
@@ -272,16 +274,7 @@ class DoubleSteps {
 
  private:
   void count_narrow(const Values& values, const std::array<Longs, kVectors>& float_exact) {
-    for (Doubles a : values) {
-      Longs is_inf = a == static_cast<double>(kInf);
-      Doubles finite = is_inf ? Doubles{} : a;
-      zeros_ -= a == 0;
-      infs_ -= is_inf;
-      above_seed_ -= finite > limits::kSeedThreshold;
-      above_e4m3_ -= finite > limits::kE4m3Max;
-      above_e5m2_ -= finite > limits::kE5m2Max;
-      above_fp16_ -= finite > limits::kFp16Max;
-    }
+    for (Doubles a : values) limit_counts_.add(a);
     // Exactness as the F32 pass decides it, of the four values narrowed to float where that is exact.
     vectors::Floats narrow = L::narrowed(values);
     vectors::Ints exact = L::narrowed(float_exact);
@@ -293,7 +286,8 @@ class DoubleSteps {
   std::array<uint32_t, 2048>& fields_;
   double squares_ = 0;
   Doubles lo_ = Doubles{} + static_cast<double>(kInf), hi_ = Doubles{} - static_cast<double>(kInf);
-  Longs nans_{}, zeros_{}, infs_{}, above_seed_{}, above_e4m3_{}, above_e5m2_{}, above_fp16_{};
+  Longs nans_{};
+  LimitCounts<double, Doubles, Longs> limit_counts_;
   vectors::Ints bf16_exact_{}, fp16_exact_{};
 };
 
@@ -310,7 +304,7 @@ TensorStats reduce_doubles(const std::byte* data, size_t begin, size_t end) {
     for (; i + 4 <= block_end; i += 4) steps.add(data + 8 * i);
     TensorStats part = steps.stats(i - block);
     stepped_zeros += part.zeros;
-    for (; i < block_end; ++i) add_wide_magnitude(part, std::fabs(load<double>(data, i)));
+    for (; i < block_end; ++i) add_wide_magnitude(part, std::fabs(vectors::load<double>(data, i)));
     total.merge(part);
   }
   // Field 0 holds zeros and float64 subnormals (bin 0), 2047 Inf and NaN (counted elsewhere); the rest fall into
