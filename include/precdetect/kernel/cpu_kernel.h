@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "precdetect/core/dtype.h"
+#include "precdetect/kernel/kernel_isa.h"
 #include "precdetect/kernel/tensor_stats.h"
 
 namespace precdetect {
@@ -14,5 +15,9 @@ namespace precdetect {
 /// in float64 for every dtype narrower than F64 and summed per block, so the norm matches a float64 reference to ~1e-12
 /// relative.
 TensorStats cpu_tensor_stats(const void* values, DType dtype, uint64_t numel);
+
+/// The same on the path of instruction set `isa` (one of supported_kernel_isas()): the statistics are equal bit for
+/// bit on every path. For tests and benchmarks; the scan takes the best path.
+TensorStats cpu_tensor_stats(const void* values, DType dtype, uint64_t numel, KernelIsa isa);
 
 }  // namespace precdetect

@@ -4,6 +4,7 @@
 /// each stored 16- and 32-bit float dtype. Comparisons yield all-ones lanes (-1), so subtracting a mask counts.
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -24,6 +25,14 @@ using HalfWords = uint16_t __attribute__((vector_size(8)));
 
 // The loaders read at any alignment (memcpy): the scan kernel reads values in place in a mapped file, where
 // formats such as .npz and Flax msgpack leave them at arbitrary offsets.
+
+/// Value `i` of the `T`s stored at `data`.
+template <typename T>
+T load(const void* data, size_t i) {
+  T value;
+  std::memcpy(&value, static_cast<const std::byte*>(data) + i * sizeof(T), sizeof(T));
+  return value;
+}
 
 /// Four stored 16-bit values, widened to 32 bits.
 inline Words load_16bit(const void* data) {
