@@ -62,7 +62,7 @@ struct F64Values {
 Words bf16_bits(Floats values) {
   Words bits = std::bit_cast<Words>(values);
   Words rounded = (bits + ((bits >> 16) & 1) + 0x7FFF) >> 16;
-  return values != values ? Words{} + 0x7FC0 : rounded;
+  return values != values ? Words{} + 0x7FC0 : rounded;  // NOLINT(misc-redundant-expression): a lane is NaN
 }
 
 Floats round_to_bf16(Floats values) { return std::bit_cast<Floats>(bf16_bits(values) << 16); }

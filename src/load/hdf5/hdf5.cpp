@@ -63,7 +63,13 @@ class Hdf5Reader {
     std::string name = dataset["name"];
     if (!dataset.contains("dtype"))
       return not_read_.push_back(fmt::format("{} (HDF5 type class {})", name, dataset["type_class"].get<int>()));
-    TensorRecord record{.name = name, .dtype = *parse_dtype(dataset["dtype"].get<std::string>()), .file = file_};
+    auto dtype_name = dataset["dtype"].get<std::string>();
+    std::optional<DType> dtype = parse_dtype(dtype_name);
+    if (!dtype)
+      fail(ErrorCode::kInvalidHdf5, path(),
+           fmt::format("dataset `{}`: precdetect-hdf5 named dtype `{}`, which precdetect does not know", name,
+                       dtype_name));
+    TensorRecord record{.name = name, .dtype = *dtype, .file = file_};
     // Keras 2's model.save() writes the optimizer's slots and step counter under this group, beside the weights;
     // Keras 3's saving_lib under "optimizer/vars/" (a .keras archive's model.weights.h5).
     if (name.starts_with("optimizer_weights/") || name.starts_with("optimizer/vars/"))

@@ -133,7 +133,7 @@ std::string run_helper(const std::filesystem::path& program, const std::vector<s
     }
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail(code, path, fmt::format("{} {}", what, describe(status)));
-  if (overflow) fail(code, path, fmt::format("{} wrote {} bytes other than the {} expected", what, "", into.size()));
+  if (overflow) fail(code, path, fmt::format("{} wrote other than the {} bytes expected", what, into.size()));
   return output;
 }
 
