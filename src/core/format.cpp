@@ -61,7 +61,7 @@ constexpr bool file_formats_in_enum_order() {
 }
 static_assert(file_formats_in_enum_order(), "format_info() indexes kFileFormats by the enum's value");
 
-constexpr std::array<NamedValue<Magic>, 9> kMagics = {{
+constexpr std::array<NamedValue<Magic>, 10> kMagics = {{
     {Magic::kSafetensors, "safetensors"},
     {Magic::kGguf, "GGUF"},
     {Magic::kMsgpack, "msgpack"},

@@ -287,8 +287,8 @@ bool loader_reads(std::string_view name) {
 
 void dispose(Inventory& inventory, const ModelSource& source) {
   std::map<std::string, std::pair<Disposition, std::string>> found;
-  auto note = [&](const fs::path& path, Disposition disposition, std::string reason) {
-    found.try_emplace(normal(path), disposition, std::move(reason));
+  auto note = [&](const fs::path& path, Disposition disposition, std::string_view reason) {
+    found.try_emplace(normal(path), disposition, std::string(reason));
   };
   for (const fs::path& file : source.files) note(file, Disposition::kWeights, "the model's weights");
   for (const fs::path& file : source.training_files)

@@ -159,10 +159,10 @@ TEST(Gguf, TensorInfosThatCannotDescribeATensor) {
   EXPECT_EQ(error_of(gguf({tensor_info("w", {uint64_t{1} << 63}, 0, 0)}, {})),
             "m.gguf: invalid GGUF at offset 33: tensor `w`: element count overflows");
   EXPECT_EQ(error_of(gguf({tensor_info("w", {6}, 4, 0)}, {})),  // 4: Q4_2, retired from ggml
-            "m.gguf: invalid GGUF at offset 45: tensor `w`: unknown type 4");
+            "m.gguf: invalid GGUF at offset 45: tensor `w`: type 4 (Q4_2) was retired from ggml, whose readers refuse "
+            "it");
   EXPECT_EQ(error_of(gguf({tensor_info("w", {33}, 8, 0)}, {})),  // Q8_0's blocks hold 32 values
-            "m.gguf: invalid GGUF at offset 45: tensor `w`: 33 elements are not whole Q8_0 blocks, or their size "
-            "overflows");
+            "m.gguf: invalid GGUF at offset 45: tensor `w`: rows of 33 elements are not whole Q8_0 blocks of 32");
   EXPECT_EQ(error_of(gguf({tensor_info("w", {6}, 0, 8)}, {})),
             "m.gguf: invalid GGUF at offset 49: tensor `w`: offset 8 is not a multiple of the alignment 32");
 }
@@ -196,6 +196,9 @@ struct Templates final : PickleVisitor {
     found.emplace_back(where, std::string(text));
   }
   void keras_config(std::string_view, const std::string&) override {}
+  void reaches(const std::string&, const std::filesystem::path&, std::string) override {}
+  uint64_t decompression_left() const override { return uint64_t{1} << 30; }
+  void decompressed(uint64_t) override {}
   std::vector<std::pair<std::string, std::string>> found;
 };
 

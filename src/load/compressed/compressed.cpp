@@ -153,7 +153,7 @@ class CompressedFile final : public FormatFile {
   CompressedFile(const ByteSource& source, Compression compression) : source_(source), compression_(compression) {}
   FileFormat format() const override { return FileFormat::kCompressed; }
 
-  std::string read(Checkpoint&, size_t) const override {
+  FileFormat read(Checkpoint&, size_t) const override {
     fail(ErrorCode::kNotACheckpoint, source_.path(),
          fmt::format("a {} stream, no checkpoint of weights (joblib, pandas and tar decode such files; what it holds "
                      "is judged for safety)",
