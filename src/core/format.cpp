@@ -120,8 +120,8 @@ constexpr bool each_format_in_one_weight_format() {
     size_t found = 0;
     for (const WeightFormat& weights : kWeightFormats)
       found += static_cast<size_t>(std::count(weights.formats.begin(), weights.formats.end(), format.id));
-    bool none = format.id == FileFormat::kPickle || format.id == FileFormat::kCompressed ||
-                format.id == FileFormat::kUnknown;
+    bool none =
+        format.id == FileFormat::kPickle || format.id == FileFormat::kCompressed || format.id == FileFormat::kUnknown;
     if (found != (none ? 0 : 1)) return false;
   }
   return true;

@@ -8,12 +8,12 @@
 #include <map>
 
 #include "precdetect/core/error.h"
+#include "precdetect/core/format.h"
 #include "precdetect/discover/hf_cache.h"
 #include "precdetect/discover/remote.h"
 #include "precdetect/discover/shard_index.h"
 #include "precdetect/discover/shard_pattern.h"
 #include "precdetect/discover/training_state.h"
-#include "precdetect/core/format.h"
 #include "precdetect/net/url.h"
 
 namespace precdetect {

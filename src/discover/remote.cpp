@@ -11,12 +11,12 @@
 #include <set>
 
 #include "precdetect/core/error.h"
+#include "precdetect/core/format.h"
 #include "precdetect/discover/hf_cache.h"
 #include "precdetect/discover/s3_listing.h"
 #include "precdetect/discover/shard_index.h"
 #include "precdetect/discover/shard_pattern.h"
 #include "precdetect/discover/training_state.h"
-#include "precdetect/core/format.h"
 #include "precdetect/net/http.h"
 #include "precdetect/net/remote_text.h"
 

@@ -25,7 +25,7 @@ enum class FileFormat {
   kNemo,         ///< a tar holding model_weights.ckpt
   kTorchTar,     ///< torch.save before 0.4: a tar of pickles and storages
   kNpy,
-  kDcp,     ///< torch.distributed.checkpoint: a folder's .metadata pickle, indexing its .distcp files
+  kDcp,         ///< torch.distributed.checkpoint: a folder's .metadata pickle, indexing its .distcp files
   kOnnx,        ///< a protobuf ModelProto named .onnx
   kCompressed,  ///< a file compressed whole (gzip, bzip2, xz, lzma, zlib, zstd): joblib's and pandas' compressors
   kPickle,      ///< a bare pickle stream: never a checkpoint of weights by itself
