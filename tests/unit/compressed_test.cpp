@@ -9,25 +9,12 @@
 #include <zstd.h>
 
 #include "precdetect/core/error.h"
+#include "zlib_stream.h"
 
 namespace precdetect {
 namespace {
 
 std::span<const std::byte> bytes_of(const std::string& text) { return std::as_bytes(std::span(text)); }
-
-std::string zlib_stream(const std::string& data, int window_bits) {
-  z_stream stream{};
-  deflateInit2(&stream, 6, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&stream, data.size()) + 32, '\0');
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  stream.avail_in = static_cast<uInt>(data.size());
-  stream.next_out = reinterpret_cast<Bytef*>(out.data());
-  stream.avail_out = static_cast<uInt>(out.size());
-  deflate(&stream, Z_FINISH);
-  out.resize(stream.total_out);
-  deflateEnd(&stream);
-  return out;
-}
 
 std::string bzip2_stream(const std::string& data) {
   std::string out(data.size() + data.size() / 100 + 700, '\0');

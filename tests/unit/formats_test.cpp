@@ -10,6 +10,7 @@
 #include "precdetect/load/flax/flax.h"
 #include "precdetect/load/flax/msgpack.h"
 #include "precdetect/load/source/decoded_source.h"
+#include "zlib_stream.h"
 
 namespace precdetect {
 namespace {
@@ -109,19 +110,8 @@ TEST(Msgpack, ABinaryPastTheEndNamesWhereItStarts) {
   }
 }
 
-std::string deflate(const std::string& data) {
-  z_stream stream{};
-  deflateInit2(&stream, 9, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&stream, data.size()), '\0');
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  stream.avail_in = static_cast<uInt>(data.size());
-  stream.next_out = reinterpret_cast<Bytef*>(out.data());
-  stream.avail_out = static_cast<uInt>(out.size());
-  deflate(&stream, Z_FINISH);
-  out.resize(stream.total_out);
-  deflateEnd(&stream);
-  return out;
-}
+/// Raw deflate, as a zip member holds it.
+std::string deflate(const std::string& data) { return zlib_stream(data, -MAX_WBITS, 9); }
 
 TEST(Inflate, SkipsTheHeadAndChecksSizeAndCrc) {
   std::string data = "HEADER" + std::string(5000, 'x') + "tail";
