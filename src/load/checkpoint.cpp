@@ -23,10 +23,6 @@ FileFormat read_file(Checkpoint& checkpoint, size_t file) {
   const ByteSource& source = *checkpoint.files[file];
   std::unique_ptr<FormatFile> format = open_format(source);
   if (format) return checkpoint.formats.emplace_back(std::move(format))->read(checkpoint, file);
-  if (source.path().extension() == ".nemo" && source.size() >= 2 && source.view(0, 2)[0] == std::byte{0x1f} &&
-      source.view(0, 2)[1] == std::byte{0x8b})
-    fail(ErrorCode::kUnknownFormat, source.path(),
-         "a gzip-compressed NeMo archive: unpack it (tar xzf) and scan the model_weights.ckpt inside");
   if (source.path().extension() == ".safetensors")
     read_safetensors_header(source, file);  // not plausibly safetensors: say precisely which rule it breaks
   fail(ErrorCode::kUnknownFormat, source.path(), "unknown checkpoint format");

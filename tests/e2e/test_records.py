@@ -371,8 +371,11 @@ class NeMoArchive(RecordTestCase):
         code, document, _ = scan(path)
         self.assertEqual(code, 2)
         error = document["models"][0]["error"]
-        self.assertEqual(error["code"], "unknown_format")
-        self.assertIn("gzip-compressed NeMo archive", error["message"])
+        # A file compressed whole: no checkpoint of weights, what it holds judged for safety (its tar and the torch
+        # zip inside, which imports nothing dangerous).
+        self.assertEqual(error["code"], "not_a_checkpoint")
+        self.assertIn("a gzip stream, no checkpoint of weights", error["message"])
+        self.assertEqual(document["models"][0]["safety"]["verdict"], "safe")
 
 
 class Lightning(RecordTestCase):
