@@ -15,15 +15,22 @@
 #include "test_util.h"
 
 namespace precdetect {
-namespace {
-
-enum class Kind { kOne, kTwo };
-
+/// A nested field's type, with linkage: counting the fields of Parts, whose std::optional<Layout> is initialized from
+/// link_fields::AnyField, instantiates the optional's constructor, which names AnyField's conversion to Layout;
+/// clang refuses that conversion (declared, never defined) for a type of an anonymous namespace.
+namespace link_test {
 struct Layout {
   bool transposed = false;
   int offset = 0;
   static constexpr auto fields() { return std::tuple{&Layout::transposed, &Layout::offset}; }
 };
+}  // namespace link_test
+
+namespace {
+
+using link_test::Layout;
+
+enum class Kind { kOne, kTwo };
 
 /// Parts with a field of every kind a scheme's parts may hold.
 struct Parts {
@@ -42,6 +49,13 @@ struct Parts {
                       &Parts::kind,  &Parts::layout, &Parts::nested, &Parts::block};
   }
   nlohmann::ordered_json describe() const { return scaled_by_json(scale.name, std::pair{int64_t{1}, group}); }
+};
+
+/// Another scheme's parts, which a link holding Parts is not.
+struct OtherParts {
+  PartName scale;
+  static constexpr auto fields() { return std::tuple{&OtherParts::scale}; }
+  nlohmann::ordered_json describe() const { return scaled_by_json(scale.name, std::pair{int64_t{1}, int64_t{1}}); }
 };
 
 /// Parts with a field that fields() leaves out.
@@ -136,8 +150,8 @@ TEST(Link, ItsTensorsAreItsPartNames) {
   EXPECT_EQ(Link(kScheme, symmetric).tensors(), std::vector<std::string>{"w.scale"});
   EXPECT_EQ(link.describe().dump(), R"({"tensor":"w.scale","block":[1,32]})");
   EXPECT_TRUE(link.holds<Parts>());
-  EXPECT_FALSE(link.holds<Layout>());
-  EXPECT_THROW(link.parts<Layout>(), std::logic_error);
+  EXPECT_FALSE(link.holds<OtherParts>());
+  EXPECT_THROW(link.parts<OtherParts>(), std::logic_error);
 }
 
 class LinkCacheTest : public testing::TempDir {};
