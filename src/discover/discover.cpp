@@ -252,6 +252,15 @@ void use_set(ModelSource& source, WeightSet set) {
 
 /// Why a folder without a shard index is not one model: several independent checkpoints, a diffusers pipeline,
 /// or no weights at all.
+/// The weight formats' files, as no_weights names them: "*.safetensors, *.bin, ..., or a DCP folder's .metadata"
+/// (the format table's extensions, in the weight formats' order).
+std::string weight_file_patterns() {
+  std::vector<std::string> patterns;
+  for (const WeightFormat& format : weight_formats())
+    for (std::string_view extension : format.extensions) patterns.push_back(fmt::format("*{}", extension));
+  return fmt::format("{}, or a DCP folder's {}", fmt::join(patterns, ", "), kDcpMetadata);
+}
+
 [[noreturn]] void fail_not_one_model(const fs::path& folder, const std::vector<WeightSet>& sets) {
   if (sets.size() > 1)
     fail(ErrorCode::kSeveralModels, folder,
@@ -263,9 +272,7 @@ void use_set(ModelSource& source, WeightSet set) {
     fail(ErrorCode::kSeveralModels, folder,
          fmt::format("a diffusers pipeline whose components are models of their own ({}): scan the folder or name one",
                      fmt::join(components, ", ")));
-  fail(ErrorCode::kNoWeights, folder,
-       "no weight files (*.safetensors, *.bin, *.pt, *.pth, *.ckpt, *.jit, *.nemo, *.msgpack, *.keras, *.h5, *.gguf, "
-       "*.npz, *.npy, *.onnx, a DCP folder's .metadata and *.distcp) here");
+  fail(ErrorCode::kNoWeights, folder, fmt::format("no weight files ({}) here", weight_file_patterns()));
 }
 
 /// A folder is one model: its shard index, or its one set of weight files; its training state is that model's.
