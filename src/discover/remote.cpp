@@ -59,7 +59,7 @@ void add_index(ModelSource& source, const Listing& listing, const std::string& i
     std::string name = std::filesystem::path(shard).lexically_normal().generic_string();
     if (!is_clean_path(name))
       fail(ErrorCode::kPathEscape, index_url, fmt::format("weight_map names `{}`, which is no file beside it", shard));
-    name = folder + name;
+    name.insert(0, folder);
     if (listing.complete && !listing.names.contains(name)) missing.push_back(shard);
     source.files.emplace_back(url_of(listing, name));
   }

@@ -23,7 +23,7 @@ namespace precdetect {
   SCHEME(kUnreadScheme)           /* unread.cpp: last, what no scheme before it read */
 
 #define PRECDETECT_DECLARE_SCHEME(NAME) extern const QuantScheme NAME;
-#define PRECDETECT_SCHEME_ADDRESS(NAME) &NAME,
+#define PRECDETECT_SCHEME_ADDRESS(NAME) &(NAME),
 PRECDETECT_QUANT_SCHEMES(PRECDETECT_DECLARE_SCHEME)
 
 namespace {

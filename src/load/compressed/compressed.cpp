@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <memory>
 
 #include "precdetect/core/error.h"
 #include "precdetect/core/format.h"
@@ -43,6 +44,10 @@ class Output {
   const fs::path& path_;
 };
 
+/// A decoder's stream, ended by its library however the decode leaves it (a bound's error thrown mid-stream too).
+template <typename Stream>
+using Ended = std::unique_ptr<Stream, void (*)(Stream*)>;
+
 [[noreturn]] void damaged(const fs::path& path, std::string_view what, std::string_view why) {
   fail(ErrorCode::kCompressedEntry, path, fmt::format("a damaged {} stream: {}", what, why));
 }
@@ -54,6 +59,7 @@ void inflate_all(std::span<const std::byte> in, bool gzip, std::string& out, uin
   while (consumed < in.size()) {
     z_stream stream{};
     if (inflateInit2(&stream, gzip ? 15 + 16 : 15) != Z_OK) damaged(path, "zlib", "cannot start inflate");
+    Ended<z_stream> ended(&stream, [](z_stream* done) { inflateEnd(done); });
     stream.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(in.data() + consumed));
     stream.avail_in = static_cast<uInt>(std::min<size_t>(in.size() - consumed, UINT32_MAX));
     int status = Z_OK;
@@ -67,7 +73,6 @@ void inflate_all(std::span<const std::byte> in, bool gzip, std::string& out, uin
     }
     std::string why = stream.msg ? stream.msg : "truncated";
     consumed += stream.total_in;
-    inflateEnd(&stream);
     if (status != Z_STREAM_END) damaged(path, gzip ? "gzip" : "zlib", why);
     // Another gzip member may follow; anything after a zlib stream (or a gzip's padding) is not decoded.
     if (!gzip || in.size() - consumed < 2 || in[consumed] != std::byte{0x1f} || in[consumed + 1] != std::byte{0x8b})
@@ -81,6 +86,7 @@ void bunzip_all(std::span<const std::byte> in, std::string& out, uint64_t limit,
   while (consumed + 4 <= in.size() && std::memcmp(in.data() + consumed, "BZh", 3) == 0) {
     bz_stream stream{};
     if (BZ2_bzDecompressInit(&stream, 0, 0) != BZ_OK) damaged(path, "bzip2", "cannot start");
+    Ended<bz_stream> ended(&stream, [](bz_stream* done) { BZ2_bzDecompressEnd(done); });
     stream.next_in = reinterpret_cast<char*>(const_cast<std::byte*>(in.data() + consumed));
     stream.avail_in = static_cast<unsigned>(std::min<size_t>(in.size() - consumed, UINT32_MAX));
     unsigned start = stream.avail_in;
@@ -94,18 +100,22 @@ void bunzip_all(std::span<const std::byte> in, std::string& out, uint64_t limit,
       if (status == BZ_OK && stream.avail_in == 0 && stream.avail_out != 0) status = BZ_UNEXPECTED_EOF;
     }
     consumed += start - stream.avail_in;
-    BZ2_bzDecompressEnd(&stream);
     if (status != BZ_STREAM_END) damaged(path, "bzip2", fmt::format("error {}", status));
   }
 }
+
+/// The most memory liblzma may take to decode one file: its dictionary is what the file's header asks for (an lzma
+/// alone header may ask for 4 GiB in 13 bytes), and the largest xz's presets write (-9, -9e) needs 65 MiB.
+constexpr uint64_t kLzmaDecoderMemory = uint64_t{256} << 20;
 
 /// xz (concatenated streams) and lzma alone, through liblzma's decoders.
 void unxz_all(std::span<const std::byte> in, bool alone, std::string& out, uint64_t limit, const fs::path& path) {
   Output output(out, limit, path);
   lzma_stream stream = LZMA_STREAM_INIT;
-  lzma_ret started =
-      alone ? lzma_alone_decoder(&stream, UINT64_MAX) : lzma_stream_decoder(&stream, UINT64_MAX, LZMA_CONCATENATED);
+  lzma_ret started = alone ? lzma_alone_decoder(&stream, kLzmaDecoderMemory)
+                           : lzma_stream_decoder(&stream, kLzmaDecoderMemory, LZMA_CONCATENATED);
   if (started != LZMA_OK) damaged(path, alone ? "lzma" : "xz", "cannot start");
+  Ended<lzma_stream> ended(&stream, lzma_end);
   stream.next_in = reinterpret_cast<const uint8_t*>(in.data());
   stream.avail_in = in.size();
   lzma_ret status = LZMA_OK;
@@ -116,7 +126,10 @@ void unxz_all(std::span<const std::byte> in, bool alone, std::string& out, uint6
     status = lzma_code(&stream, stream.avail_in == 0 ? LZMA_FINISH : LZMA_RUN);
     output.keep(room, stream.avail_out);
   }
-  lzma_end(&stream);
+  if (status == LZMA_MEMLIMIT_ERROR)
+    fail(ErrorCode::kCompressedEntry, path,
+         fmt::format("an {} stream whose dictionary needs more than {} MiB to decode", alone ? "lzma" : "xz",
+                     kLzmaDecoderMemory >> 20));
   if (status != LZMA_STREAM_END)
     damaged(path, alone ? "lzma" : "xz", fmt::format("error {}", static_cast<int>(status)));
 }
