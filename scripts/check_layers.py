@@ -37,7 +37,7 @@ LAYERS = {
     # Files at the top of src/ (and include/precdetect/c_api.h).
     "c_api": ["core", "analyze", "report", "app"],  # the Python package's C interface
     "main": ["core", "app"],
-    "hdf5_helper": ["core", "load"],  # precdetect-hdf5, the one program that links libhdf5
+    "hdf5_helper": ["core", "net", "load"],  # precdetect-hdf5, the one program that links libhdf5
     # Tests: the fuzz targets and the pickle machine's harness link precdetect_formats alone.
     "fuzz": ["core", "net", "kernel", "discover", "load", "quantize", "safety"],
     "tests": ["core", "net", "kernel", "discover", "load", "quantize", "analyze", "safety", "classify", "diff",
@@ -50,8 +50,6 @@ EXCEPTIONS = {
         "the adapter's config is read by classify; discover reads it once into ModelSource (scan)",
     ("src/classify/evidence/adapters.cpp", "net/text_file.h"):
         "the adapter's config is read by classify; discover reads it once into ModelSource (scan)",
-    ("src/classify/model_identity.cpp", "net/text_file.h"):
-        "config.json parsed a third time here; parsed once per model (scan)",
     ("src/classify/model_identity.cpp", "net/url.h"):
         "config.json parsed a third time here; parsed once per model (scan)",
     ("src/classify/model_identity.cpp", "discover/hf_cache.h"):

@@ -11,10 +11,12 @@
 #include <cstdio>
 #include <string>
 
+#include "precdetect/core/confinement.h"
 #include "precdetect/core/error.h"
 #include "precdetect/load/hdf5/hdf5_library.h"
 #include "precdetect/load/hdf5/helper_process.h"
 #include "precdetect/load/source/byte_source.h"
+#include "precdetect/net/url.h"
 
 namespace {
 
@@ -34,6 +36,9 @@ int run(int argc, char** argv) {
         stderr);
     return 64;
   }
+  // The file the scan handed over, as it named it (a URL is read by range, with no local root).
+  const ModelRoot root = is_url(argv[2]) ? ModelRoot{} : model_root_of(argv[2], /*is_folder=*/false);
+  Confined confined(root);
   std::unique_ptr<ByteSource> file = map_file(argv[2]);
   uint64_t offset = ranged ? std::stoull(argv[fixed]) : 0;
   uint64_t size = ranged ? std::stoull(argv[fixed + 1]) : file->size();

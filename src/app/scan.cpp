@@ -16,6 +16,7 @@
 #include "precdetect/app/progress.h"
 #include "precdetect/app/rule_files.h"
 #include "precdetect/classify/judge.h"
+#include "precdetect/core/confinement.h"
 #include "precdetect/core/error.h"
 #include "precdetect/core/format.h"
 #include "precdetect/core/output_file.h"
@@ -188,7 +189,7 @@ void read_headers(ModelReport& report, const ModelSource& source, const LinkedCh
   report.warnings = checkpoint.warnings;
   take_analysis(report, census_model(checkpoint, options.filter, judgement.rules.buffers));
   report.verdict.documented =
-      find_documented(judgement.registry, identify_model(report.input, source.path, source.config));
+      find_documented(judgement.registry, identify_model(report.input, source.path, checkpoint.config));
   report.headers_read = true;
 }
 
@@ -237,14 +238,17 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     report.warnings = checkpoint->warnings;
     // A remote model's folder is its first file's (hf://org/name@commit names no folder that holds files).
     const std::filesystem::path& where = is_url(input) ? source->files.front() : source->path;
-    report.adapter = identify_adapter(where, tensor_names(analysis));
+    {
+      Confined confined(source->root);  // adapter_config.json is the model's file
+      report.adapter = identify_adapter(where, tensor_names(analysis));
+    }
     take_analysis(report, std::move(analysis));
     std::optional<ModelReport> base;
     if (report.adapter && base_following == BaseFollowing::kYes)
       base = scan_adapter_base(report, options, judgement, analyzer, cache);
     report.verdict = judge({.summary = report.summary,
                             .tensors = report.tensors,
-                            .identity = identify_model(input, source->path, source->config),
+                            .identity = identify_model(input, source->path, checkpoint->config),
                             .records = checkpoint->records,
                             .adapter = report.adapter ? &*report.adapter : nullptr,
                             .base_verdict = base && !base->error ? &base->verdict : nullptr,

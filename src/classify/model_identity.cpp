@@ -1,7 +1,6 @@
 #include "precdetect/classify/model_identity.h"
 
 #include "precdetect/discover/hf_cache.h"
-#include "precdetect/net/text_file.h"
 #include "precdetect/net/url.h"
 
 namespace precdetect {
@@ -44,16 +43,6 @@ std::optional<std::string> legacy_name_of(const nlohmann::json& config, const st
   return value;
 }
 
-nlohmann::json read_config(const std::optional<std::filesystem::path>& config_json) {
-  if (!config_json) return nullptr;
-  try {
-    nlohmann::json config = nlohmann::json::parse(read_text_file(*config_json, "config.json"));
-    return config.is_object() ? config : nullptr;
-  } catch (const std::exception&) {
-    return nullptr;  // unreadable or malformed: no identity from it, and the scan goes on
-  }
-}
-
 }  // namespace
 
 std::string_view match_kind_name(MatchKind kind) {
@@ -74,9 +63,8 @@ std::string_view match_kind_name(MatchKind kind) {
   return "hub_id";
 }
 
-ModelIdentity identify_model(const std::string& input, const std::filesystem::path& path,
-                             const std::optional<std::filesystem::path>& config_json) {
-  ModelIdentity identity{.config = read_config(config_json)};
+ModelIdentity identify_model(const std::string& input, const std::filesystem::path& path, nlohmann::json config) {
+  ModelIdentity identity{.config = std::move(config)};
   // A hub id is known where the weights lie in the cache, or where they are read from the Hub (`hf://org/name`);
   // it was typed when the input resolved to it there (an input of id shape that names no path, such as a
   // `folder/group` shard group, is no hub id).

@@ -16,12 +16,17 @@ OpenFile::~OpenFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-OpenFile open_for_reading(const std::filesystem::path& path, std::string_view what, bool allow_pipe) {
-  // Without pipes, O_NONBLOCK: opening a FIFO then returns at once, to be refused below. (It does not change
-  // reads from regular files.) A pipe that is welcome is opened as usual and waits for its writer.
-  int flags = O_RDONLY | O_CLOEXEC | (allow_pipe ? 0 : O_NONBLOCK);
-  const ModelRoot* root = confinement();
-  OpenFile file(root && path != root->entry ? open_beneath(*root, path, flags) : ::open(path.c_str(), flags));
+namespace {
+
+// Without pipes, O_NONBLOCK: opening a FIFO then returns at once, to be refused below. (It does not change reads
+// from regular files.) A pipe that is welcome is opened as usual and waits for its writer.
+int open_flags(bool allow_pipe) { return O_RDONLY | O_CLOEXEC | (allow_pipe ? 0 : O_NONBLOCK); }
+
+}  // namespace
+
+/// `fd` as open returned it for `path`: refused unless it is a regular file (or a welcome pipe).
+OpenFile checked_open(int fd, const std::filesystem::path& path, std::string_view what, bool allow_pipe) {
+  OpenFile file(fd);
   if (file.fd() < 0)
     fail(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, path,
          fmt::format("cannot open {}: {}", what, std::strerror(errno)));
@@ -30,6 +35,20 @@ OpenFile open_for_reading(const std::filesystem::path& path, std::string_view wh
   if (!S_ISREG(file.status_.st_mode) && !(allow_pipe && S_ISFIFO(file.status_.st_mode)))
     fail(ErrorCode::kIo, path, fmt::format("{} is not a regular file", what));
   return file;
+}
+
+OpenFile open_for_reading(const std::filesystem::path& path, std::string_view what, bool allow_pipe) {
+  const ModelRoot* root = confinement();
+  if (!root)
+    fail(ErrorCode::kInternal, path,
+         fmt::format("{} opened outside any model's confinement (core/confinement.h)", what));
+  int flags = open_flags(allow_pipe);
+  return checked_open(path == root->entry ? ::open(path.c_str(), flags) : open_beneath(*root, path, flags), path, what,
+                      allow_pipe);
+}
+
+OpenFile open_user_file(const std::filesystem::path& path, std::string_view what, bool allow_pipe) {
+  return checked_open(::open(path.c_str(), open_flags(allow_pipe)), path, what, allow_pipe);
 }
 
 }  // namespace precdetect

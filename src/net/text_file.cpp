@@ -18,7 +18,8 @@ std::string read_text_file(const std::filesystem::path& path, std::string_view w
   uint64_t max_bytes = list ? uint64_t{1} << 30 : uint64_t{64} << 20;
   // Beside a remote model's weights, or a --from list in a bucket.
   if (std::optional<std::string> url = http_url_of(path.native())) return remote_text(*url, what, max_bytes);
-  OpenFile file = open_for_reading(path, what, /*allow_pipe=*/list);
+  OpenFile file =
+      origin == TextOrigin::kModel ? open_for_reading(path, what) : open_user_file(path, what, /*allow_pipe=*/list);
   std::string text;
   char buffer[1 << 16];
   for (;;) {

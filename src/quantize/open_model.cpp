@@ -41,11 +41,10 @@ nlohmann::json quantizer_settings(const std::filesystem::path& folder) {
   return nullptr;
 }
 
-/// config.json's object, for what it says of the weights' quantization, with a quantizer's own settings file beside
-/// it (quantizer_settings) as its `quantization_config` where config.json has none (AutoGPTQ and optimum-quanto
-/// write theirs only there).
-nlohmann::json config_object(const ModelSource& source) {
-  nlohmann::json config = source.config ? json_object(*source.config) : nullptr;
+/// `config` (config.json's object, or null) for what it says of the weights' quantization, with a quantizer's own
+/// settings file beside it (quantizer_settings) as its `quantization_config` where config.json has none (AutoGPTQ
+/// and optimum-quanto write theirs only there).
+nlohmann::json with_quantizer_settings(nlohmann::json config, const ModelSource& source) {
   std::error_code error;
   std::filesystem::path folder = source.config                                       ? source.config->parent_path()
                                  : std::filesystem::is_directory(source.path, error) ? source.path
@@ -63,7 +62,11 @@ nlohmann::json config_object(const ModelSource& source) {
 LinkedCheckpoint open_model(const ModelSource& source, ReadMode mode) {
   Checkpoint checkpoint = open_checkpoint(source, mode);
   Confined confined(source.root);  // config.json and the settings beside it are the model's files too
-  return link_checkpoint(std::move(checkpoint), config_object(source), source.path.string());
+  nlohmann::json config = source.config ? json_object(*source.config) : nullptr;
+  LinkedCheckpoint model =
+      link_checkpoint(std::move(checkpoint), with_quantizer_settings(config, source), source.path.string());
+  model.config = std::move(config);
+  return model;
 }
 
 }  // namespace precdetect

@@ -24,11 +24,6 @@ constexpr CodeLibrary kLibraries[] = {
     {"peft", find_peft_code},
 };
 
-std::string folder_of(std::string_view name) {
-  size_t slash = name.rfind('/');
-  return slash == std::string_view::npos ? "" : std::string(name.substr(0, slash + 1));
-}
-
 /// "config.json auto_map.AutoConfig" and "config.json auto_map.AutoModel": one config, two keys.
 void merge_keys(std::string& named_by, const std::string& more) {
   std::string key = more.substr(more.find(' ') + 1);

@@ -20,7 +20,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::filesystem::path path = argv[1], dir = argv[2];
-  precdetect::ModelSource source{.input = path.string(), .path = path, .files = {path}};
+  precdetect::ModelSource source{
+      .input = path.string(), .path = path, .files = {path}, .root = precdetect::model_root_of(path, false)};
   precdetect::Checkpoint checkpoint = precdetect::open_checkpoint(source);
   for (size_t i = 0; i < checkpoint.tensors.size(); ++i) {
     const precdetect::TensorRecord& record = checkpoint.tensors[i];

@@ -97,6 +97,27 @@ class Peft(ScanTestCase):
         self.assertEqual((verdict["label"], verdict["decided_by"]), ("bf16", "documented"))
 
 
+    def test_an_adapter_config_linked_out_of_the_folder_is_never_read(self):
+        """PEFT's adapter_config.json moved out of the adapter's folder and linked back: peft's own loader follows
+        the link and reads the outside file's base; precdetect never opens it (issue 66): no base named, no
+        documented precision taken from it, and the link is the safety finding."""
+        folder = save_peft_adapter(self.tmp / "adapter", "EleutherAI/pythia-1b")
+        outside = self.tmp / "outside" / "adapter_config.json"
+        outside.parent.mkdir()
+        (folder / "adapter_config.json").rename(outside)
+        os.symlink("../outside/adapter_config.json", folder / "adapter_config.json")
+        from peft import PeftConfig
+        self.assertEqual(PeftConfig.from_pretrained(str(folder)).base_model_name_or_path, "EleutherAI/pythia-1b")
+        code, document, stderr = scan(folder)
+        self.assertEqual(code, 0, stderr)
+        model = document["models"][0]
+        self.assertIsNone(model["adapter"]["base_model"])
+        self.assertNotIn("pythia", json.dumps(document) + stderr)
+        self.assertIsNone(model["verdict"]["documented"])
+        self.assertEqual(model["safety"]["verdict"], "unsafe")
+        self.assertIn("adapter_config.json", [os.path.basename(item["file"]) for item in model["safety"]["tampering"]])
+
+
 class LoraFiles(ScanTestCase):
     def test_diffusers_lora_weights_are_an_adapter_without_a_base(self):
         generator = torch.Generator().manual_seed(0)

@@ -91,6 +91,25 @@ class Escapes(unittest.TestCase):
         self.assertEqual(sorted(Path(link).name for link in links), ["global_step1", "tokenizer.json"])
         self.assertEqual(run("--fail-if-unsafe", self.model).returncode, 1)
 
+    def test_a_config_linked_out_of_the_folder_is_never_read(self):
+        """A config.json transformers wrote, outside the model and linked in: transformers' loader follows the link
+        and takes its dtype and name; precdetect never opens it (issue 66): nothing of it reaches the report (no
+        config dtype, no documented precision by its name), and the link is the safety finding."""
+        from transformers import AutoConfig, LlamaConfig
+        config = LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
+                             torch_dtype="bfloat16")
+        config.save_pretrained(self.tmp / "outside")
+        os.symlink("../outside/config.json", self.model / "config.json")
+        self.assertEqual(AutoConfig.from_pretrained(self.model).model_type, "llama")  # the loader reads through it
+        code, document, stderr = scan(self.model)
+        self.assertEqual(code, 0, stderr)
+        model = document["models"][0]
+        self.assertIsNone(model["verdict"]["hints"]["config_dtype"])
+        self.assertIsNone(model["verdict"]["documented"])
+        self.assertEqual(safety(document)["verdict"], "unsafe")
+        self.assertIn(str(self.model / "config.json"), [item["file"] for item in safety(document)["tampering"]])
+        self.assertEqual(run("--fail-if-unsafe", self.model).returncode, 1)
+
     def test_links_that_stay_inside_and_a_linked_model_folder_are_followed(self):
         os.symlink("model.safetensors", self.model / "alias.json")
         os.symlink(self.model, self.tmp / "linked-model")

@@ -116,6 +116,23 @@ TEST_P(Confinement, EscapeOfNamesTheLinkWithoutFollowingIt) {
 INSTANTIATE_TEST_SUITE_P(Openat2AndWalk, Confinement, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "openat2" : "component_walk"; });
 
+TEST_P(Confinement, AModelFileOutsideAnyScopeIsNeverOpened) {
+  as_model_.reset();  // no model's reading under way: no root to open beneath
+  try {
+    read_text_file(root_ / "model/a.bin", "config.json");
+    FAIL() << "opened with no confinement";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInternal);
+    EXPECT_NE(std::string(e.what()).find("config.json opened outside any model's confinement"), std::string::npos);
+  }
+}
+
+TEST_P(Confinement, AFileTheUserNamedIsOpenedAsNamed) {
+  as_model_.reset();
+  EXPECT_EQ(read_text_file(root_ / "model/link_out", "rules file", TextOrigin::kUserFile), "CANARY");
+  EXPECT_EQ(read_text_file(root_ / "model/link_out", "input list (--from)", TextOrigin::kList), "CANARY");
+}
+
 TEST(ArchiveMember, NamesThatLeaveTheExtractionFolder) {
   for (std::string_view name : {"/etc/cron.d/x", "../x", "a/../../x", "a\\..\\..\\x", "C:x", "\\x"})
     EXPECT_TRUE(member_name_escape(name)) << name;

@@ -27,10 +27,12 @@ class ShrinkingFile : public ::testing::Test {
  protected:
   void SetUp() override {
     path_ = std::filesystem::temp_directory_path() / fmt::format("precdetect-shrinking-{}", getpid());
+    as_model_.emplace(path_.parent_path());
   }
   void TearDown() override { std::filesystem::remove(path_); }
   void write(const std::string& bytes) { std::ofstream(path_, std::ios::binary) << bytes; }
   std::filesystem::path path_;
+  std::optional<testing::AsModelFolder> as_model_;
 };
 
 /// Sums bytes through a volatile pointer: the compiler must really read each one.

@@ -44,6 +44,7 @@ class ReadModes : public ::testing::Test {
 
   static Checkpoint open(ReadMode mode) {
     Checkpoint checkpoint{.format = FileFormat::kSafetensors};
+    testing::AsModelFolder model(path_.parent_path());
     checkpoint.files.push_back(map_file(path_, mode));
     checkpoint.tensors = read_safetensors_header(*checkpoint.files.front()).tensors;
     return checkpoint;

@@ -9,10 +9,12 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "precdetect/core/confinement.h"
 #include "precdetect/load/source/byte_source.h"
 #include "precdetect/load/tensor_record.h"
 
@@ -64,19 +66,37 @@ std::string raw_bytes(const std::vector<T>& values) {
 }
 
 /// A fixture with a fresh folder of its own (root_), removed after the test.
+/// While it lives, this thread opens the files under `folder` as one model's (core/confinement.h): for tests that
+/// open files themselves, where a scan's discover and open_checkpoint set the scope.
+class AsModelFolder {
+ public:
+  explicit AsModelFolder(const std::filesystem::path& folder)
+      : root_(model_root_of(folder, /*is_folder=*/true)), confined_(root_) {}
+
+ private:
+  ModelRoot root_;
+  Confined confined_;
+};
+
+/// A fresh folder for the test, its files opened as one model's (AsModelFolder).
 class TempDir : public ::testing::Test {
  protected:
   void SetUp() override {
     root_ = std::filesystem::temp_directory_path() / ("precdetect-test-" + std::to_string(std::random_device{}()));
     std::filesystem::create_directories(root_);
+    as_model_.emplace(root_);
   }
-  void TearDown() override { std::filesystem::remove_all(root_); }
+  void TearDown() override {
+    as_model_.reset();
+    std::filesystem::remove_all(root_);
+  }
   /// Writes `text` to `relative` under the folder, creating its parents.
   void write(const std::filesystem::path& relative, const std::string& text) {
     std::filesystem::create_directories((root_ / relative).parent_path());
     std::ofstream(root_ / relative, std::ios::binary | std::ios::trunc) << text;
   }
   std::filesystem::path root_;
+  std::optional<AsModelFolder> as_model_;
 };
 
 /// A pickle's BINUNICODE opcode for `text`.

@@ -39,11 +39,9 @@ struct ModelIdentity {
   nlohmann::json config;  ///< config.json's object; null when absent or unreadable
 };
 
-/// Reads what names the model `input` resolved to at `path` (a model folder or file), and its config.json when
-/// there is one. Never
-/// throws: a config.json that cannot be read gives no identity from it (the weights are what is scanned).
-ModelIdentity identify_model(const std::string& input, const std::filesystem::path& path,
-                             const std::optional<std::filesystem::path>& config_json);
+/// What names the model `input` resolved to at `path` (a model folder or file), with `config`, its config.json's
+/// object as its reading found it (LinkedCheckpoint::config; null without one). Reads no file.
+ModelIdentity identify_model(const std::string& input, const std::filesystem::path& path, nlohmann::json config);
 
 /// What names the base model an adapter names: a hub id ("gpt2", "org/name@rev"), or a path of the hub cache;
 /// nullopt for anything else (a local folder outside the cache names nothing the registry knows).

@@ -50,6 +50,7 @@ void use_openat2_for_tests(bool enabled);
 class Confined {
  public:
   explicit Confined(const ModelRoot& root);
+  explicit Confined(const ModelRoot&& root) = delete;  // the scope keeps a pointer: never to a temporary
   ~Confined();
   Confined(const Confined&) = delete;
   Confined& operator=(const Confined&) = delete;

@@ -26,16 +26,21 @@ class OpenFile {
   int release() { return std::exchange(fd_, -1); }
 
  private:
-  friend OpenFile open_for_reading(const std::filesystem::path&, std::string_view, bool);
+  friend OpenFile checked_open(int fd, const std::filesystem::path&, std::string_view, bool);
   int fd_;
   struct stat status_ {};
 };
 
-/// Opens `path` (`what` it is, for messages) read-only. Only a regular file is accepted, or with `allow_pipe`
-/// also a pipe (`--from <(find ...)`): a FIFO beside the weights that nobody writes would block forever, and a
-/// device (/dev/zero) has no end. Within a Confined scope (core/confinement.h) the path must resolve beneath the
-/// model's root. Throws Error(kNotFound) for a missing file, Error(kPathEscape) for one outside the root,
-/// Error(kIo) otherwise, naming the path.
+/// Opens `path`, a file of the model being read (`what` it is, for messages), read-only, beneath the root of the
+/// Confined scope this thread holds (core/confinement.h). Only a regular file is accepted, or with `allow_pipe` also a
+/// pipe: a FIFO beside the weights that nobody writes would block forever, and a device (/dev/zero) has no end.
+/// Throws Error(kNotFound) for a missing file, Error(kPathEscape) for one outside the root, Error(kIo) otherwise,
+/// naming the path; Error(kInternal) when no scope is live: a model's files are opened confined or not at all, so a
+/// reader that forgets the scope fails its first test instead of reading outside the model.
 OpenFile open_for_reading(const std::filesystem::path& path, std::string_view what, bool allow_pipe = false);
+
+/// Opens a file the user named (a rules file, a --from list, `--from <(find ...)`'s pipe, a --verify manifest) as
+/// given, links followed: the user chose it. The same checks as open_for_reading otherwise.
+OpenFile open_user_file(const std::filesystem::path& path, std::string_view what, bool allow_pipe = false);
 
 }  // namespace precdetect

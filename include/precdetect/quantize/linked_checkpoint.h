@@ -27,6 +27,9 @@ struct RecordReading {
 /// weight's own name, its parts of role TensorRole::kScale) and one reading per record.
 struct LinkedCheckpoint : Checkpoint {
   std::vector<RecordReading> readings;  ///< readings[i] is tensors[i]'s
+  /// config.json's object as open_model read it, beneath the model's root; null when absent or unreadable. What
+  /// names the model (classify/model_identity.h) reads it here: the file is read once, and confined.
+  nlohmann::json config;
 
   /// The reading of `record`, one of `tensors`.
   const RecordReading& reading(const TensorRecord& record) const;
