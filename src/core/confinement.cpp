@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <deque>
@@ -87,18 +88,50 @@ struct Resolved {
   int error = 0;  ///< errno of a component that could not be looked at (ENOENT, ELOOP)
 };
 
-/// Resolves `rest` beneath the root as the kernel would, reading each link instead of following it.
+/// Where a resolution stands above the root, after a ".." climbed out of it: the root's own folders lie on the way
+/// back in. Those are real folders (the root is canonical), so the way back needs no look at anything outside.
+class AboveRoot {
+ public:
+  explicit AboveRoot(const fs::path& folder) {
+    for (const fs::path& part : folder.relative_path()) folders_.push_back(part.string());
+  }
+  bool outside() const { return levels_ > 0; }
+  /// One level up; at the file system's root ".." stays there, as the kernel's does.
+  void climb() { levels_ = std::min(levels_ + 1, folders_.size()); }
+  /// One level down into `part`: false when it is not the way back to the root.
+  bool descend(const std::string& part) {
+    if (part != folders_[folders_.size() - levels_]) return false;
+    --levels_;
+    return true;
+  }
+
+ private:
+  std::vector<std::string> folders_;
+  size_t levels_ = 0;
+};
+
+/// Resolves `rest` beneath the root as the kernel would, reading each link instead of following it. A path that
+/// climbs out of the root and comes straight back in (`../model/x`, a link written from its folder's parent) stays
+/// inside: only what it reaches counts.
 Resolved resolve_by_hand(const ModelRoot& root, int root_fd, const fs::path& spelled, const fs::path& rest) {
   Resolved out;
   std::deque<std::string> pending = parts_of(rest);
   EscapingLink last{.link = spelled, .target = spelled.string()};  // what climbs out: the last link, or the path
+  AboveRoot above(root.folder);
   int links = 0;
   while (!pending.empty() && !out.error) {
     std::string part = std::move(pending.front());
     pending.pop_front();
     if (part.empty() || part == ".") continue;
+    if (part == ".." && out.parts.empty()) {
+      above.climb();
+      continue;
+    }
+    if (above.outside()) {
+      if (!above.descend(part)) return out.escape = last, out;
+      continue;
+    }
     if (part == "..") {
-      if (out.parts.empty()) return out.escape = last, out;
       out.parts.pop_back();
       continue;
     }
@@ -124,6 +157,7 @@ Resolved resolve_by_hand(const ModelRoot& root, int root_fd, const fs::path& spe
     std::deque<std::string> more = parts_of(target);
     pending.insert(pending.begin(), more.begin(), more.end());
   }
+  if (above.outside()) out.escape = last;  // it ends above the root: a folder that holds the model
   return out;
 }
 

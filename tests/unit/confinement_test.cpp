@@ -31,6 +31,9 @@ class Confinement : public testing::TempDir, public ::testing::WithParamInterfac
     fs::create_symlink(root_ / "model/sub/b.bin", root_ / "model/absolute_in");
     fs::create_symlink("../outside", root_ / "model/folder_out");
     fs::create_symlink("sub/../../outside.txt", root_ / "model/sub_climbs_out");
+    fs::create_symlink("../model/a.bin", root_ / "model/climbs_back_in");  // out of the folder and straight back
+    fs::create_symlink("../model/../outside.txt", root_ / "model/back_in_then_out");
+    fs::create_symlink("..", root_ / "model/parent");
   }
   void TearDown() override {
     use_openat2_for_tests(true);
@@ -57,11 +60,14 @@ TEST_P(Confinement, OpensWhatResolvesInsideTheModel) {
   EXPECT_EQ(read("link_in").first, "inside");
   EXPECT_EQ(read("absolute_in").first, "deeper");  // an absolute link that leads back inside
   EXPECT_EQ(read("sub/../a.bin").first, "inside");
+  EXPECT_EQ(read("climbs_back_in").first, "inside");  // what a path reaches counts, not the way
+  EXPECT_EQ(read("sub/../climbs_back_in").first, "inside");
   EXPECT_EQ(read("missing.bin").first, "not_found");
 }
 
 TEST_P(Confinement, NeverOpensWhatLeavesIt) {
-  for (std::string link : {"link_out", "absolute_out", "folder_out/c.bin", "sub_climbs_out", "../outside.txt"}) {
+  for (std::string link : {"link_out", "absolute_out", "folder_out/c.bin", "sub_climbs_out", "../outside.txt",
+                           "back_in_then_out", "parent/outside.txt", "parent/model/../outside.txt"}) {
     auto [code, message] = read(link);
     EXPECT_EQ(code, "path_escape") << link;
     EXPECT_EQ(message.find("CANARY"), std::string::npos) << link;
