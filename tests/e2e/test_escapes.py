@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from helpers import ROOT, run, scan
+from helpers import ROOT, require, run, scan
 
 CANARY_VALUE = 31337.0  # the canary's one value: it must never appear in precdetect's output
 
@@ -171,8 +171,7 @@ class Escapes(unittest.TestCase):
         """strace: on the escaping cases, no descriptor precdetect opens resolves into the canary's folder (not even
         to list it), while it does open the model's files. Checked to fail: the same trace of `cat` through the
         link names the canary."""
-        if shutil.which("strace") is None:
-            self.skipTest("strace is not installed (scripts/setup.sh --tests installs it)")
+        require(self, shutil.which("strace"), "strace")
         (self.model / "model.safetensors").unlink()
         os.symlink("../outside/canary.safetensors", self.model / "model.safetensors")
         os.symlink("../outside", self.model / "global_step1")

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from safetensors.numpy import save_file
 
-from helpers import ScanTestCase, reference_precision, run, scan, tensors_by_name, warning_codes, write_gguf
+from helpers import ScanTestCase, reference_precision, requires, run, scan, tensors_by_name, warning_codes, write_gguf
 
 import gguf  # noqa: E402  (after helpers: the test venv's packages)
 import h5py
@@ -329,7 +329,7 @@ class Numpy(ArraysTestCase):
         self.assertIn("CRC-32", bad["error"]["message"])
 
 
-@unittest.skipIf(flax_serialization is None, "flax is not installed")
+@requires(flax_serialization is not None, "flax")
 class Flax(ScanTestCase):
     def tree(self):
         rng = np.random.default_rng(3)
@@ -518,7 +518,7 @@ class Hdf5(ArraysTestCase):
         self.assertEqual(cut["error"]["code"], "invalid_hdf5")
         self.assertIn("cut.h5", cut["error"]["message"])
 
-    @unittest.skipIf(keras is None, "keras is not installed")
+    @requires(keras is not None, "keras")
     def test_keras_weights_files_written_by_keras(self):
         model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16), keras.layers.LayerNormalization(),
                                   keras.layers.Dense(4)])
@@ -534,7 +534,7 @@ class Hdf5(ArraysTestCase):
         self.assertArrays(reported, datasets)
         self.assertNotEqual(reported["verdict"]["label"], "fp16")  # 3e5 does not fit fp16
 
-    @unittest.skipIf(keras is None, "keras is not installed")
+    @requires(keras is not None, "keras")
     def test_a_keras_model_with_a_lambda_layer_is_unsafe(self):
         # Its marshalled code runs at load (tests/e2e/test_keras_safety.py shows it, and every other case).
         model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4), keras.layers.Lambda(lambda x: x * 2)])
@@ -555,7 +555,7 @@ def train_tokenizer(path):
     path.write_bytes(model.getvalue())
 
 
-@unittest.skipIf(not (CONVERTER / "convert_hf_to_gguf.py").is_file(), "llama.cpp's converter is not installed")
+@requires((CONVERTER / "convert_hf_to_gguf.py").is_file(), "llama.cpp's converter")
 class LlamaCppConversions(ScanTestCase):
     """A transformers model saved as safetensors, converted by llama.cpp's converter, and the two diffed: a
     lossless conversion is reported as such (issue 24), although llama.cpp renames every tensor, interleaves the
@@ -670,7 +670,7 @@ class LlamaCppConversions(ScanTestCase):
         self.assertEqual(tensors["blk.0.ffn_up.weight"]["torch_name"], "model.layers.0.mlp.up_proj.weight")
 
 
-@unittest.skipIf(flax_serialization is None, "flax is not installed")
+@requires(flax_serialization is not None, "flax")
 class Folders(ScanTestCase):
     def test_one_model_in_three_formats_scans_alike_with_all_formats(self):
         arrays = weights()

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from helpers import REPO, ScanTestCase, scan
+from helpers import REPO, ScanTestCase, requires, scan
 
 ESPNET = REPO / ".venv" / "espnet"
 
@@ -58,7 +58,7 @@ def edited(source, target, **train_args):
     return target
 
 
-@unittest.skipUnless(__import__("importlib").util.find_spec("ultralytics"), "ultralytics is not installed")
+@requires(__import__("importlib").util.find_spec("ultralytics"), "ultralytics")
 class Ultralytics(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -128,7 +128,7 @@ class Ultralytics(unittest.TestCase):
                          "__builtin__.getattr(<ultralytics.nn.modules.conv.Conv object>, 'forward_fuse')")
 
 
-@unittest.skipUnless(__import__("importlib").util.find_spec("mmengine"), "mmengine is not installed")
+@requires(__import__("importlib").util.find_spec("mmengine"), "mmengine")
 class OpenMMLab(ScanTestCase):
     RUNNER = """
         import torch, torch.nn as nn
@@ -195,7 +195,7 @@ class OpenMMLab(ScanTestCase):
                          ("openmmlab_config", "fp32", {"meta.config.fp16": "(absent)"}))
 
 
-@unittest.skipUnless((ESPNET / "espnet2").is_dir(), "ESPnet's parser is not installed (scripts/setup.sh --tests)")
+@requires((ESPNET / "espnet2").is_dir(), "ESPnet's parser")
 class ESPnet(ScanTestCase):
     def espnet_folders(self, cases):
         """exp/NAME for each NAME: arguments in `cases`: config.yaml as ESPnet's ASR task writes it for those

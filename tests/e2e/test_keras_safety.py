@@ -22,7 +22,7 @@ import h5py
 import numpy as np
 import torch
 
-from helpers import ScanTestCase, scan, tensors_by_name
+from helpers import ScanTestCase, requires, scan, tensors_by_name
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 try:
@@ -81,7 +81,7 @@ def edited_keras(source, dest, edit):
     return dest
 
 
-@unittest.skipIf(keras is None, "keras is not installed")
+@requires(keras is not None, "keras")
 class KerasSafety(ScanTestCase):
     def setUp(self):
         super().setUp()

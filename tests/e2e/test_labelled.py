@@ -7,7 +7,7 @@ import csv
 import importlib.metadata
 import unittest
 
-from helpers import REPO, ScanTestCase, scan
+from helpers import REPO, ScanTestCase, require, scan
 
 STATS = ("abs_min", "abs_max", "norm_min", "norm_max")
 
@@ -34,8 +34,7 @@ class LabelledModels(ScanTestCase):
         self.assertGreaterEqual(len(rows), 12)
         for row, path in rows:
             with self.subTest(model=row["model"]):
-                if path is None:
-                    self.skipTest(f"{row['model']}: the package is not installed (scripts/setup.sh --tests)")
+                require(self, path is not None, f"{row['model']}'s package")
                 code, document, stderr = scan(path)
                 self.assertEqual(code, 0, stderr)
                 model = document["models"][0]

@@ -22,7 +22,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from helpers import ScanTestCase, reference_summary, scan, small_llama, tensors_by_name
+from helpers import ScanTestCase, reference_summary, requires, scan, small_llama, tensors_by_name
 
 try:
     import optimum.quanto as quanto
@@ -71,7 +71,7 @@ def save_state_dict(folder, model, with_map=True):
         (folder / "quantization_map.json").write_text(json.dumps(quanto.quantization_map(model)))
 
 
-@unittest.skipIf(quanto is None, "optimum-quanto is not installed")
+@requires(quanto is not None, "optimum-quanto")
 class Quanto(ScanTestCase):
     def check(self, folder, model_report, modules):
         """Each quantized module's weight, reported under its own name, against quanto's dequantize(); returns

