@@ -46,10 +46,6 @@ LAYERS = {
 
 # (file, header included): why it is allowed for now, and who removes it (issue 67's later steps).
 EXCEPTIONS = {
-    ("src/classify/evidence/adapters.cpp", "net/remote_env.h"):
-        "the adapter's config is read by classify; discover reads it once into ModelSource (scan)",
-    ("src/classify/evidence/adapters.cpp", "net/text_file.h"):
-        "the adapter's config is read by classify; discover reads it once into ModelSource (scan)",
     ("src/classify/model_identity.cpp", "net/url.h"):
         "config.json parsed a third time here; parsed once per model (scan)",
     ("src/classify/model_identity.cpp", "discover/hf_cache.h"):

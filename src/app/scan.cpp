@@ -13,6 +13,7 @@
 #include "precdetect/analyze/model_analysis.h"
 #include "precdetect/app/gates.h"
 #include "precdetect/app/output.h"
+#include "precdetect/app/peft_config.h"
 #include "precdetect/app/progress.h"
 #include "precdetect/app/rule_files.h"
 #include "precdetect/classify/judge.h"
@@ -236,12 +237,7 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
     ModelAnalysis analysis = analyze_model(*checkpoint, options.filter, judgement.rules.buffers, analyzer, cache);
     verified(true);  // what the analysis left unread (a cached tensor's bytes) is read to finish the hashes
     report.warnings = checkpoint->warnings;
-    // A remote model's folder is its first file's (hf://org/name@commit names no folder that holds files).
-    const std::filesystem::path& where = is_url(input) ? source->files.front() : source->path;
-    {
-      Confined confined(source->root);  // adapter_config.json is the model's file
-      report.adapter = identify_adapter(where, tensor_names(analysis));
-    }
+    report.adapter = identify_adapter(read_peft_config(*source), tensor_names(analysis));
     take_analysis(report, std::move(analysis));
     std::optional<ModelReport> base;
     if (report.adapter && base_following == BaseFollowing::kYes)

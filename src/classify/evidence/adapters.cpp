@@ -7,10 +7,6 @@
 #include <regex>
 #include <vector>
 
-#include "precdetect/core/error.h"
-#include "precdetect/net/remote_env.h"
-#include "precdetect/net/text_file.h"
-
 namespace precdetect {
 namespace {
 
@@ -33,32 +29,15 @@ const std::vector<NamePattern>& lora_names() {
   return patterns;
 }
 
-/// True when `config_path` is there to read: a regular file, or a remote one (a URL beside a remote model's weights)
-/// whose server does not answer 404 or 401/403.
-bool adapter_config_there(const std::filesystem::path& config_path) {
-  std::error_code ec;
-  if (!http_url_of(config_path.native())) return std::filesystem::is_regular_file(config_path, ec);
-  try {
-    read_text_file(config_path, "adapter_config.json");
-    return true;
-  } catch (const Error& e) {
-    return e.code() != ErrorCode::kNotFound && e.code() != ErrorCode::kRemoteAuth;  // else: there, unreadable
-  }
-}
-
-/// A PEFT adapter_config.json in `folder`: its base model when it names one.
-std::optional<Adapter> peft_adapter(const std::filesystem::path& folder) {
-  std::filesystem::path config_path = folder / "adapter_config.json";
-  if (!adapter_config_there(config_path)) return std::nullopt;
+/// A PEFT adapter with `config` (adapter_config.json; discarded where it could not be read): its base model when it
+/// names one.
+Adapter peft_adapter(const nlohmann::json& config) {
+  if (config.is_discarded())
+    return {.format = AdapterFormat::kPeft, .found_by = "adapter_config.json (unreadable: no base model read from it)"};
   Adapter adapter{.format = AdapterFormat::kPeft, .found_by = "adapter_config.json"};
-  try {
-    nlohmann::json config = nlohmann::json::parse(read_text_file(config_path, "adapter_config.json"));
-    if (config.is_object() && config.contains("base_model_name_or_path") &&
-        config["base_model_name_or_path"].is_string() && !config["base_model_name_or_path"].get<std::string>().empty())
-      adapter.base_model = config["base_model_name_or_path"].get<std::string>();
-  } catch (const std::exception&) {
-    adapter.found_by = "adapter_config.json (unreadable: no base model read from it)";
-  }
+  if (auto base = config.is_object() ? config.find("base_model_name_or_path") : config.end();
+      base != config.end() && base->is_string() && !base->get<std::string>().empty())
+    adapter.base_model = base->get<std::string>();
   return adapter;
 }
 
@@ -93,13 +72,9 @@ std::string_view adapter_format_name(AdapterFormat format) {
   return "peft";
 }
 
-std::optional<Adapter> identify_adapter(const std::filesystem::path& model_path,
+std::optional<Adapter> identify_adapter(const std::optional<nlohmann::json>& peft_config,
                                         std::span<const std::string> tensor_names) {
-  std::error_code ec;
-  // A file is a PEFT adapter under its own name only: a folder of checkpoints may hold one beside others.
-  bool folder = std::filesystem::is_directory(model_path, ec);
-  if (folder || model_path.stem() == "adapter_model")
-    if (std::optional<Adapter> adapter = peft_adapter(folder ? model_path : model_path.parent_path())) return adapter;
+  if (peft_config) return peft_adapter(*peft_config);
   return adapter_by_names(tensor_names);
 }
 

@@ -4,6 +4,7 @@
 /// "Adapters").
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -33,10 +34,11 @@ struct Adapter {
   std::string found_by;  ///< "adapter_config.json", or "tensor names: 256 of 256 are kohya LoRA names"
 };
 
-/// The adapter the model at `model_path` (a folder or a file) is, or nullopt for a model: a PEFT
-/// adapter_config.json beside the weights, or tensor names that are mostly LoRA pairs of one writer. A
-/// checkpoint that holds a few LoRA tensors among a full model's stays a model.
-std::optional<Adapter> identify_adapter(const std::filesystem::path& model_path,
+/// The adapter a model is, or nullopt for a model: a PEFT adapter with `peft_config` (its adapter_config.json as
+/// app/peft_config.h read it: nullopt where there is none, a discarded value where it could not be read), or tensor
+/// names that are mostly LoRA pairs of one writer. A checkpoint that holds a few LoRA tensors among a full model's
+/// stays a model. Reads no file.
+std::optional<Adapter> identify_adapter(const std::optional<nlohmann::json>& peft_config,
                                         std::span<const std::string> tensor_names);
 
 /// The adapter's verdict takes its base's, as scanned: label, candidates, confidence, what decided, the documented
