@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# clang-tidy (.clang-tidy) over the sources of the torch-free parsers (precdetect_formats: discover, load's format
-# readers, core; and the HDF5 helper program): the code that reads untrusted bytes. The whole tree would take longer
-# than CI's budget, since every file that includes libtorch parses its headers again (docs/fuzzing.md gives the figures).
+# clang-tidy (.clang-tidy; the release requirements-tests.txt pins, in .venv) over the sources of the torch-free
+# parsers (precdetect_formats: discover, load's format readers, core; and the HDF5 helper program): the code that
+# reads untrusted bytes. The whole tree would take longer than CI's budget, since every file that includes libtorch
+# parses its headers again (docs/fuzzing.md gives the figures).
 # Usage: scripts/check_tidy.sh BUILD_DIR [--all] [--shard I/N]   (a built folder with compile_commands.json)
 # On a branch it lints the sources the branch's change touches (scripts/changed_files.sh --branch-only): those
 # changed, and those whose compilation includes a changed file (the build's own dependency record, `ninja -t deps`);
 # a source the change does not touch cannot gain a finding from it, since it and every file it includes are the
-# base's. It lints all of them with --all, with PRECDETECT_FULL_CHECKS=1, when .clang-tidy or this script changed,
-# where there is no base to compare with, and on main itself (CI's clean clone): no commit before main's tip is known
-# to have passed, so CI, the only gate, always lints the whole.
+# base's. It lints all of them with --all, with PRECDETECT_FULL_CHECKS=1, when .clang-tidy, this script or the
+# pinned release (requirements-tests.txt) changed, where there is no base to compare with, and on main itself (CI's
+# clean clone): no commit before main's tip is known to have passed, so CI, the only gate, always lints the whole.
 # --shard I/N lints the I-th of N interleaved parts of those sources (I from 0), one clang-tidy at a time: ctest runs
 # N such entries (tidy.0 ...), so that the whole pass (CI's, or a change to a header most sources include) is N entries
 # each far inside its timeout, which ctest's -j spreads over the cores. Without --shard, one clang-tidy per core.
@@ -31,6 +32,8 @@ while (($#)); do
   shift
 done
 cd "$(dirname "$0")/.."
+tidy=$PWD/.venv/bin/clang-tidy
+[ -x "$tidy" ] || { echo "check_tidy.sh: no $tidy: run scripts/setup.sh --tests" >&2; exit 1; }
 mapfile -t sources < <({ sed -n '/^add_library(precdetect_formats/,/^)/p' src/CMakeLists.txt
   grep '^add_executable(precdetect-hdf5' src/CMakeLists.txt; } | grep -o '[a-z0-9_/]*\.cpp' | sed 's|^|src/|')
 mapfile -t changed < <(if ((all)); then echo '*'; else scripts/changed_files.sh --branch-only; fi)
@@ -49,7 +52,7 @@ touched_sources() {
     END { finish() }' | sort -u
 }
 linted=("${sources[@]}")
-if ! printf '%s\n' "${changed[@]}" | grep -qxF -e '*' -e .clang-tidy -e scripts/check_tidy.sh; then
+if ! printf '%s\n' "${changed[@]}" | grep -qxF -e '*' -e .clang-tidy -e scripts/check_tidy.sh -e requirements-tests.txt; then
   declare -A built=() touched=()
   while read -r kind source; do
     if [ "$kind" = built ]; then built[$source]=1; else touched[$source]=1; fi
@@ -73,4 +76,4 @@ commands=$(mktemp -d "$build/tidy.XXXXXX")
 trap 'rm -rf "$commands"' EXIT
 sed -E 's/ -Winvalid-pch -Xclang -include-pch -Xclang [^ ]+ -Xclang -include -Xclang [^ ]+//' \
   "$build/compile_commands.json" > "$commands/compile_commands.json"
-printf '%s\n' "${part[@]}" | xargs -P "$jobs" -n 4 clang-tidy -p "$commands" --quiet
+printf '%s\n' "${part[@]}" | xargs -P "$jobs" -n 4 "$tidy" -p "$commands" --quiet

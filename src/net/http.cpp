@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -56,16 +57,32 @@ struct ContentRange {
   bool unsatisfied = false;
 };
 
-std::optional<ContentRange> parse_content_range(const std::string& value) {
+/// Takes `literal` off the front of `text`, when it is there.
+bool take(std::string_view& text, std::string_view literal) {
+  if (!text.starts_with(literal)) return false;
+  text.remove_prefix(literal.size());
+  return true;
+}
+
+/// Takes a byte position off the front of `text`: digits only, as RFC 9110 writes one (no sign, no space), and no
+/// more than 64 bits hold (a server's `-1` or `99999999999999999999` is no size).
+bool take_position(std::string_view& text, uint64_t& value) {
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc()) return false;
+  text.remove_prefix(static_cast<size_t>(end - text.data()));
+  return true;
+}
+
+std::optional<ContentRange> parse_content_range(std::string_view value) {
   ContentRange range;
-  unsigned long long first = 0, last = 0, total = 0;
-  int end = 0;
-  if (std::sscanf(value.c_str(), "bytes */%llu%n", &total, &end) == 1 && end == static_cast<int>(value.size()))
-    return ContentRange{.total = total, .unsatisfied = true};
-  if (std::sscanf(value.c_str(), "bytes %llu-%llu/%llu%n", &first, &last, &total, &end) != 3 ||
-      end != static_cast<int>(value.size()) || first > last || last >= total)
-    return std::nullopt;
-  range.first = first, range.last = last, range.total = total;
+  if (!take(value, "bytes ")) return std::nullopt;
+  if (take(value, "*/")) {
+    range.unsatisfied = true;
+    return take_position(value, range.total) && value.empty() ? std::optional(range) : std::nullopt;
+  }
+  bool whole = take_position(value, range.first) && take(value, "-") && take_position(value, range.last) &&
+               take(value, "/") && take_position(value, range.total) && value.empty();
+  if (!whole || range.first > range.last || range.last >= range.total) return std::nullopt;
   return range;
 }
 
@@ -167,8 +184,10 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.remove_suffix(1);
   if (line.starts_with("HTTP/")) {  // a new answer (after a 100 Continue): its headers only
     transfer.headers.clear();
-    size_t space = line.find(' ');
-    transfer.status = space == std::string_view::npos ? 0 : std::atol(std::string(line.substr(space + 1)).c_str());
+    std::string_view code = line.substr(std::min(line.find(' '), line.size()));
+    code.remove_prefix(std::min<size_t>(1, code.size()));
+    // "HTTP/1.1 206 Partial Content": the status, 0 for a line that has none
+    if (std::from_chars(code.data(), code.data() + code.size(), transfer.status).ec != std::errc()) transfer.status = 0;
   } else if (size_t colon = line.find(':'); colon != std::string_view::npos) {
     std::string name(line.substr(0, colon));
     std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });

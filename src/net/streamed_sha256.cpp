@@ -155,6 +155,7 @@ std::shared_ptr<StreamedSha256> StreamedVerification::add(std::string url, std::
 std::vector<StreamedDigest> StreamedVerification::finish(bool read_rest) {
   std::lock_guard lock(mutex_);
   std::vector<StreamedDigest> digests;
+  digests.reserve(files_.size());
   for (const auto& file : files_) digests.push_back(file->finish(read_rest));
   return digests;
 }

@@ -92,7 +92,7 @@ std::optional<HubRef> parse_hub_url(std::string_view text) {
 std::string resolve_location(const Url& base, std::string_view location) {
   if (parse_http_url(location)) return std::string(location);
   if (location.starts_with("//")) return fmt::format("{}:{}", base.scheme, location);
-  if (location.starts_with("/")) return fmt::format("{}://{}{}", base.scheme, base.authority, location);
+  if (location.starts_with('/')) return fmt::format("{}://{}{}", base.scheme, base.authority, location);
   return fmt::format("{}://{}{}{}", base.scheme, base.authority, base.path.substr(0, base.path.rfind('/') + 1),
                      location);
 }

@@ -232,7 +232,8 @@ void dequantize_run(const std::byte* codes, uint64_t first, uint64_t count, cons
   uint64_t inner = first % index.inner, along = first / index.inner % index.along;
   uint64_t outer = first / index.inner / index.along;
   auto advance = [&](uint64_t steps) {  // `steps` codes on, within the run of `inner` codes they are in
-    if ((inner += steps) < index.inner) return;
+    inner += steps;
+    if (inner < index.inner) return;
     inner = 0;
     if (++along == index.along) along = 0, ++outer;
   };

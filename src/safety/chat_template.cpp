@@ -45,7 +45,7 @@ constexpr std::array<std::pair<std::string_view, size_t>, 9> kAttributeFilters =
 constexpr size_t kExcerpt = 80;
 
 bool internal_name(std::string_view name) {
-  return name.starts_with("_") || std::find(kInternalNames.begin(), kInternalNames.end(), name) != kInternalNames.end();
+  return name.starts_with('_') || std::find(kInternalNames.begin(), kInternalNames.end(), name) != kInternalNames.end();
 }
 
 bool format_method(std::string_view name) { return name == "format" || name == "format_map"; }

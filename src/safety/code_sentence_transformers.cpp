@@ -55,7 +55,7 @@ void activation(CodeSearch& search, const std::string& config_name, const nlohma
 /// The module of class `type` at `path` (a modules.json entry's folder): a Dense's activation (dense.py:133), a
 /// Router's types (base/modules/router.py:672).
 void module_folder(CodeSearch& search, const std::string& type, const std::string& path) {
-  std::string folder = path.empty() || path.ends_with("/") ? path : path + "/";
+  std::string folder = path.empty() || path.ends_with('/') ? path : path + "/";
   if (type.ends_with(".Dense"))
     if (const nlohmann::json* dense = search.config(folder + "config.json"))
       if (auto found = dense->find("activation_function"); found != dense->end())

@@ -229,7 +229,7 @@ class StatementParser {
       if (!s_.is(TokenKind::kName)) s_.expect_name();
       if (context()) return stmt;
       Token name = s_.expect_name();
-      if (name.value.starts_with("_"))
+      if (name.value.starts_with('_'))
         throw SyntaxError{"names starting with an underline can not be imported", name.offset};
       stmt.params.push_back(s_.skip_name("as") ? s_.expect_name().value : name.value);
       if (context() || !s_.is_op(",")) return stmt;

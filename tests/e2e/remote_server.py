@@ -396,6 +396,8 @@ class Handler(BaseHTTPRequestHandler):
         body = read_range(file, first, last)  # only the range: a benchmark's shards are large
         if fault == "bad-range":
             headers["Content-Range"] = f"bytes {first}-{last + 1}/{size}"
+        if fault == "minus-total":  # a total C's strtoull would read as 2^64 - 1
+            headers["Content-Range"] = f"bytes {first}-{last}/-1"
         if fault == "short":
             body = body[:len(body) // 2]
         if fault == "long":

@@ -4,8 +4,10 @@
 /// and raw blocks yield no tokens: the judge reads only what runs.
 
 #include <cstddef>
+#include <exception>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace precdetect::jinja {
@@ -34,7 +36,9 @@ struct Token {
 
 /// What jinja2 would refuse to lex or parse, and where (a byte offset in the template). Thrown by tokenize and by
 /// the parser's internals; parse_template (jinja_parser.h) catches it and returns it.
-struct SyntaxError {
+struct SyntaxError : std::exception {
+  SyntaxError(std::string message, size_t offset) : message(std::move(message)), offset(offset) {}
+  const char* what() const noexcept override { return message.c_str(); }
   std::string message;
   size_t offset = 0;
 };

@@ -134,6 +134,7 @@ class MetadataReader {
     const auto* tuple = args && args->items.size() == 1 ? std::get_if<pickle::Tuple>(&args->items[0]->v) : nullptr;
     if (!tuple) bad(fmt::format("{} is not a torch.Size of a tuple", what));
     std::vector<int64_t> dims;
+    dims.reserve(tuple->items.size());
     for (const Ref& dim : tuple->items) dims.push_back(static_cast<int64_t>(count(dim, what)));
     return dims;
   }

@@ -101,6 +101,7 @@ class GgufReader {
     ordered_json metadata = ordered_json::object();
     for (uint64_t i = 0; i < keys; ++i) read_key_value(metadata);
     std::vector<TensorRecord> records;
+    // NOLINTNEXTLINE(performance-inefficient-vector-operation): a count the file claims, never reserved ahead
     for (uint64_t i = 0; i < tensors; ++i) records.push_back(read_tensor_info());
     place(records);
     bool first_part = checkpoint.metadata.empty();  // a split file's later parts: the first one describes the model

@@ -315,7 +315,7 @@ std::string model_config(hid_t file) {
   if (!type.valid() || H5Tget_class(type.get()) != H5T_STRING) return "";
   if (H5Tis_variable_str(type.get()) > 0) {
     char* text = nullptr;
-    if (H5Aread(attribute.get(), type.get(), &text) < 0 || !text) return "";
+    if (H5Aread(attribute.get(), type.get(), static_cast<void*>(&text)) < 0 || !text) return "";
     std::string config(text);
     H5free_memory(text);
     return config;

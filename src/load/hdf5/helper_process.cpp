@@ -8,9 +8,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string_view>
 
 extern char** environ;
 
@@ -36,6 +39,22 @@ struct Pipe {
     fd = -1;
   }
 };
+
+/// The named error a helper that exited 2 wrote (helper_error_line's "<code>\t<message>"); nullopt when its standard
+/// error holds none: then it failed like any program.
+std::optional<Error> named_error(std::string_view errors) {
+  size_t tab = errors.find('\t');
+  if (tab == std::string_view::npos) return std::nullopt;
+  std::string_view digits = errors.substr(0, tab);
+  int code = -1;
+  auto [end, fault] = std::from_chars(digits.data(), digits.data() + digits.size(), code);
+  if (fault != std::errc() || end != digits.data() + digits.size() || code < 0 ||
+      code > static_cast<int>(ErrorCode::kInternal))
+    return std::nullopt;
+  std::string_view message = errors.substr(tab + 1);
+  while (message.ends_with('\n')) message.remove_suffix(1);
+  return Error(static_cast<ErrorCode>(code), std::string(message));
+}
 
 /// Reads the helper's output (into `into` when given, else `out`) and its standard error until both close or the
 /// deadline passes; false on a timeout or an output that does not fit `into`.
@@ -125,12 +144,7 @@ std::string run_helper(const std::filesystem::path& program, const std::vector<s
   }
   if (!finished) fail(code, path, fmt::format("{} did not finish in {} s (stopped)", what, limit.count()));
   if (WIFEXITED(status) && WEXITSTATUS(status) == 2) {
-    size_t tab = errors.find('\t');
-    if (tab != std::string::npos) {
-      std::string message = errors.substr(tab + 1);
-      while (!message.empty() && message.back() == '\n') message.pop_back();
-      throw Error(static_cast<ErrorCode>(std::atoi(errors.substr(0, tab).c_str())), message);
-    }
+    if (std::optional<Error> named = named_error(errors)) throw *named;
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail(code, path, fmt::format("{} {}", what, describe(status)));
   if (overflow) fail(code, path, fmt::format("{} wrote other than the {} bytes expected", what, into.size()));

@@ -75,6 +75,7 @@ class OnnxReader {
     auto joined = std::make_unique<JoinedSource>(std::move(checkpoint_.files[file_]));
     // Every external file is joined before the first decoded region is added after them.
     std::vector<const OnnxTensor*> stored;
+    stored.reserve(graph_.tensors.size() + 2 * graph_.sparse.size());
     for (const OnnxTensor& tensor : graph_.tensors) stored.push_back(&tensor);
     for (const OnnxSparse& sparse : graph_.sparse) {
       stored.push_back(&sparse.values);

@@ -67,10 +67,10 @@ constexpr ConstantField kConstantFields[] = {{"value_float", kAttributeFloat, Wi
                                              {"value_string", kAttributeString, WireType::kBytes, kString, true},
                                              {"value_strings", kAttributeStrings, WireType::kBytes, kString, false}};
 
-/// A message-valued field; throws when the field is not length-delimited.
+/// A message-valued field; throws when the field is not length-delimited. Every caller passes a field its walk holds.
 const ProtoField& message(const ProtoField& field, const ProtoReader& reader) {
   if (field.wire != WireType::kBytes) reader.fail(fmt::format("field {} is not a message", field.number));
-  return field;
+  return field;  // NOLINT(bugprone-return-const-ref-from-parameter): never a temporary (above)
 }
 
 class GraphWalker {

@@ -162,6 +162,7 @@ void RecordSink::add_flags(RecordKind kind, FlagReading reading, const std::stri
   reading.says.erase(Label::kFp32);  // fp32 parameters beside a half flag: mixed precision's master weights
   if (reading.says.size() > 1) {
     std::vector<std::string> set;
+    set.reserve(reading.fields.size());
     for (const RecordField& item : reading.fields) set.push_back(item.key + "=" + item.value);
     return unreadable(fmt::format("{}: {} contradict each other", where, fmt::join(set, ", ")));
   }

@@ -96,6 +96,7 @@ bool saves_weights_in_half(RecordKind kind) {
 
 std::string record_text(const TrainingRecord& record) {
   std::vector<std::string> fields;
+  fields.reserve(record.fields.size());
   for (const RecordField& field : record.fields) fields.push_back(field.key + "=" + field.value);
   std::string file = record.files.empty() ? "" : std::filesystem::path(record.files.front()).filename().string();
   std::string more = record.files.size() > 1 ? fmt::format(" (+{} files)", record.files.size() - 1) : "";
