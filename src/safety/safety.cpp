@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 
 #include "precdetect/core/error.h"
@@ -43,9 +44,23 @@ const CustomCode* Safety::first_unasked_code() const {
   return nullptr;
 }
 
+namespace {
+
+/// True for two spellings of one file: the model's examination names a file from its root, the inventory from the
+/// input (`/data/m/tokenizer.json`, `m/tokenizer.json`), and each file is one finding.
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  if (a == b) return true;
+  if (fs::path(a).filename() != fs::path(b).filename()) return false;
+  std::error_code ec;
+  return fs::absolute(a, ec).lexically_normal() == fs::absolute(b, ec).lexically_normal();
+}
+
+}  // namespace
+
 void Safety::add_tampering(SafetyTampering item) {
   bool known = std::any_of(tampering.begin(), tampering.end(), [&](const SafetyTampering& other) {
-    return other.kind == item.kind && other.file == item.file && other.offset == item.offset;
+    return other.kind == item.kind && other.offset == item.offset && same_file(other.file, item.file);
   });
   if (!known) tampering.push_back(std::move(item));
 }

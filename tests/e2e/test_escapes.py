@@ -91,6 +91,17 @@ class Escapes(unittest.TestCase):
         self.assertEqual(sorted(Path(link).name for link in links), ["global_step1", "tokenizer.json"])
         self.assertEqual(run("--fail-if-unsafe", self.model).returncode, 1)
 
+    def test_each_link_out_is_one_finding_however_the_input_is_spelled(self):
+        """The walk of the model's folder and the inventory of the input both meet a link out; named from the root
+        and from the input (a relative path), it is one finding, not two (issue 66)."""
+        os.symlink("../outside/canary.safetensors", self.model / "tokenizer.json")
+        for spelled in (self.model, os.path.relpath(self.model), f"{self.tmp}/./model"):
+            with self.subTest(input=str(spelled)):
+                code, document, stderr = scan(spelled)
+                self.assertEqual(code, 0, stderr)
+                links = [item["file"] for item in safety(document)["tampering"]]
+                self.assertEqual([Path(link).name for link in links], ["tokenizer.json"], links)
+
     def test_a_config_linked_out_of_the_folder_is_never_read(self):
         """A config.json transformers wrote, outside the model and linked in: transformers' loader follows the link
         and takes its dtype and name; precdetect never opens it (issue 66): nothing of it reaches the report (no

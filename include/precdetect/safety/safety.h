@@ -92,7 +92,8 @@ struct Safety {
   const SafetyImport* first_dangerous() const;
   /// The first custom code a loader imports without asking (CodeConsent::kNotAsked), or nullptr.
   const CustomCode* first_unasked_code() const;
-  /// Tampering, once per kind and file (a link out of the model is met by the walk and by every open through it).
+  /// Tampering, once per kind and file however spelled (a link out of the model is met by the walk of its folder,
+  /// by the inventory of the input, and by every open through it).
   void add_tampering(SafetyTampering item);
   /// What stopped the examination of `where`, or the model's reading: a path out of the model (Error kPathEscape)
   /// is path_escape tampering, anything else unverified; never passed.
