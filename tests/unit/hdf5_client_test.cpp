@@ -161,5 +161,16 @@ TEST_F(StandInHelper, TheHelpersOwnErrorIsThrownAgainAndItsEndIsNamed) {
                       std::string("m.h5: precdetect-hdf5, reading the file's structure, exited with status 3")));
 }
 
+TEST_F(StandInHelper, AnExitOfTwoWithoutOneOfOurCodesIsAFailureLikeAnyOther) {
+  // libhdf5's own diagnostics on standard error, or a code past the table: never read as a named error (atoi took
+  // "HDF5-DIAG" for 0, not_found)
+  const std::string failed = "m.h5: precdetect-hdf5, reading the file's structure, exited with status 2";
+  for (std::string errors : {"HDF5-DIAG: Error detected\\tin H5F.c\\n", "999\\tm.h5: no such code\\n",
+                             "-1\\tm.h5: below the table\\n", "12abc\\tm.h5: digits and more\\n"}) {
+    answer("", "printf '" + errors + "' >&2\nexit 2\n");
+    EXPECT_EQ(error(), std::pair(ErrorCode::kInvalidHdf5, failed)) << errors;
+  }
+}
+
 }  // namespace
 }  // namespace precdetect
