@@ -79,8 +79,12 @@ TEST(MlxAffine, ScalesThatDoNotFitTheCodesAreSizeMismatchNamingBothShapes) {
 }
 
 TEST(MlxAffine, WithoutSettingsToReadTheCodesByTheyAreNotReadAndTheScalesAreNeverWeights) {
-  const nlohmann::json no_settings[] = {nullptr, nlohmann::json::object(), settings(64, 7), settings(64, 1),
-                                        settings(0, 4), settings(64, 9),
+  const nlohmann::json no_settings[] = {nullptr,
+                                        nlohmann::json::object(),
+                                        settings(64, 7),
+                                        settings(64, 1),
+                                        settings(0, 4),
+                                        settings(64, 9),
                                         {{"quantization", {{"group_size", 64}, {"bits", 4}, {"l", false}}}}};
   for (const nlohmann::json& config : no_settings) {
     LinkedCheckpoint model = linked(affine_parts(64, 8), config);
