@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <charconv>
+
+#include "precdetect/core/whole_number.h"
 
 namespace precdetect {
 namespace {
@@ -41,13 +42,11 @@ std::optional<std::pair<int, int>> compute_capability(std::string_view text) {
   if (key.starts_with("sm") && key.size() >= 4 && key.size() <= 5 && std::all_of(key.begin() + 2, key.end(), ::isdigit))
     return std::pair{std::stoi(key.substr(2, key.size() - 3)), key.back() - '0'};
   size_t dot = key.find('.');
-  int major = 0, minor = 0;
   if (dot == std::string::npos || dot == 0 || dot + 2 != key.size()) return std::nullopt;
-  auto [end, ec] = std::from_chars(key.data(), key.data() + dot, major);
-  if (ec != std::errc() || end != key.data() + dot || !std::isdigit(static_cast<unsigned char>(key.back())))
-    return std::nullopt;
-  minor = key.back() - '0';
-  return std::pair{major, minor};
+  std::optional<int> major = whole_number<int>(std::string_view(key).substr(0, dot));
+  if (!major || !std::isdigit(static_cast<unsigned char>(key.back()))) return std::nullopt;
+  int minor = key.back() - '0';
+  return std::pair{*major, minor};
 }
 
 }  // namespace

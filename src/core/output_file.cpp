@@ -7,13 +7,13 @@
 
 #include <array>
 #include <cerrno>
-#include <charconv>
 #include <csignal>
 #include <cstring>
 #include <iterator>
 #include <optional>
 
 #include "precdetect/core/error.h"
+#include "precdetect/core/whole_number.h"
 
 namespace precdetect {
 namespace fs = std::filesystem;
@@ -75,11 +75,7 @@ bool under_proc(const fs::path& real) {
 /// to): written through the descriptor itself, so that a redirection's offset and O_APPEND hold.
 std::optional<int> own_descriptor(const fs::path& real_folder, const fs::path& name) {
   if (real_folder != fs::path("/proc") / std::to_string(::getpid()) / "fd") return std::nullopt;
-  const std::string& digits = name.native();
-  int descriptor = -1;
-  auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), descriptor);
-  if (error != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
-  return descriptor;
+  return whole_number<int>(name.native());
 }
 
 /// Writes all of `content` to `fd`; false with errno set when a write fails.

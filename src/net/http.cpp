@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "precdetect/core/error.h"
+#include "precdetect/core/whole_number.h"
 #include "precdetect/net/retry.h"
 #include "precdetect/net/speed_floor.h"
 
@@ -184,10 +185,10 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.remove_suffix(1);
   if (line.starts_with("HTTP/")) {  // a new answer (after a 100 Continue): its headers only
     transfer.headers.clear();
-    std::string_view code = line.substr(std::min(line.find(' '), line.size()));
-    code.remove_prefix(std::min<size_t>(1, code.size()));
     // "HTTP/1.1 206 Partial Content": the status, 0 for a line that has none
-    if (std::from_chars(code.data(), code.data() + code.size(), transfer.status).ec != std::errc()) transfer.status = 0;
+    size_t space = line.find(' ');
+    std::string_view code = space == std::string_view::npos ? "" : line.substr(space + 1, 3);
+    transfer.status = whole_number<long>(code).value_or(0);
   } else if (size_t colon = line.find(':'); colon != std::string_view::npos) {
     std::string name(line.substr(0, colon));
     std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });

@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "precdetect/core/error.h"
+#include "precdetect/core/whole_number.h"
 
 namespace precdetect {
 namespace {
@@ -49,11 +49,10 @@ std::string authority_of(const std::string& base) {
 long positive_number(const char* name, long otherwise) {
   std::string value = env(name);
   if (value.empty()) return otherwise;
-  long number = 0;
-  auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
-  if (error != std::errc() || end != value.data() + value.size() || number <= 0)
+  std::optional<long> number = whole_number<long>(value);
+  if (!number || *number <= 0)
     throw Error(ErrorCode::kRemote, fmt::format("{}=`{}` is not a positive whole number", name, value));
-  return number;
+  return *number;
 }
 
 bool truthy(const std::string& value) { return value == "1" || value == "ON" || value == "YES" || value == "TRUE"; }

@@ -3,8 +3,9 @@
 #include <curl/curl.h>
 
 #include <algorithm>
-#include <charconv>
 #include <string>
+
+#include "precdetect/core/whole_number.h"
 
 namespace precdetect {
 
@@ -17,14 +18,12 @@ std::chrono::milliseconds retry_delay(int attempt, std::optional<std::string_vie
   using std::chrono::milliseconds;
   using std::chrono::seconds;
   if (retry_after) {
-    std::string_view value = *retry_after;
-    long long delay = 0;
-    auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), delay);
-    bool is_seconds = error == std::errc() && end == value.data() + value.size() && delay >= 0;
+    std::optional<long long> delay = whole_number<long long>(*retry_after);
+    bool is_seconds = delay && *delay >= 0;
     // Otherwise an HTTP-date (IMF-fixdate, or the obsolete RFC 850 and asctime forms), which libcurl's parser
     // reads as its own Date and cookie dates.
-    std::time_t date = is_seconds ? -1 : curl_getdate(std::string(value).c_str(), nullptr);
-    if (is_seconds) return seconds(std::min<long long>(delay, kMaxRetryAfter.count()));
+    std::time_t date = is_seconds ? -1 : curl_getdate(std::string(*retry_after).c_str(), nullptr);
+    if (is_seconds) return seconds(std::min<long long>(*delay, kMaxRetryAfter.count()));
     if (date != -1) {  // to the millisecond: a date is a whole second, now is not
       auto wait = std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::from_time_t(date) - now);
       return std::clamp(wait, milliseconds(0), milliseconds(kMaxRetryAfter));

@@ -8,12 +8,13 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string_view>
+
+#include "precdetect/core/whole_number.h"
 
 extern char** environ;
 
@@ -45,15 +46,11 @@ struct Pipe {
 std::optional<Error> named_error(std::string_view errors) {
   size_t tab = errors.find('\t');
   if (tab == std::string_view::npos) return std::nullopt;
-  std::string_view digits = errors.substr(0, tab);
-  int code = -1;
-  auto [end, fault] = std::from_chars(digits.data(), digits.data() + digits.size(), code);
-  if (fault != std::errc() || end != digits.data() + digits.size() || code < 0 ||
-      code > static_cast<int>(ErrorCode::kInternal))
-    return std::nullopt;
+  std::optional<int> code = whole_number<int>(errors.substr(0, tab));
+  if (!code || *code < 0 || *code > static_cast<int>(ErrorCode::kInternal)) return std::nullopt;
   std::string_view message = errors.substr(tab + 1);
   while (message.ends_with('\n')) message.remove_suffix(1);
-  return Error(static_cast<ErrorCode>(code), std::string(message));
+  return Error(static_cast<ErrorCode>(*code), std::string(message));
 }
 
 /// Reads the helper's output (into `into` when given, else `out`) and its standard error until both close or the

@@ -3,12 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <set>
 #include <tuple>
 #include <utility>
 
+#include "precdetect/core/whole_number.h"
 #include "precdetect/load/onnx/protobuf.h"
 
 namespace precdetect {
@@ -346,11 +346,9 @@ class GraphWalker {
   }
 
   static uint64_t number(std::string_view text, const ProtoReader& reader, std::string_view what) {
-    uint64_t value = 0;
-    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (text.empty() || error != std::errc() || end != text.data() + text.size())
-      reader.fail(fmt::format("{} `{}` is not a number", what, text));
-    return value;
+    std::optional<uint64_t> value = whole_number<uint64_t>(text);
+    if (!value) reader.fail(fmt::format("{} `{}` is not a number", what, text));
+    return *value;
   }
 
   static OnnxExternal external_location(const std::map<std::string, std::string, std::less<>>& entries,
