@@ -3,9 +3,8 @@
 // beside the code. The values are checked against compressed-tensors' own decompressors in tests/e2e.
 #include <gtest/gtest.h>
 
-#include "precdetect/core/error.h"
-#include "precdetect/quantize/linked_checkpoint.h"
 #include "precdetect/quantize/scheme.h"
+#include "scheme_test_util.h"
 #include "test_util.h"
 
 namespace precdetect {
@@ -15,22 +14,8 @@ nlohmann::json compressed_tensors(const std::string& format) {
   return {{"quantization_config", {{"quant_method", "compressed-tensors"}, {"format", format}}}};
 }
 
-LinkedCheckpoint linked(std::vector<TensorRecord> tensors, const nlohmann::json& config) {
-  Checkpoint checkpoint;
-  checkpoint.tensors = std::move(tensors);
-  return link_checkpoint(std::move(checkpoint), config, "m.safetensors");
-}
-
-/// (code, message) of linking `tensors` under `config`; kInternal when it links.
-std::pair<ErrorCode, std::string> refusal(std::vector<TensorRecord> tensors, const nlohmann::json& config) {
-  try {
-    linked(std::move(tensors), config);
-  } catch (const Error& e) {
-    return {e.code(), e.what()};
-  }
-  return {ErrorCode::kInternal, "linked"};
-}
-
+using testing::link_refusal;
+using testing::linked_file;
 using testing::shaped_record;
 
 /// `l`'s nvfp4 parts: [8, bytes] packed codes, e4m3 scales of `groups` columns, a global scale of `globals` values.
@@ -42,7 +27,7 @@ std::vector<TensorRecord> nvfp4_parts(int64_t bytes, int64_t groups, int64_t glo
 }
 
 TEST(Nvfp4Link, PackedCodesAreReadInTheGroupsTheirScalesImply) {
-  LinkedCheckpoint model = linked(nvfp4_parts(32, 4), compressed_tensors("nvfp4-pack-quantized"));
+  LinkedCheckpoint model = linked_file(nvfp4_parts(32, 4), compressed_tensors("nvfp4-pack-quantized"));
   ASSERT_TRUE(model.readings[0].link);
   EXPECT_EQ(
       model.readings[0].link->describe().dump(),
@@ -53,22 +38,22 @@ TEST(Nvfp4Link, PackedCodesAreReadInTheGroupsTheirScalesImply) {
 TEST(Nvfp4Link, PartsThatFitNoGroupsOfTheCodesAreSizeMismatch) {
   const auto config = compressed_tensors("nvfp4-pack-quantized");
   // 64 codes a row in 3 groups; groups of an odd count of codes (64 in 64 groups of 1); two global scales; bf16 scales
-  EXPECT_EQ(refusal(nvfp4_parts(32, 3), config),
+  EXPECT_EQ(link_refusal(nvfp4_parts(32, 3), config),
             std::pair(ErrorCode::kSizeMismatch,
                       std::string("m.safetensors: nvfp4 weight `l.weight_packed` of shape [8, 32] (U8): scale "
                                   "`l.weight_scale` of shape [8, 3] (F8_E4M3) and global scale `l.weight_global_scale` "
                                   "(1 values, F32) fit no groups of its codes")));
-  EXPECT_EQ(refusal(nvfp4_parts(32, 64), config).first, ErrorCode::kSizeMismatch);
-  EXPECT_EQ(refusal(nvfp4_parts(32, 4, 2), config).first, ErrorCode::kSizeMismatch);
-  EXPECT_EQ(refusal(nvfp4_parts(32, 4, 1, DType::BF16), config).first, ErrorCode::kSizeMismatch);
+  EXPECT_EQ(link_refusal(nvfp4_parts(32, 64), config).first, ErrorCode::kSizeMismatch);
+  EXPECT_EQ(link_refusal(nvfp4_parts(32, 4, 2), config).first, ErrorCode::kSizeMismatch);
+  EXPECT_EQ(link_refusal(nvfp4_parts(32, 4, 1, DType::BF16), config).first, ErrorCode::kSizeMismatch);
 }
 
 TEST(Nvfp4Link, WithoutTheFormatOrAPartTheCodesAreNotReadAndThePartsAreNeverWeights) {
-  LinkedCheckpoint other_format = linked(nvfp4_parts(32, 3), compressed_tensors("pack-quantized"));
+  LinkedCheckpoint other_format = linked_file(nvfp4_parts(32, 3), compressed_tensors("pack-quantized"));
   EXPECT_FALSE(other_format.readings[0].link);
   std::vector<TensorRecord> no_global = nvfp4_parts(32, 4);
   no_global.pop_back();
-  LinkedCheckpoint incomplete = linked(no_global, compressed_tensors("nvfp4-pack-quantized"));
+  LinkedCheckpoint incomplete = linked_file(no_global, compressed_tensors("nvfp4-pack-quantized"));
   EXPECT_FALSE(incomplete.readings[0].link);
   EXPECT_EQ(incomplete.tensors[1].role, TensorRole::kScale);
 }
@@ -89,7 +74,7 @@ TEST(Int8CodesLink, AScaleIsOneForTheTensorOnePerRowOrOnePerGroupOfWholeInputs) 
       {{8, 4}, R"({"tensor":"l.weight_scale","block":[1,16],"bits":8,"zero_points":null})"},
   };
   for (const auto& [shape, description] : cases) {
-    LinkedCheckpoint model = linked(int8_parts(shape), config);
+    LinkedCheckpoint model = linked_file(int8_parts(shape), config);
     ASSERT_TRUE(model.readings[0].link) << description;
     EXPECT_EQ(model.readings[0].link->describe().dump(), description);
   }
@@ -97,12 +82,12 @@ TEST(Int8CodesLink, AScaleIsOneForTheTensorOnePerRowOrOnePerGroupOfWholeInputs) 
 
 TEST(Int8CodesLink, ScalesOrZeroPointsThatFitNoRowsOrGroupsAreSizeMismatch) {
   const auto config = compressed_tensors("int-quantized");
-  EXPECT_EQ(refusal(int8_parts({8, 3}), config),
+  EXPECT_EQ(link_refusal(int8_parts({8, 3}), config),
             std::pair(ErrorCode::kSizeMismatch,
                       std::string("m.safetensors: int8 weight `l.weight` of shape [8, 64]: scale `l.weight_scale` of "
                                   "shape [8, 3] fits no rows or groups of it")));
-  EXPECT_EQ(refusal(int8_parts({4, 1}), config).first, ErrorCode::kSizeMismatch);
-  EXPECT_EQ(refusal(int8_parts({8, 1}, std::vector<int64_t>{8, 2}), config),
+  EXPECT_EQ(link_refusal(int8_parts({4, 1}), config).first, ErrorCode::kSizeMismatch);
+  EXPECT_EQ(link_refusal(int8_parts({8, 1}, std::vector<int64_t>{8, 2}), config),
             std::pair(ErrorCode::kSizeMismatch,
                       std::string("m.safetensors: int8 weight `l.weight` of shape [8, 64]: scale `l.weight_scale` of "
                                   "shape [8, 1] with zero points of shape [8, 2] fits no rows or groups of it")));

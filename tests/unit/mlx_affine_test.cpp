@@ -5,9 +5,8 @@
 // tests/e2e/test_quantized.py, on files mx.quantize and mx.save_safetensors wrote.
 #include <gtest/gtest.h>
 
-#include "precdetect/core/error.h"
-#include "precdetect/quantize/linked_checkpoint.h"
 #include "precdetect/quantize/scheme.h"
+#include "scheme_test_util.h"
 #include "test_util.h"
 
 namespace precdetect {
@@ -20,10 +19,14 @@ std::vector<TensorRecord> affine_parts(int64_t words, int64_t groups, DType scal
           testing::shaped_record("l.biases", scale_dtype, {8, groups})};
 }
 
-LinkedCheckpoint linked(std::vector<TensorRecord> tensors, const nlohmann::json& config) {
-  Checkpoint checkpoint;
-  checkpoint.tensors = std::move(tensors);
-  return link_checkpoint(std::move(checkpoint), config, "m.safetensors");
+using testing::link_refusal;
+using testing::linked_file;
+
+/// The refusal of scales of `scales` columns beside a weight of `words` words, at `bits` bits in groups of `group`.
+std::string unfit(int64_t scales, int64_t words, int bits, int group) {
+  return "m.safetensors: scales `l.scales` of shape [8, " + std::to_string(scales) +
+         "] do not fit weight `l.weight` of shape [8, " + std::to_string(words) + "] at " + std::to_string(bits) +
+         " bits in groups of " + std::to_string(group);
 }
 
 nlohmann::json settings(int64_t group_size, int64_t bits) {
@@ -32,7 +35,7 @@ nlohmann::json settings(int64_t group_size, int64_t bits) {
 
 TEST(MlxAffine, CodesWhoseScalesFitAreReadWithTheirGroupAndBits) {
   // 64 words of 4-bit codes: 512 codes a row, 8 groups of 64
-  LinkedCheckpoint model = linked(affine_parts(64, 8), settings(64, 4));
+  LinkedCheckpoint model = linked_file(affine_parts(64, 8), settings(64, 4));
   ASSERT_TRUE(model.readings[0].link);
   EXPECT_EQ(model.readings[0].link->scheme().name, "MLX affine 2-8 bits");
   EXPECT_EQ(model.readings[0].link->describe().dump(),
@@ -42,40 +45,17 @@ TEST(MlxAffine, CodesWhoseScalesFitAreReadWithTheirGroupAndBits) {
 }
 
 TEST(MlxAffine, ScalesThatDoNotFitTheCodesAreSizeMismatchNamingBothShapes) {
-  struct Case {
-    std::vector<TensorRecord> tensors;
-    nlohmann::json config;
-    std::string message;
-  };
-  std::vector<Case> cases = {
-      {affine_parts(64, 7), settings(64, 4),
-       "m.safetensors: scales `l.scales` of shape [8, 7] do not fit weight `l.weight` of shape [8, 64] at 4 bits in "
-       "groups of 64"},
-      {affine_parts(64, 9), settings(64, 4),
-       "m.safetensors: scales `l.scales` of shape [8, 9] do not fit weight `l.weight` of shape [8, 64] at 4 bits in "
-       "groups of 64"},
+  const std::pair<std::pair<ErrorCode, std::string>, std::string> cases[] = {
+      {link_refusal(affine_parts(64, 7), settings(64, 4)), unfit(7, 64, 4, 64)},
+      {link_refusal(affine_parts(64, 9), settings(64, 4)), unfit(9, 64, 4, 64)},
       // 10 words of 3-bit codes are 106.67 codes: no whole number of codes a row
-      {affine_parts(10, 1), settings(64, 3),
-       "m.safetensors: scales `l.scales` of shape [8, 1] do not fit weight `l.weight` of shape [8, 10] at 3 bits in "
-       "groups of 64"},
+      {link_refusal(affine_parts(10, 1), settings(64, 3)), unfit(1, 10, 3, 64)},
       // 512 codes in groups of 96: the last group would be partial
-      {affine_parts(64, 5), settings(96, 4),
-       "m.safetensors: scales `l.scales` of shape [8, 5] do not fit weight `l.weight` of shape [8, 64] at 4 bits in "
-       "groups of 96"},
+      {link_refusal(affine_parts(64, 5), settings(96, 4)), unfit(5, 64, 4, 96)},
       // integer scales: no affine map mx.dequantize computes
-      {affine_parts(64, 8, DType::I32), settings(64, 4),
-       "m.safetensors: scales `l.scales` of shape [8, 8] do not fit weight `l.weight` of shape [8, 64] at 4 bits in "
-       "groups of 64"},
+      {link_refusal(affine_parts(64, 8, DType::I32), settings(64, 4)), unfit(8, 64, 4, 64)},
   };
-  for (Case& item : cases) {
-    try {
-      linked(std::move(item.tensors), item.config);
-      ADD_FAILURE() << "accepted: " << item.message;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kSizeMismatch);
-      EXPECT_EQ(std::string(e.what()), item.message);
-    }
-  }
+  for (const auto& [got, expected] : cases) EXPECT_EQ(got, std::pair(ErrorCode::kSizeMismatch, expected));
 }
 
 TEST(MlxAffine, WithoutSettingsToReadTheCodesByTheyAreNotReadAndTheScalesAreNeverWeights) {
@@ -87,7 +67,7 @@ TEST(MlxAffine, WithoutSettingsToReadTheCodesByTheyAreNotReadAndTheScalesAreNeve
                                         settings(64, 9),
                                         {{"quantization", {{"group_size", 64}, {"bits", 4}, {"l", false}}}}};
   for (const nlohmann::json& config : no_settings) {
-    LinkedCheckpoint model = linked(affine_parts(64, 8), config);
+    LinkedCheckpoint model = linked_file(affine_parts(64, 8), config);
     EXPECT_FALSE(model.readings[0].link) << config.dump();
     EXPECT_EQ(model.tensors[1].role, TensorRole::kScale) << config.dump();
     EXPECT_EQ(model.tensors[2].role, TensorRole::kScale) << config.dump();
