@@ -16,24 +16,39 @@ mapfile -t targets < <(sed -n '/PRECDETECT_FUZZ_TARGETS/,/)/p' tests/fuzz/target
 objects=()
 for name in "${targets[@]}"; do objects+=("tests/fuzz/CMakeFiles/fuzz_$name.dir/${name}_fuzz.cpp.o"); done
 
-# The touched targets, one a line: each object's dependencies are listed indented below it, paths absolute.
+# The touched targets, one a line. `ninja -t deps` lists each object's dependencies indented below it, paths absolute.
 touched_targets() {
   (cd "$build" && ninja -t deps "${objects[@]}") | awk -v root="$PWD/" -v changed="$(scripts/changed_files.sh)" '
-    function finish() {
+    function folder_of(path) { sub(/\/[^\/]*$/, "", path); return path }
+    function finish(   file) {
       if (name == "") return
-      hit = hit || ("tests/fuzz/seeds/" name in seeds)
-      for (file in list) if (file ~ /^src\/.*\.cpp$/) { folder = file; sub(/\/[^\/]*$/, "", folder); if (folder in read) hit = 1 }
-      if (hit || everything) print name
+      if (everything || ("tests/fuzz/seeds/" name) in changed_folders) hit = 1
+      for (file in changed_files)
+        if (file ~ /^src\/.*\.cpp$/ && folder_of(file) in header_sources) hit = 1
+      if (hit) print name
     }
-    BEGIN { n = split(changed, list_, "\n"); everything = 0
-            for (i = 1; i <= n; i++) { list[list_[i]] = 1; if (list_[i] == "*") everything = 1
-                                       seed = list_[i]; if (sub(/\/[^\/]*$/, "", seed)) seeds[seed] = 1 } }
-    /^[^ ]/ { finish(); name = $1; sub(/^tests\/fuzz\/CMakeFiles\/fuzz_/, "", name); sub(/\.dir\/.*/, "", name)
-              hit = 0; split("", read); next }
-    NF { if (index($1, root) != 1) next
-         path = substr($1, length(root) + 1)
-         if (path in list) hit = 1
-         if (path ~ /^include\/precdetect\/.*\.h$/) { folder = substr(path, 20); sub(/\/[^\/]*$/, "", folder); read["src/" folder] = 1 } }
+    BEGIN {
+      n = split(changed, list, "\n")
+      for (i = 1; i <= n; i++) {
+        changed_files[list[i]] = 1
+        changed_folders[folder_of(list[i])] = 1
+        if (list[i] == "*") everything = 1
+      }
+    }
+    /^[^ ]/ {  # an object: tests/fuzz/CMakeFiles/fuzz_NAME.dir/NAME_fuzz.cpp.o: #deps ...
+      finish()
+      name = $1
+      sub(/^tests\/fuzz\/CMakeFiles\/fuzz_/, "", name)
+      sub(/\.dir\/.*/, "", name)
+      hit = 0
+      split("", header_sources)
+      next
+    }
+    NF && index($1, root) == 1 {  # a file of the tree it read
+      path = substr($1, length(root) + 1)
+      if (path in changed_files) hit = 1
+      if (path ~ /^include\/precdetect\/.*\.h$/) header_sources["src/" folder_of(substr(path, 20))] = 1
+    }
     END { finish() }'
 }
 

@@ -21,9 +21,9 @@ APT_PACKAGES=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev l
 # judged.
 TEST_APT_PACKAGES=(python3-venv libgtest-dev libgmock-dev time clang libclang-rt-14-dev clang-format
   chromium git slurmctld slurmd slurm-client munge strace ccache)
-# time: peak RSS in scripts/benchmark.py; clang: libFuzzer and the sanitized build; clang-format and git:
-# the format and lint checks (ctest `format`, `tidy`: clang-tidy itself is the pinned PyPI release in .venv); chromium: the report's end-to-end test (headless); Slurm and
-# munge: the one-node cluster tests/e2e/test_slurm.py starts with its own config (their system services go unused);
+# time: peak RSS in scripts/benchmark.py; clang: libFuzzer and the sanitized build; clang-format and git: the
+# format and lint checks (ctest `format`, `tidy`, whose clang-tidy is the PyPI release requirements-tests.txt pins,
+# in .venv); chromium: the report's end-to-end test (headless); Slurm and munge: the one-node cluster tests/e2e/test_slurm.py starts with its own config (their system services go unused);
 # strace: tests/e2e/test_escapes.py shows that no file outside a model is opened; ccache: the package tests' builds
 # (the wheel, pip's from-source install) take scripts/build.sh's objects instead of compiling everything twice more.
 [ -n "$tests" ] && APT_PACKAGES+=("${TEST_APT_PACKAGES[@]}")
