@@ -69,8 +69,11 @@ void link_4bit(Linking& model, const TensorRecord& weight) {
     const TensorRecord* nested_absmax = model.part(weight.name + ".nested_absmax");
     const TensorRecord* nested_quant_map = model.part(weight.name + ".nested_quant_map");
     model.part(state);
-    if (absmax == nullptr || quant_map == nullptr || (nested_absmax == nullptr) != (nested_quant_map == nullptr))
-      return;  // incomplete: the codes are counted, never guessed
+    // Incomplete: counted, never analyzed as the numbers quant_storage stores the codes as (bfloat16, ...).
+    if (absmax == nullptr || quant_map == nullptr)
+      return model.unread(weight, fmt::format("bitsandbytes {}, without its absmax or quant map", type));
+    if ((nested_absmax == nullptr) != (nested_quant_map == nullptr))
+      return model.unread(weight, fmt::format("bitsandbytes {}, with half of its nested quantization", type));
     model.read(weight, Link(kBitsandbytesScheme,
                             Blockwise4bitParts{
                                 .scale = {.name = absmax->name, .multiplies = true},
