@@ -298,3 +298,41 @@ def compressed_checkpoint(folder, scheme, hidden=128, intermediate=256, dtype=to
     model.save_pretrained(folder)
     compressor.update_config(folder)
     return json.loads((Path(folder) / "config.json").read_text())["quantization_config"]["format"]
+
+
+# The quantized checkpoints' modules (test_compressed_tensors, test_microscaling, test_bitsandbytes, test_gptq,
+# test_awq): a quantized weight's statistics against its library's dequantized tensor.
+
+
+def float_tensors(folder):
+    """The tensors of `folder`'s safetensors file, by name."""
+    from safetensors.torch import load_file
+
+    return load_file(folder / "model.safetensors")
+
+
+def scanned(case, folder):
+    """The JSON model of `folder`'s scan, which must succeed, and its tensors by name."""
+    code, document, stderr = scan(folder)
+    case.assertEqual(code, 0, stderr)
+    model = document["models"][0]
+    return model, tensors_by_name(model)
+
+
+def check_dequantized(case, reported, name, reference):
+    """`name`'s statistics against `reference` (the library's dequantized tensor) in float64."""
+    expected = reference_tensor_stats(reference.double())
+    case.assertTrue(reported[name]["analyzed"], name)
+    case.assertEqual(reported[name]["numel"], reference.numel(), name)
+    for key in ("abs_min", "abs_max", "norm"):
+        case.assertAlmostEqual(reported[name][key], expected[key], delta=abs(expected[key]) * 1e-6, msg=(name, key))
+
+
+def check_stats(case, reported, name, reference):
+    """`name`'s numel, abs min, abs max and zeros equal to `reference`'s (the dequantized tensor) and its norm to 1e-9:
+    the integer codes' values, which the scan computes as their kernels do."""
+    expected = reference_tensor_stats(reference)
+    case.assertEqual(reported[name]["numel"], reference.numel(), name)
+    for key in ("abs_min", "abs_max", "zeros"):
+        case.assertEqual(reported[name][key], expected[key], (name, key))
+    case.assertAlmostEqual(reported[name]["norm"], expected["norm"], delta=expected["norm"] * 1e-9)

@@ -1,6 +1,7 @@
 // compressed-tensors' nvfp4-pack-quantized and int-quantized weights linked to their parts (quantize/nvfp4.cpp,
 // quantize/int8_codes.cpp): the group each scale covers, and the error contract for parts that fit no groups,
-// beside the code. The values are checked against compressed-tensors' own decompressors in tests/e2e.
+// beside the code. The values are checked against compressed-tensors' own decompressors in
+// tests/e2e/test_compressed_tensors.py.
 #include <gtest/gtest.h>
 
 #include "precdetect/quantize/scheme.h"

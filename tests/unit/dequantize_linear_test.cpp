@@ -1,7 +1,7 @@
 // ONNX's DequantizeLinear as the loader records its nodes (quantize/dequantize_linear.cpp): codes linked to the
 // scale, zero point, axis and block size their nodes agree on, analyzed as (code - zero point) x scale, and the
 // error contract for a scale or zero point that fits no axis or block of the codes, beside the code. The values are
-// checked against onnxruntime's own DequantizeLinear in tests/e2e/test_onnx.py.
+// checked against onnxruntime's own DequantizeLinear in tests/e2e/test_onnx_use.py.
 #include <gtest/gtest.h>
 
 #include <cmath>

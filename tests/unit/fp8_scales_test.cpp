@@ -1,6 +1,7 @@
 // fp8 weights with their scales beside them (quantize/fp8_scales.cpp): the block each scale covers, from the two
 // shapes or config.json's `quantization_config.weight_block_size`, and the error contract for scales that fit no
-// blocking. The values are checked against each producer's own dequantization in tests/e2e/test_quantized.py.
+// blocking. The values are checked against each producer's own dequantization in tests/e2e/test_fp8_blocks.py
+// and tests/e2e/test_compressed_tensors.py.
 #include <gtest/gtest.h>
 
 #include "precdetect/quantize/scheme.h"

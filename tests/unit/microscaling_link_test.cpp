@@ -1,7 +1,7 @@
 // Microscaling formats linked to their scales (quantize/microscaling.cpp): gpt-oss's MXFP4 `_blocks` and
 // `_scales`, and MLX's mxfp4, nvfp4 and mxfp8 modes, each module in the mode mlx-lm's settings give it; the error
 // contract for scales that do not fit, beside the code. The values are checked against transformers' and
-// mx.dequantize's in tests/e2e/test_quantized_schemes.py.
+// mx.dequantize's in tests/e2e/test_microscaling.py.
 #include <gtest/gtest.h>
 
 #include "precdetect/quantize/scheme.h"

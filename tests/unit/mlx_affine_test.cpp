@@ -2,7 +2,7 @@
 // beside its code. A weight whose scales fit its codes is read through the scheme; scales that do not fit are
 // size_mismatch, named with both shapes; without settings to read the codes by, they are counted, never guessed,
 // and the scales and biases are never weights. The values themselves are checked against mx.dequantize in
-// tests/e2e/test_quantized.py, on files mx.quantize and mx.save_safetensors wrote.
+// tests/e2e/test_mlx_affine.py, on files mx.quantize and mx.save_safetensors wrote.
 #include <gtest/gtest.h>
 
 #include "precdetect/quantize/scheme.h"
