@@ -52,6 +52,7 @@ TensorStats reduce_codes(DType dtype, const std::byte* data, size_t begin, size_
   for (size_t t = 0; t < kTables; ++t) table[t] = counts.data() + (t % tables) * codes;
   size_t i = begin;
   for (; i + 2 * kPerWord <= end; i += 2 * kPerWord) {
+    vectors::prefetch_ahead(data + i * sizeof(Raw));
     std::array<uint64_t, 2> words;
     std::memcpy(words.data(), data + i * sizeof(Raw), sizeof(words));  // little-endian: the first value lowest
     for (unsigned j = 0; j < 2 * kPerWord; ++j)

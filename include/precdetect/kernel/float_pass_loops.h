@@ -195,6 +195,7 @@ TensorStats reduce_floats(const std::byte* data, size_t begin, size_t end) {
     for (size_t block_end = std::min(end, i + kBlock); i + kStep <= block_end; i += kStep) {
       std::array<typename L::Floats, kVectors> values;
       typename L::Ints may_count{};
+      vectors::prefetch_ahead(data + 4 * i);
       for (size_t v = 0; v < kVectors; ++v) {
         values[v] = magnitudes<typename L::Floats, typename L::Words>(L::load_floats(data + 4 * (i + v * L::kWidth)));
         chains[v].add(values[v]);
@@ -301,7 +302,10 @@ TensorStats reduce_doubles(const std::byte* data, size_t begin, size_t end) {
   for (size_t block = begin; block < end; block += kBlock) {
     size_t block_end = std::min(end, block + kBlock), i = block;
     DoubleSteps<L> steps(fields);
-    for (; i + 4 <= block_end; i += 4) steps.add(data + 8 * i);
+    for (; i + 4 <= block_end; i += 4) {
+      vectors::prefetch_ahead(data + 8 * i);
+      steps.add(data + 8 * i);
+    }
     TensorStats part = steps.stats(i - block);
     stepped_zeros += part.zeros;
     for (; i < block_end; ++i) add_wide_magnitude(part, std::fabs(vectors::load<double>(data, i)));
