@@ -204,7 +204,12 @@ ModelRoot model_root_of(const fs::path& typed, bool is_folder) {
       (repository.starts_with("models--") || repository.starts_with("datasets--") ||
        repository.starts_with("spaces--")))
     root.folder = snapshots.parent_path();
+  root.census = std::make_shared<HardLinkCensus>(root.folder);
   return root;
+}
+
+bool has_names_outside(const ModelRoot& root, const struct stat& status) {
+  return root.census && has_names_outside(*root.census, status);
 }
 
 std::optional<EscapingLink> escape_of(const ModelRoot& root, const fs::path& path) {

@@ -43,8 +43,14 @@ OpenFile open_for_reading(const std::filesystem::path& path, std::string_view wh
     fail(ErrorCode::kInternal, path,
          fmt::format("{} opened outside any model's confinement (core/confinement.h)", what));
   int flags = open_flags(allow_pipe);
-  return checked_open(path == root->entry ? ::open(path.c_str(), flags) : open_beneath(*root, path, flags), path, what,
-                      allow_pipe);
+  if (path == root->entry) return checked_open(::open(path.c_str(), flags), path, what, allow_pipe);
+  OpenFile file = checked_open(open_beneath(*root, path, flags), path, what, allow_pipe);
+  if (has_names_outside(*root, file.status()))
+    fail(ErrorCode::kPathEscape, path,
+         fmt::format("{} is a hard link of {} names, {} of them beneath the model's folder {}: its other names lie "
+                     "outside it; not read",
+                     what, file.status().st_nlink, root->census->names_beneath(file.status()), root->folder.string()));
+  return file;
 }
 
 OpenFile open_user_file(const std::filesystem::path& path, std::string_view what, bool allow_pipe) {

@@ -1,5 +1,8 @@
 #include "precdetect/discover/inventory.h"
 
+#include <fmt/format.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <array>
 #include <map>
@@ -57,8 +60,15 @@ InventoryEntry entry_of(const fs::directory_entry& found, const ModelRoot& root)
       entry.reason = "a link out of the input, never followed";
     }
   } else if (fs::is_regular_file(status)) {
-    uint64_t size = found.file_size(ec);
-    if (!ec) entry.size = size;
+    struct stat file {};
+    if (::lstat(found.path().c_str(), &file) == 0) entry.size = static_cast<uint64_t>(file.st_size);
+    if (has_names_outside(root, file)) {
+      entry.leaves = true;
+      entry.names_outside = file.st_nlink - root.census->names_beneath(file);
+      entry.unread = Unread::kLinkOut;
+      entry.reason = fmt::format("a hard link with {} of its {} names outside the input, never read",
+                                 entry.names_outside, file.st_nlink);
+    }
   } else {
     entry.kind = EntryKind::kOther;
     entry.unread = Unread::kNotAFile;

@@ -164,9 +164,12 @@ void examine_inventory(Inventory& inventory, Safety& safety) {
   for (InventoryEntry& entry : inventory.entries) {
     if (entry.kind == EntryKind::kFolder || entry.kind == EntryKind::kOther) continue;
     if (entry.leaves) {
+      std::string how = entry.kind == EntryKind::kLink
+                            ? fmt::format("-> {}; never followed", entry.link)
+                            : fmt::format("is a hard link, {} of its names outside; never read", entry.names_outside);
       safety.add_tampering({.kind = FileTampering::kPathEscape,
-                            .detail = fmt::format("a link out of the input {}: {} -> {}; never followed",
-                                                  inventory.root.folder.string(), entry.path.string(), entry.link),
+                            .detail = fmt::format("a link out of the input {}: {} {}", inventory.root.folder.string(),
+                                                  entry.path.string(), how),
                             .file = entry.path.string()});
       entry.judged = true;
       continue;

@@ -121,6 +121,47 @@ class Escapes(unittest.TestCase):
         self.assertIn(str(self.model / "config.json"), [item["file"] for item in safety(document)["tampering"]])
         self.assertEqual(run("--fail-if-unsafe", self.model).returncode, 1)
 
+    def test_a_hard_link_to_a_file_outside_is_never_read(self):
+        """A hard link has no target to read: every name of the file is the file. One whose other name lies outside
+        the model is a link out (core/hard_links.h): closed unread, as the weights and as a file beside them."""
+        from safetensors.torch import load_file
+        (self.model / "model.safetensors").unlink()
+        os.link(self.canary, self.model / "model.safetensors")
+        # The harm: safetensors' loader reads the canary's tensor through the folder's weight file.
+        self.assertEqual(load_file(self.model / "model.safetensors")["secret"][0].item(), CANARY_VALUE)
+        result = run("--json", self.model)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        document = json.loads(result.stdout)
+        self.assertEqual(document["models"][0]["error"]["code"], "path_escape")
+        self.assertIn("is a hard link of 2 names, 1 of them beneath", document["models"][0]["error"]["message"])
+        self.assertEqual(safety(document)["verdict"], "unsafe")
+        self.assertNothingOfTheCanary(result.stdout + result.stderr)
+        self.assertEqual(run("--fail-if-unsafe", self.model).returncode, 1)  # a failed gate outranks the unread model
+        # Beside weights that read well: the model's numbers, and the link the finding.
+        (self.model / "model.safetensors").unlink()
+        save_file({"w": torch.full((8,), 0.5)}, self.model / "model.safetensors")
+        os.link(self.canary, self.model / "tokenizer.json")
+        code, document, stderr = scan(self.model)
+        self.assertEqual(code, 0, stderr)
+        self.assertEqual(safety(document)["verdict"], "unsafe")
+        findings = [item for item in safety(document)["tampering"] if item["file"].endswith("tokenizer.json")]
+        self.assertEqual([item["kind"] for item in findings], ["path_escape"])
+        self.assertIn("is a hard link, 1 of its names outside; never read", findings[0]["detail"])
+        entry = next(item for item in document["models"][0]["inventory"]["files"]
+                     if item["file"].endswith("tokenizer.json"))
+        self.assertEqual((entry["kind"], entry["disposition"], entry["verdict"]), ("file", "not_read", "unsafe"))
+        self.assertEqual(run("--fail-if-unsafe", self.model).returncode, 1)
+        self.assertNothingOfTheCanary(json.dumps(document))
+
+    def test_a_hard_link_whose_names_all_lie_inside_is_one_file_of_the_model(self):
+        os.link(self.model / "model.safetensors", self.model / "copy.safetensors.bak")
+        (self.model / "sub").mkdir()
+        os.link(self.model / "model.safetensors", self.model / "sub" / "model.safetensors")
+        code, document, stderr = scan(self.model)
+        self.assertEqual(code, 0, stderr)
+        self.assertEqual(safety(document)["verdict"], "safe", safety(document))
+        self.assertEqual(run("--fail-if-unsafe", self.model).returncode, 0)
+
     def test_links_that_stay_inside_and_a_linked_model_folder_are_followed(self):
         os.symlink("model.safetensors", self.model / "alias.json")
         # Out of the folder and straight back in: it reaches the model's own file (issue 66's false alarm).

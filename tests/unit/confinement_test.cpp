@@ -119,6 +119,27 @@ TEST_P(Confinement, EscapeOfNamesTheLinkWithoutFollowingIt) {
   EXPECT_EQ(out->target, "../outside");
 }
 
+TEST_P(Confinement, AHardLinkIsReadOnlyWhenAllItsNamesLieInsideTheModel) {
+  fs::create_hard_link(root_ / "outside.txt", root_ / "model/hard_out");
+  fs::create_hard_link(root_ / "model/a.bin", root_ / "model/sub/hard_in");
+  fs::create_symlink("hard_out", root_ / "model/to_hard_out");
+  auto [code, message] = read("hard_out");
+  EXPECT_EQ(code, "path_escape");
+  EXPECT_NE(message.find("hard_out: test file is a hard link of 2 names, 1 of them beneath the model's folder"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("CANARY"), std::string::npos);
+  EXPECT_EQ(read("to_hard_out").first, "path_escape");  // reached through a link that stays inside
+  EXPECT_EQ(read("sub/hard_in").first, "inside");       // both names inside: one file of the model
+  EXPECT_EQ(read("a.bin").first, "inside");
+  // The user typed it: followed, as a symbolic link the user typed is.
+  EXPECT_EQ(read(root_ / "model/hard_out", model_root_of(root_ / "model/hard_out", false)).first, "CANARY");
+  // A third name outside: the pair inside now holds a file from outside too (each root counts afresh).
+  fs::create_hard_link(root_ / "model/a.bin", root_ / "outside/third");
+  EXPECT_EQ(read("a.bin").first, "path_escape");
+  EXPECT_NE(read("sub/hard_in").second.find("a hard link of 3 names, 2 of them beneath"), std::string::npos);
+}
+
 INSTANTIATE_TEST_SUITE_P(Openat2AndWalk, Confinement, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "openat2" : "component_walk"; });
 

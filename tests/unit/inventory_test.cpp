@@ -51,6 +51,26 @@ TEST_F(Inventorying, ListsTheWholeTreeAndNamesStoresWithoutWalkingThem) {
   EXPECT_TRUE(listed->walked);
 }
 
+TEST_F(Inventorying, AHardLinkWithANameOutsideTheInputLeavesIt) {
+  write("outside.bin", "secret");
+  write("m/model.safetensors", "12345");
+  fs::create_hard_link(root_ / "outside.bin", root_ / "m/tokenizer.json");
+  fs::create_directories(root_ / "m/sub");
+  fs::create_hard_link(root_ / "m/model.safetensors", root_ / "m/sub/model.safetensors");
+  std::optional<Inventory> listed = list_input((root_ / "m").string(), root_);
+  ASSERT_TRUE(listed);
+  auto entries = by_name(*listed, root_ / "m");
+  EXPECT_TRUE(entries["tokenizer.json"]->leaves);
+  EXPECT_EQ(entries["tokenizer.json"]->kind, EntryKind::kFile);
+  EXPECT_EQ(entries["tokenizer.json"]->names_outside, 1u);
+  EXPECT_EQ(entries["tokenizer.json"]->unread, Unread::kLinkOut);
+  EXPECT_EQ(entries["tokenizer.json"]->reason, "a hard link with 1 of its 2 names outside the input, never read");
+  for (std::string inside : {"model.safetensors", "sub/model.safetensors"}) {
+    EXPECT_FALSE(entries[inside]->leaves) << inside;
+    EXPECT_EQ(entries[inside]->size, 5u) << inside;
+  }
+}
+
 TEST_F(Inventorying, AFileInputIsItsOwnEntryAndWhatDoesNotResolveHasNone) {
   write("m/model.safetensors", "abc");
   std::optional<Inventory> listed = list_input((root_ / "m/model.safetensors").string(), root_);

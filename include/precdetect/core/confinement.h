@@ -6,8 +6,11 @@
 /// reads links itself and opens each component with O_NOFOLLOW.
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
+
+#include "precdetect/core/hard_links.h"
 
 namespace precdetect {
 
@@ -19,6 +22,9 @@ struct ModelRoot {
   /// The file the user typed, when the model is one file: the user chose it, so it is opened even when it is
   /// itself a link that leads elsewhere (confinement starts below what was typed).
   std::filesystem::path entry;
+  /// The names of `folder`'s files of several names, counted when a file of several names is first opened: one
+  /// with a name outside is a link out (core/hard_links.h). Shared by the root's copies.
+  std::shared_ptr<HardLinkCensus> census;
 };
 
 /// The root of a model given as `typed`, a folder or a file (followed if it is a link: the user chose it): that
@@ -26,6 +32,9 @@ struct ModelRoot {
 /// its repository `models--org--name`, whose `blobs/` its files link into. Throws Error(kIo) when the folder
 /// cannot be resolved.
 ModelRoot model_root_of(const std::filesystem::path& typed, bool is_folder);
+
+/// True when `status`, of a file opened beneath `root` by another path than its entry, has names outside the root.
+bool has_names_outside(const ModelRoot& root, const struct stat& status);
 
 /// A link (or a path the model names) that leads outside the root, and where it leads.
 struct EscapingLink {

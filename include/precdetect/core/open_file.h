@@ -22,6 +22,7 @@ class OpenFile {
 
   int fd() const { return fd_; }
   uint64_t size() const { return static_cast<uint64_t>(status_.st_size); }
+  const struct stat& status() const { return status_; }
   /// Hands the descriptor over: the caller closes it.
   int release() { return std::exchange(fd_, -1); }
 
@@ -34,7 +35,8 @@ class OpenFile {
 /// Opens `path`, a file of the model being read (`what` it is, for messages), read-only, beneath the root of the
 /// Confined scope this thread holds (core/confinement.h). Only a regular file is accepted, or with `allow_pipe` also a
 /// pipe: a FIFO beside the weights that nobody writes would block forever, and a device (/dev/zero) has no end.
-/// Throws Error(kNotFound) for a missing file, Error(kPathEscape) for one outside the root, Error(kIo) otherwise,
+/// Throws Error(kNotFound) for a missing file, Error(kPathEscape) for one outside the root (by a symbolic link, or
+/// a hard link: a file with a name outside the root is closed unread, core/hard_links.h), Error(kIo) otherwise,
 /// naming the path; Error(kInternal) when no scope is live: a model's files are opened confined or not at all, so a
 /// reader that forgets the scope fails its first test instead of reading outside the model.
 OpenFile open_for_reading(const std::filesystem::path& path, std::string_view what, bool allow_pipe = false);

@@ -63,6 +63,7 @@ struct InventoryEntry {
   std::optional<uint64_t> size;  ///< bytes; a link's are those of the file it leads to inside the input
   std::string link;              ///< a link's target, as the link holds it
   bool leaves = false;           ///< a link that resolves outside the input's root: never followed
+  uint64_t names_outside = 0;    ///< a hard link's names outside the input's root: it leaves too, never read
   Disposition disposition = Disposition::kNotRead;
   std::optional<Unread> unread;  ///< why, for a file not read
   std::string reason;            ///< the disposition's why, in words ("a pickle, by its first bytes")
@@ -83,7 +84,8 @@ inline constexpr size_t kMaxListed = 100000;
 
 /// Lists `input` as discover resolves it (a path, a hub id in the HF cache at `hf_cache`): a folder's whole tree,
 /// whatever --recursive makes of its sub-folders, or a file alone. Reads no file: each entry's kind and size come
-/// from the directory and stat (a link's from where it lands, when that is inside the input's root). `.git` (and
+/// from the directory and stat (a link's from where it lands, when that is inside the input's root; a file of
+/// several names with one outside the root leaves it, as a link out: core/hard_links.h). `.git` (and
 /// `.hg`, `.svn`), a local download's `.cache/huggingface`, and in the HF cache `.locks`, `.no_exist`, a
 /// repository's `refs` and `blobs` are named as folders and not walked. Nullopt for what is no local path (a URL,
 /// a hub id not in the cache, a path that does not exist): its scan reports that.
