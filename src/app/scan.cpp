@@ -205,7 +205,7 @@ ModelReport metered(ModelReport report, const TransferMeter& meter) {
 
 ModelReport scan_model(const std::string& input, const ScanOptions& options, const Judgement& judgement,
                        Analyzer& analyzer, StatsCache* cache, BaseFollowing base_following,
-                       std::optional<Inventory> inventory) {
+                       std::optional<Inventory> inventory, Named named) {
   ModelReport report;
   report.input = report.path = input;
   report.inventory = std::move(inventory);
@@ -220,7 +220,7 @@ ModelReport scan_model(const std::string& input, const ScanOptions& options, con
   std::optional<LinkedCheckpoint> checkpoint;
   std::optional<ComponentInput> component = component_input(input);
   try {
-    source = discover(component ? component->file : input, hf_hub_cache());
+    source = discover(component ? component->file : input, hf_hub_cache(), named);
     report.path = source->path.string();
     report.root = source->root;
     for (const auto& file : source->files) report.files.push_back(file.string());
@@ -278,18 +278,20 @@ struct RunPlan {
   std::vector<ListPosition> positions;
   /// Per model: the files of its typed input accounted to it (discover/inventory.h); nullopt for a remote one.
   std::vector<std::optional<Inventory>> inventories;
+  /// Per model: who named it (a model that models_in split out of its input is confined to the input's folder).
+  std::vector<Named> named;
 };
 
 /// The one weight file of `model`, when it is one file, and the root its opens are confined to. A file named by URL
 /// (an https file, an S3 object) is known without a request: its discovery would ask for the texts beside it, which
 /// its scan does anyway. A Hub repository or S3 folder is listed (the run keeps the listing for its scan:
 /// net/remote_text).
-std::optional<std::pair<std::filesystem::path, ModelRoot>> single_file_of(const std::string& model) {
+std::optional<std::pair<std::filesystem::path, ModelRoot>> single_file_of(const std::string& model, Named named) {
   if (std::optional<std::string> url = http_url_of(model); url && !model.ends_with('/')) {
     if (url_file_name(*url).ends_with(".index.json")) return std::nullopt;
     return std::pair{std::filesystem::path(*url), ModelRoot{}};
   }
-  ModelSource source = discover(model, hf_hub_cache());
+  ModelSource source = discover(model, hf_hub_cache(), named);
   if (source.files.size() != 1) return std::nullopt;
   return std::pair{source.files.front(), source.root};
 }
@@ -297,10 +299,10 @@ std::optional<std::pair<std::filesystem::path, ModelRoot>> single_file_of(const 
 /// A single-file pipeline checkpoint as its components ("sd_xl_base_1.0.safetensors#vae", ...: load/components.h);
 /// any other model as itself. Only a model of one file is opened to see (a folder of one file too: ComfyUI's
 /// models/checkpoints may hold one); a folder of several models was split into them by models_in.
-std::vector<std::string> components_of(const std::string& model) {
+std::vector<std::string> components_of(const std::string& model, Named named) {
   try {
     if (component_input(model)) return {model};
-    std::optional<std::pair<std::filesystem::path, ModelRoot>> file = single_file_of(model);
+    std::optional<std::pair<std::filesystem::path, ModelRoot>> file = single_file_of(model, named);
     // The layouts are saved as safetensors and as torch's .ckpt: other formats are not opened twice to see. A
     // remote file is read here by range, its header only: a remote torch file's directory and pickle would move
     // twice, so it is split only when a component is named (URL#vae, docs/using.md).
@@ -374,16 +376,23 @@ RunPlan plan_run(const ScanOptions& options) {
     uint64_t of_input = 0;
     std::vector<std::string> parts;
     std::vector<std::optional<std::filesystem::path>> part_folders;
+    std::vector<Named> part_named;
     TransferMeter meter;
     for (const std::string& model : models_in(inputs[index], hf_hub_cache(), options.all_formats)) {
       std::optional<std::filesystem::path> folder = model_path(model, hf_hub_cache());
-      for (std::string& part : components_of(model)) parts.push_back(std::move(part)), part_folders.push_back(folder);
+      Named named = model == inputs[index] ? Named::kByUser : Named::kByDiscovery;
+      for (std::string& part : components_of(model, named)) {
+        parts.push_back(std::move(part));
+        part_folders.push_back(folder);
+        part_named.push_back(named);
+      }
     }
     for (size_t k = 0; k < parts.size(); ++k) {
       plan.planning_bytes.push_back(of_input == 0 ? meter.bytes() : 0);
       plan.models.push_back(std::move(parts[k]));
       typed_of.push_back(typed_of_input[index]);
       folders.push_back(part_folders[k]);
+      plan.named.push_back(part_named[k]);
       if (plan.part) plan.positions.push_back({index, of_input});
       ++of_input;
     }
@@ -450,7 +459,7 @@ ScanReport scan_all(const ScanOptions& options, const ScanEvents& events) {
         events.started(inputs[i]);
       }
       ModelReport model = scan_model(inputs[i], options, {rules, registry, options.gpu}, analyzer, cache.get(),
-                                     BaseFollowing::kYes, std::move(plan.inventories[i]));
+                                     BaseFollowing::kYes, std::move(plan.inventories[i]), plan.named[i]);
       model.gate_failures = gate_failures(model, options.gates);
       if (plan.part) model.list_position = plan.positions[i];
       if (model.bytes_transferred) *model.bytes_transferred += plan.planning_bytes[i];

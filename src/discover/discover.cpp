@@ -377,14 +377,15 @@ std::vector<std::string> models_in(const std::string& input, const fs::path& hf_
   return {input};
 }
 
-ModelSource discover(const std::string& input, const fs::path& hf_cache) {
+ModelSource discover(const std::string& input, const fs::path& hf_cache, Named named) {
   if (is_url(input)) return discover_remote(input);
   ModelSource source{.input = input, .path = resolve_input(input, hf_cache)};
   fs::path folder = source.path;
   std::error_code ec;
   bool is_folder = fs::is_directory(source.path, ec);
-  // A named shard group (`folder/group`) is no file of its own: its folder is the root.
-  if (is_folder || fs::exists(source.path, ec))
+  // The path the user named is the root (followed if it is a link: they chose it); a shard group (`folder/group`,
+  // no file of its own) and a model split out of a folder (a file, a pipeline's component) have their folder's.
+  if (named == Named::kByUser && (is_folder || fs::exists(source.path, ec)))
     source.root = model_root_of(source.path, is_folder);
   else if (fs::is_directory(folder_of(source.path), ec))
     source.root = model_root_of(folder_of(source.path), true);

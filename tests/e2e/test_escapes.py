@@ -162,6 +162,42 @@ class Escapes(unittest.TestCase):
         self.assertEqual(safety(document)["verdict"], "safe", safety(document))
         self.assertEqual(run("--fail-if-unsafe", self.model).returncode, 0)
 
+    def test_a_model_split_out_of_a_folder_is_confined_to_that_folder(self):
+        """A folder of independent files is split into one model per file, and a pipeline into its components: the
+        user named the folder, not the file, so a file or component linked out of it (symbolically or by a hard
+        link) is refused as it would be beside one model's weights, never read as if the user had typed it."""
+        save_file({"v": torch.full((3,), 0.25)}, self.model / "other.safetensors")
+        os.symlink("../outside/canary.safetensors", self.model / "linked.safetensors")
+        os.link(self.canary, self.model / "hard.safetensors")
+        code, document, stderr = scan(self.model)
+        self.assertEqual(code, 2, stderr)
+        models = {Path(model["path"]).name: model for model in document["models"]}
+        self.assertEqual(sorted(models), ["hard.safetensors", "linked.safetensors", "model.safetensors",
+                                          "other.safetensors"])
+        for name in ("hard.safetensors", "linked.safetensors"):
+            self.assertEqual(models[name]["error"]["code"], "path_escape", name)
+            self.assertEqual(models[name]["safety"]["verdict"], "unsafe", name)
+        self.assertEqual((models["model.safetensors"]["summary"]["abs_max"],
+                          models["other.safetensors"]["summary"]["abs_max"]), (0.5, 0.25))
+        self.assertNothingOfTheCanary(json.dumps(document) + stderr)
+        self.assertEqual(run("--fail-if-unsafe", self.model).returncode, 1)
+        # A pipeline whose unet/ is a link to a folder outside: its component is refused, its vae/ read.
+        pipeline = self.tmp / "pipeline"
+        (pipeline / "vae").mkdir(parents=True)
+        save_file({"w": torch.full((4,), 0.5)}, pipeline / "vae" / "diffusion_pytorch_model.safetensors")
+        (self.tmp / "outside-unet").mkdir()
+        shutil.copy(self.canary, self.tmp / "outside-unet" / "diffusion_pytorch_model.safetensors")
+        os.symlink("../outside-unet", pipeline / "unet")
+        (pipeline / "model_index.json").write_text(json.dumps(
+            {"_class_name": "StableDiffusionPipeline", "vae": ["diffusers", "AutoencoderKL"],
+             "unet": ["diffusers", "UNet2DConditionModel"]}))
+        code, document, stderr = scan(pipeline)
+        self.assertEqual(code, 2, stderr)
+        components = {Path(model["path"]).name: model for model in document["models"]}
+        self.assertEqual(components["unet"]["error"]["code"], "path_escape")
+        self.assertEqual(components["vae"]["summary"]["abs_max"], 0.5)
+        self.assertNothingOfTheCanary(json.dumps(document) + stderr)
+
     def test_links_that_stay_inside_and_a_linked_model_folder_are_followed(self):
         os.symlink("model.safetensors", self.model / "alias.json")
         # Out of the folder and straight back in: it reaches the model's own file (issue 66's false alarm).

@@ -26,11 +26,11 @@ enum class BaseFollowing { kYes, kNo };
 /// Scans one input with `analyzer`, taking tensor statistics from `cache` where it has them (nullptr: no cache).
 /// An adapter's base, where it lies on this machine, is scanned with it and its verdict taken. `inventory`, the
 /// files of its input accounted to it (discover/inventory.h), is judged into its safety with its own files, also
-/// when the model cannot be read (a folder of no weights). Never throws precdetect::Error: a model that cannot be
-/// scanned comes back with `error` set.
+/// when the model cannot be read (a folder of no weights); `named`, who named `input` (discover()). Never throws
+/// precdetect::Error: a model that cannot be scanned comes back with `error` set.
 ModelReport scan_model(const std::string& input, const ScanOptions& options, const Judgement& judgement,
                        Analyzer& analyzer, StatsCache* cache, BaseFollowing base_following = BaseFollowing::kYes,
-                       std::optional<Inventory> inventory = std::nullopt);
+                       std::optional<Inventory> inventory = std::nullopt, Named named = Named::kByUser);
 
 /// What scan_all tells as it goes, each call made under one lock (any may be empty): how many models it will
 /// scan, then each model as a worker starts it and once it is finished (its gates judged).

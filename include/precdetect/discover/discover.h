@@ -11,6 +11,10 @@
 
 namespace precdetect {
 
+/// Who named a model's path: the user (a PATH, a --from list's line) or discovery (a file or a pipeline's component
+/// that models_in split out of a folder).
+enum class Named { kByUser, kByDiscovery };
+
 struct ModelSource {
   std::string input;                              ///< as the user typed it
   std::filesystem::path path;                     ///< the resolved model folder or file
@@ -53,7 +57,10 @@ struct ModelSource {
 /// id), kHfCacheMiss, kInvalidIndex, kMissingShard (an indexed shard is absent), kSeveralModels (a folder of
 /// independent checkpoints, or a diffusers pipeline), kNoWeights, kInvalidDcp (`*.distcp` files without the
 /// `.metadata` that indexes them).
-ModelSource discover(const std::string& input, const std::filesystem::path& hf_cache);
+/// `named`: who named the model's path. A path the user typed is opened as named, even a link that leads
+/// elsewhere (they chose it); one that models_in split out of a folder (a file, a pipeline's component) is part of
+/// that folder like any other, so its root is the folder and a link or hard link out of it is refused.
+ModelSource discover(const std::string& input, const std::filesystem::path& hf_cache, Named named = Named::kByUser);
 
 /// The path `input` names: itself when it exists (or names a shard group, `folder/group`), else a hub id's snapshot
 /// in the HF cache at `hf_cache`. Throws Error: kNotFound, kHfCacheMiss (as discover).
