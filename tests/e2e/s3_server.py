@@ -25,10 +25,20 @@ def seaweedfs_available():
     return WEED.is_file()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(count):
+    """`count` distinct ports free now: each socket is held until all are chosen, so none is handed out twice."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+class SeaweedExited(RuntimeError):
+    """`weed server` ended before its S3 gateway answered (its log's end in the message)."""
 
 
 class SeaweedS3:
@@ -46,20 +56,32 @@ class SeaweedS3:
         config.write_text(json.dumps({"identities": [{"name": "scanner", "actions": ["Admin", "Read", "Write", "List"],
                                                       "credentials": [{"accessKey": self.KEY,
                                                                        "secretKey": self.SECRET}]}]}))
-        ports = {name: free_port() for name in self.PORTS}
-        self.process = subprocess.Popen(
-            [str(WEED), "server", f"-dir={data_dir}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-filer", "-s3",
-             f"-s3.config={config}", "-master.volumeSizeLimitMB=64", "-volume.max=4",
-             *(f"-{name}={port}" for name, port in ports.items())],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.endpoint = f"http://127.0.0.1:{ports['s3.port']}"
+        # A port free when chosen may be taken by a test running beside this one before weed binds it (CI runs
+        # two at once; seen once in 539 entries): weed then exits while starting, and is started again on others.
+        for attempt in range(3):
+            self.start(data_dir, config)
+            try:
+                self.fill(bucket, objects)
+                break
+            except SeaweedExited:
+                if attempt == 2:
+                    raise
+            except BaseException:
+                self.stop()
+                raise
         self.env = {"AWS_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": self.KEY,
                     "AWS_SECRET_ACCESS_KEY": self.SECRET, "AWS_REGION": "us-east-1", **(extra_env or {})}
-        try:
-            self.fill(bucket, objects)
-        except BaseException:
-            self.stop()
-            raise
+
+    def start(self, data_dir, config):
+        ports = dict(zip(self.PORTS, free_ports(len(self.PORTS))))
+        self.log = data_dir / "weed.log"
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(
+                [str(WEED), "server", f"-dir={data_dir}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-filer", "-s3",
+                 f"-s3.config={config}", "-master.volumeSizeLimitMB=64", "-volume.max=4",
+                 *(f"-{name}={port}" for name, port in ports.items())],
+                stdout=log, stderr=subprocess.STDOUT)
+        self.endpoint = f"http://127.0.0.1:{ports['s3.port']}"
 
     def fill(self, bucket, objects):
         import boto3
@@ -72,7 +94,7 @@ class SeaweedS3:
                 break
             except Exception:  # noqa: BLE001: not up yet, whatever it answers
                 if self.process.poll() is not None:
-                    raise RuntimeError("SeaweedFS exited while starting")
+                    raise SeaweedExited(f"SeaweedFS exited while starting: {self.log.read_text()[-2000:]}")
                 time.sleep(0.1)
         else:
             raise RuntimeError("SeaweedFS's S3 gateway did not start")
